@@ -1,0 +1,39 @@
+//! `ferry`: the stdio MCP server (`ferry mcp serve`) and the human's and operator's commands.
+//!
+//! This crate is glue: it parses arguments, resolves paths and the clock, and calls the
+//! library. Errors become one line on stderr and a non-zero exit.
+
+mod admin;
+mod mcp;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "ferry", version, about = "A fleet of AI agents on one signed channel")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The MCP server for AI apps.
+    Mcp(mcp::McpArgs),
+    #[command(flatten)]
+    Admin(admin::AdminCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Mcp(args) => mcp::run(args),
+        Command::Admin(cmd) => admin::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("ferry: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! (identity and levels layer: filled in by the identity work)

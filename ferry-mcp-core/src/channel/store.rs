@@ -1,0 +1,1 @@
+//! (channel log layer: filled in by the log work)

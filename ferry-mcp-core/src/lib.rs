@@ -1,0 +1,20 @@
+//! The ferry MCP library.
+//!
+//! Everything the `ferry` binary does lives here, so that other Rust tools can embed
+//! the server and downstream crates can add tool groups:
+//!
+//! - [`protocol`]: MCP as a sans-IO state machine (one line in, lines out; no IO, no clock).
+//! - [`tool`] and [`registry`]: the `Tool` trait and the static, group-keyed registry.
+//! - [`shape`]: response shaping shared by every tool (caps, truncation, cursors, links).
+//! - [`tokens`]: the token estimate that the budgets are written in.
+//! - [`channel`]: the channel store (signed per-author logs, identity, levels, machine state).
+//!
+//! Time is always passed in as a [`time::Timestamp`]; nothing here reads the wall clock.
+
+pub mod channel;
+pub mod protocol;
+pub mod registry;
+pub mod shape;
+pub mod time;
+pub mod tokens;
+pub mod tool;

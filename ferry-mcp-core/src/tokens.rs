@@ -1,0 +1,6 @@
+//! The token estimate that the budgets (ADR T1, T3, T6, T10) are written in: characters / 4.
+
+/// Estimated tokens of a text: its characters divided by four, rounded up.
+pub fn estimate(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}

@@ -1,0 +1,74 @@
+//! The `Tool` trait: what every tool of every group implements.
+//!
+//! A tool is a static definition plus a call. Definitions are `&'static` data so that the
+//! `tools/list` bytes are identical on every run (ADR T8): nothing in a definition may depend
+//! on the version, the time, the agent or the project. Dynamic facts belong in results.
+
+use serde_json::{Map, Value};
+
+use crate::shape::ToolOutcome;
+use crate::time::Timestamp;
+
+/// Behaviour hints of MCP tool annotations. Defaults follow the spec's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl Annotations {
+    /// A tool that only reads: read-only, not destructive, idempotent, closed world.
+    pub const READ_ONLY: Annotations =
+        Annotations { read_only: true, destructive: false, idempotent: true, open_world: false };
+    /// A tool that appends to the channel but never deletes: not read-only, not destructive.
+    pub const APPEND: Annotations =
+        Annotations { read_only: false, destructive: false, idempotent: false, open_world: false };
+}
+
+/// The static definition of a tool, as `tools/list` serves it.
+///
+/// `input_schema` and `output_schema` are frozen compact JSON texts (spliced into the wire
+/// bytes unchanged); tests check that they parse, are valid JSON Schema in the
+/// draft-07 / 2020-12 common subset, and that every result validates against its output schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolDefinition {
+    /// 1-128 characters of `[A-Za-z0-9_.-]`, unique across a surface.
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input_schema: &'static str,
+    pub output_schema: Option<&'static str>,
+    pub annotations: Annotations,
+}
+
+/// What a call may use besides its arguments. Time is passed in; the core reads no clock.
+pub struct CallContext<'a> {
+    pub now: Timestamp,
+    /// The project this server is scoped to; used to build `ferry://<project>/...` links.
+    pub project: &'a str,
+    /// Reports progress; a no-op unless the request carried a progress token.
+    pub progress: &'a mut dyn FnMut(Progress),
+}
+
+impl std::fmt::Debug for CallContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext").field("now", &self.now).field("project", &self.project).finish()
+    }
+}
+
+/// One progress report of a running call (`notifications/progress`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// A tool of some group.
+pub trait Tool: Send + Sync {
+    fn definition(&self) -> &'static ToolDefinition;
+    /// Runs the tool. `args` has already been validated against the input schema.
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome;
+}

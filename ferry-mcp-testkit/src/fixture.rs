@@ -1,0 +1,1 @@
+//! (fixture tool group: filled in by the protocol work)

@@ -1,0 +1,1 @@
+//! (scripted session driver: filled in by the protocol work)

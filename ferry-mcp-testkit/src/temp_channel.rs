@@ -1,0 +1,1 @@
+//! (TempChannel builder: filled in by the identity work)
