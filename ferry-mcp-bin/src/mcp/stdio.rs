@@ -1,0 +1,120 @@
+//! The stdio loop: the only IO and the only clock read of `ferry mcp serve`.
+//!
+//! A reader thread splits stdin into capped lines and sends them over a bounded channel, so
+//! a client that writes faster than we answer is held back instead of filling memory. The
+//! main loop takes everything already read as one batch (so a `notifications/cancelled`
+//! can drop a request queued beside it), reads the wall clock once, hands the batch to the
+//! core and writes each answer as one line, flushing after every batch. At end of input it
+//! answers what it has read and returns.
+
+use std::io::{self, Write};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use ferry_mcp_core::protocol::{MAX_LINE_BYTES, Server};
+use ferry_mcp_core::time::Timestamp;
+
+use super::lines::{CappedLines, Line};
+
+/// Lines read ahead of the core at most; with the line cap this bounds memory to ~16 MiB.
+const READ_AHEAD_LINES: usize = 16;
+/// Lines handed to the core at once at most, so one answer flush never waits on a flood.
+const MAX_BATCH_LINES: usize = 256;
+
+/// Serves stdin to stdout until end of input. A closed stdout (the client went away) ends
+/// serving quietly: nobody is left to answer.
+pub fn serve_stdio(server: &mut Server) -> anyhow::Result<()> {
+    let (sender, receiver) = mpsc::sync_channel(READ_AHEAD_LINES);
+    let reader = thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || read_lines(io::stdin().lock(), sender))
+        .context("cannot start the stdin reader")?;
+    let stdout = io::stdout();
+    match answer_batches(server, &receiver, &mut stdout.lock(), wall_clock) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {
+            eprintln!("ferry mcp serve: stdout closed, stopping");
+            return Ok(());
+        }
+        Err(err) => return Err(err).context("writing stdout failed"),
+    }
+    // The sender is gone, so the reader has returned; a panic there is a bug worth surfacing.
+    match reader.join() {
+        Ok(result) => result.context("reading stdin failed"),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Reads lines until end of input or until the receiving side is gone.
+pub fn read_lines(input: impl io::BufRead, sender: SyncSender<Line>) -> io::Result<()> {
+    let mut lines = CappedLines::new(input, MAX_LINE_BYTES);
+    while let Some(line) = lines.next_line()? {
+        if sender.send(line).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Answers batches of lines from `receiver` until it is closed and empty.
+pub fn answer_batches(
+    server: &mut Server,
+    receiver: &Receiver<Line>,
+    output: &mut impl Write,
+    mut clock: impl FnMut() -> Timestamp,
+) -> io::Result<()> {
+    while let Ok(first) = receiver.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH_LINES {
+            match receiver.try_recv() {
+                Ok(line) => batch.push(line),
+                Err(_) => break,
+            }
+        }
+        let now = clock();
+        for answer in answer_batch(server, &batch, now) {
+            output.write_all(answer.as_bytes())?;
+            output.write_all(b"\n")?;
+        }
+        output.flush()?;
+    }
+    Ok(())
+}
+
+/// The answers to one batch, in input order. Runs of complete lines go to the core
+/// together; an oversized line is answered on its own where it stood.
+fn answer_batch(server: &mut Server, batch: &[Line], now: Timestamp) -> Vec<String> {
+    let mut answers = Vec::new();
+    let mut run: Vec<&[u8]> = Vec::new();
+    for line in batch {
+        match line {
+            Line::Complete(bytes) => run.push(bytes),
+            Line::Oversized(prefix) => {
+                answers.extend(handle_run(server, &run, now));
+                run.clear();
+                answers.extend(server.handle_oversized_line(prefix, now));
+            }
+        }
+    }
+    answers.extend(handle_run(server, &run, now));
+    answers
+}
+
+fn handle_run(server: &mut Server, run: &[&[u8]], now: Timestamp) -> Vec<String> {
+    if run.is_empty() {
+        return Vec::new();
+    }
+    run.iter()
+        .flat_map(|line| server.handle_line(line, now))
+        .collect()
+}
+
+/// Milliseconds since the Unix epoch; a clock set before 1970 reads as the epoch.
+fn wall_clock() -> Timestamp {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp::from_millis(u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX))
+}
