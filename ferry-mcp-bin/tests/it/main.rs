@@ -1,1 +1,4 @@
 //! Integration tests of the `ferry` binary.
+
+mod clients;
+mod serve;

@@ -1,0 +1,84 @@
+"""Shared checks of the Python client probes (py1_client.py, py2_client.py).
+
+The probes drive `ferry mcp serve --tools fixture` through an official SDK client and exit
+non-zero on the first failed check. The fixture group serves `fixture_status` (a result with
+structuredContent that the client validates against the outputSchema) and `fixture_order`
+(a result carrying a `resource_link` to a `ferry://` URI that resources/read serves)."""
+import json
+import sys
+
+STATUS_TOOL = "fixture_status"
+ORDER_TOOL = "fixture_order"
+
+
+class ProbeFailed(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise ProbeFailed(what)
+    print("ok:", what, flush=True)
+
+
+def dump(model):
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def sample_arguments(input_schema):
+    """Arguments that satisfy an input schema's required properties, e.g. {"id": "7"}."""
+    samples = {"string": "7", "integer": 7, "number": 7, "boolean": True, "array": [], "object": {}}
+    props = input_schema.get("properties", {})
+    args = {}
+    for name in input_schema.get("required", []):
+        prop = props.get(name, {})
+        if "enum" in prop:
+            args[name] = prop["enum"][0]
+        else:
+            kind = prop.get("type", "string")
+            args[name] = samples[kind if isinstance(kind, str) else kind[0]]
+    return args
+
+
+def check_tools(tools):
+    names = [t["name"] for t in tools]
+    print("tools", names, "chars", len(json.dumps(tools, separators=(",", ":"))))
+    check(STATUS_TOOL in names and ORDER_TOOL in names, f"tools/list serves {STATUS_TOOL} and {ORDER_TOOL}")
+    check(names == sorted(names), "tools/list is sorted by name")
+    status = next(t for t in tools if t["name"] == STATUS_TOOL)
+    check("outputSchema" in status, f"{STATUS_TOOL} has an outputSchema")
+    return {t["name"]: t for t in tools}
+
+
+def check_status_result(result):
+    print(STATUS_TOOL, "->", json.dumps(result))
+    check(not result.get("isError", False), f"{STATUS_TOOL} succeeds")
+    check(isinstance(result.get("structuredContent"), dict), f"{STATUS_TOOL} carries structuredContent (validated by the client)")
+    check(any(c.get("type") == "text" and c.get("text") for c in result.get("content", [])), f"{STATUS_TOOL} has a text summary")
+
+
+def order_link(result):
+    print(ORDER_TOOL, "->", json.dumps(result))
+    check(not result.get("isError", False), f"{ORDER_TOOL} succeeds")
+    links = [c for c in result.get("content", []) if c.get("type") == "resource_link"]
+    check(links and str(links[0]["uri"]).startswith("ferry://"), f"{ORDER_TOOL} links a ferry:// resource")
+    return str(links[0]["uri"])
+
+
+def check_read(uri, contents):
+    print("read", uri, "->", json.dumps(contents))
+    check(contents and contents[0].get("text"), f"resources/read serves {uri}")
+
+
+def missing_uri(link):
+    """A URI in the same project as `link` that names nothing."""
+    project = link[len("ferry://"):].split("/", 1)[0]
+    return f"ferry://{project}/order/no-such-order"
+
+
+def run(main):
+    try:
+        main()
+    except ProbeFailed as failure:
+        print("FAILED:", failure, file=sys.stderr, flush=True)
+        sys.exit(1)

@@ -1,0 +1,81 @@
+// Drive `ferry mcp serve --tools fixture` with @modelcontextprotocol/sdk (TypeScript SDK 1.x).
+// usage: node ts_client.mjs <server argv...>   (the file must sit beside the node_modules that
+// hold the SDK: ESM ignores NODE_PATH, so the test copies it into the install folder)
+// Exits non-zero on the first failed check.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const STATUS_TOOL = "fixture_status";
+const ORDER_TOOL = "fixture_order";
+
+function check(condition, what) {
+  if (!condition) {
+    console.error("FAILED:", what);
+    process.exit(1);
+  }
+  console.log("ok:", what);
+}
+
+function sampleArguments(schema) {
+  const samples = { string: "7", integer: 7, number: 7, boolean: true, array: [], object: {} };
+  const args = {};
+  for (const name of schema.required ?? []) {
+    const prop = (schema.properties ?? {})[name] ?? {};
+    args[name] = prop.enum ? prop.enum[0] : samples[[].concat(prop.type ?? "string")[0]];
+  }
+  return args;
+}
+
+const [cmd, ...args] = process.argv.slice(2);
+const transport = new StdioClientTransport({ command: cmd, args, env: process.env, stderr: "inherit" });
+const client = new Client({ name: "ferry-ts-probe", version: "0.0.1" });
+await client.connect(transport);
+console.log("negotiated", transport._protocolVersion ?? "(unknown)", "server", JSON.stringify(client.getServerVersion()));
+check(client.getServerVersion()?.name, "initialize names the server");
+await client.ping();
+check(true, "ping answers");
+
+let tools = [], cursor;
+do {
+  const page = await client.listTools(cursor ? { cursor } : undefined);
+  tools.push(...page.tools);
+  cursor = page.nextCursor;
+} while (cursor);
+const names = tools.map(t => t.name);
+console.log("tools", names, "chars", JSON.stringify(tools).length);
+check(names.includes(STATUS_TOOL) && names.includes(ORDER_TOOL), `tools/list serves ${STATUS_TOOL} and ${ORDER_TOOL}`);
+check(JSON.stringify(names) === JSON.stringify([...names].sort()), "tools/list is sorted by name");
+
+// callTool validates structuredContent against the outputSchema it saw in tools/list.
+const status = await client.callTool({ name: STATUS_TOOL, arguments: {} });
+console.log(STATUS_TOOL, "->", JSON.stringify(status));
+check(!status.isError, `${STATUS_TOOL} succeeds`);
+check(status.structuredContent && typeof status.structuredContent === "object", `${STATUS_TOOL} carries structuredContent (validated by the client)`);
+
+const orderTool = tools.find(t => t.name === ORDER_TOOL);
+const order = await client.callTool({ name: ORDER_TOOL, arguments: sampleArguments(orderTool.inputSchema) });
+console.log(ORDER_TOOL, "->", JSON.stringify(order));
+const link = (order.content ?? []).find(c => c.type === "resource_link");
+check(!order.isError && link && link.uri.startsWith("ferry://"), `${ORDER_TOOL} links a ferry:// resource`);
+
+const read = await client.readResource({ uri: link.uri });
+console.log("read", link.uri, "->", JSON.stringify(read.contents));
+check(read.contents.length > 0 && read.contents[0].text, `resources/read serves ${link.uri}`);
+
+try {
+  const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
+  check(unknown.isError, "an unknown tool is refused");
+} catch (e) {
+  console.log("unknown tool ->", e.code, e.message);
+  check(e.code === -32602, "an unknown tool is refused with -32602");
+}
+
+const project = link.uri.slice("ferry://".length).split("/")[0];
+try {
+  await client.readResource({ uri: `ferry://${project}/order/no-such-order` });
+  check(false, "a missing resource is an error");
+} catch (e) {
+  console.log("missing resource ->", e.code, e.message);
+  check(typeof e.code === "number", "a missing resource is an error");
+}
+await client.close();

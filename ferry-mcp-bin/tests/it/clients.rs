@@ -1,0 +1,200 @@
+//! Real MCP clients drive the built binary (issue 2, item 6): the official Python SDK 1.30
+//! and 2.3, the TypeScript SDK 1.32.2 and the Inspector CLI 0.15.0, each against
+//! `ferry mcp serve --tools fixture`.
+//!
+//! The clients are installed by `.ci/install-clients` (py1/ and py2/ venvs, ts/node_modules);
+//! `FERRY_CLIENTS_DIR` points at that folder. Without it the tests skip with a message,
+//! except under CI, where a skipped client would hide a broken server.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const FERRY: &str = env!("CARGO_BIN_EXE_ferry");
+/// A client that has not finished by then is stuck (each takes about a second).
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+/// Claude Code gives a server about 2 s to start; Python SDK 2.x's auto mode must not wait
+/// on a probe (server/discover must be answered at once).
+const AUTO_MODE_CONNECT_LIMIT_MS: f64 = 2000.0;
+
+const SERVER_ARGS: [&str; 8] = [
+    "mcp",
+    "serve",
+    "--as",
+    "probe",
+    "--project",
+    "demo",
+    "--tools",
+    "fixture",
+];
+
+fn clients_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("FERRY_CLIENTS_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let in_ci = std::env::var("CI")
+        .is_ok_and(|value| !value.is_empty() && value != "false" && value != "0");
+    assert!(
+        !in_ci,
+        "FERRY_CLIENTS_DIR is unset under CI: run .ci/install-clients and point it at the install"
+    );
+    eprintln!(
+        "skipped: FERRY_CLIENTS_DIR is unset (run .ci/install-clients, then FERRY_CLIENTS_DIR=.ci-cache/clients)"
+    );
+    None
+}
+
+fn scripts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+/// Runs a client to completion, prints what it said, and returns its output.
+fn run_client(mut command: assert_cmd::Command, what: &str) -> Output {
+    let output = command.timeout(CLIENT_TIMEOUT).output().unwrap();
+    eprintln!(
+        "--- {what}: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout)
+    );
+    eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn assert_passed(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn python_probe(clients: &Path, venv: &str, script: &str, mode: Option<&str>) -> Output {
+    let mut command = assert_cmd::Command::new(clients.join(venv).join("bin/python"));
+    command
+        .arg(scripts_dir().join(script))
+        .arg(FERRY)
+        .args(SERVER_ARGS);
+    if let Some(mode) = mode {
+        command.env("PYMODE", mode);
+    }
+    run_client(command, &format!("{venv} {script} {}", mode.unwrap_or("")))
+}
+
+#[test]
+fn the_python_sdk_1_30_passes_the_probe() {
+    let Some(clients) = clients_dir() else { return };
+    let output = python_probe(&clients, "py1", "py1_client.py", None);
+    assert_passed(&output, "python sdk 1.30");
+}
+
+#[test]
+fn the_python_sdk_2_3_in_legacy_mode_passes_the_probe() {
+    let Some(clients) = clients_dir() else { return };
+    let output = python_probe(&clients, "py2", "py2_client.py", Some("legacy"));
+    assert_passed(&output, "python sdk 2.3 legacy");
+}
+
+#[test]
+fn the_python_sdk_2_3_in_auto_mode_connects_through_discover_in_under_2_seconds() {
+    let Some(clients) = clients_dir() else { return };
+    let output = python_probe(&clients, "py2", "py2_client.py", Some("auto"));
+    assert_passed(&output, "python sdk 2.3 auto");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let connect_ms: f64 = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("connect_ms="))
+        .expect("the probe prints connect_ms")
+        .parse()
+        .unwrap();
+    eprintln!("python sdk 2.3 auto mode connected in {connect_ms:.1} ms");
+    assert!(
+        connect_ms < AUTO_MODE_CONNECT_LIMIT_MS,
+        "auto mode took {connect_ms} ms to connect"
+    );
+}
+
+/// Node resolves ES module imports from the script's own folder, so the script runs from a
+/// temporary folder beside a link to the installed node_modules.
+#[test]
+fn the_typescript_sdk_1_32_passes_the_probe() {
+    let Some(clients) = clients_dir() else { return };
+    let folder = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        clients.join("ts/node_modules"),
+        folder.path().join("node_modules"),
+    )
+    .unwrap();
+    let script = folder.path().join("ts_client.mjs");
+    std::fs::copy(scripts_dir().join("ts_client.mjs"), &script).unwrap();
+    let mut command = assert_cmd::Command::new("node");
+    command.arg(&script).arg(FERRY).args(SERVER_ARGS);
+    let output = run_client(command, "typescript sdk");
+    assert_passed(&output, "typescript sdk 1.32.2");
+}
+
+/// `mcp-inspector --cli <server argv> --method ...`; exits 0 on success and 1 on any error.
+fn inspector(clients: &Path, method_args: &[&str]) -> Output {
+    let mut command = assert_cmd::Command::new(clients.join("ts/node_modules/.bin/mcp-inspector"));
+    command
+        .arg("--cli")
+        .arg(FERRY)
+        .args(SERVER_ARGS)
+        .args(method_args);
+    run_client(command, &format!("inspector {}", method_args.join(" ")))
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "inspector stdout is not JSON ({err}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+#[test]
+fn the_inspector_cli_lists_the_fixture_tools() {
+    let Some(clients) = clients_dir() else { return };
+    let output = inspector(&clients, &["--method", "tools/list"]);
+    assert_passed(&output, "inspector tools/list");
+    let names: Vec<String> = stdout_json(&output)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        names.iter().any(|name| name == "fixture_status"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn the_inspector_cli_calls_a_tool_and_gets_structured_content() {
+    let Some(clients) = clients_dir() else { return };
+    let output = inspector(
+        &clients,
+        &["--method", "tools/call", "--tool-name", "fixture_status"],
+    );
+    assert_passed(&output, "inspector tools/call fixture_status");
+    let result = stdout_json(&output);
+    assert!(result["structuredContent"].is_object(), "{result}");
+    assert_ne!(result["isError"], true, "{result}");
+}
+
+#[test]
+fn the_inspector_cli_fails_on_an_unknown_tool() {
+    let Some(clients) = clients_dir() else { return };
+    let output = inspector(
+        &clients,
+        &["--method", "tools/call", "--tool-name", "no_such_tool"],
+    );
+    assert!(
+        !output.status.success(),
+        "the inspector reports the unknown tool as a failure"
+    );
+}

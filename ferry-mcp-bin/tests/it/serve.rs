@@ -1,0 +1,297 @@
+//! `ferry mcp serve` over real pipes: the handshake, end of input, oversized and invalid
+//! lines, and that stdout carries nothing but JSON-RPC lines.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::Duration;
+
+use ferry_mcp_core::protocol::MAX_LINE_BYTES;
+use serde_json::Value;
+
+const FERRY: &str = env!("CARGO_BIN_EXE_ferry");
+/// How long a test waits for one answer before it calls the server stuck.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"serve-test","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+fn serve_args(tools: Option<&str>) -> Vec<&str> {
+    let mut args = vec!["mcp", "serve", "--as", "tester", "--project", "demo"];
+    if let Some(tools) = tools {
+        args.extend(["--tools", tools]);
+    }
+    args
+}
+
+/// A running server whose stdout lines arrive on a channel, so a test can wait for an
+/// answer with a timeout while stdin is still open.
+struct Running {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Running {
+    fn start(tools: Option<&str>) -> Self {
+        let mut child = Command::new(FERRY)
+            .args(serve_args(tools))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                if sender.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn answer(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(ANSWER_TIMEOUT)
+            .expect("an answer within the timeout");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|err| panic!("stdout line is not JSON ({err}): {line}"))
+    }
+
+    /// Closes stdin and returns whether the server exited with 0.
+    fn finish(mut self) -> bool {
+        drop(self.stdin.take());
+        self.child.wait().unwrap().success()
+    }
+}
+
+/// Runs a whole session: writes `input`, closes stdin, waits for the exit.
+fn run_session(tools: Option<&str>, input: &[u8]) -> std::process::Output {
+    assert_cmd::Command::new(FERRY)
+        .args(serve_args(tools))
+        .write_stdin(input.to_vec())
+        .timeout(ANSWER_TIMEOUT)
+        .output()
+        .unwrap()
+}
+
+fn stdout_messages(output: &std::process::Output) -> Vec<Value> {
+    let stdout = std::str::from_utf8(&output.stdout).expect("stdout is UTF-8");
+    assert!(
+        stdout.is_empty() || stdout.ends_with('\n'),
+        "stdout ends with a newline: {stdout:?}"
+    );
+    stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"))
+        })
+        .collect()
+}
+
+fn session(lines: &[&[u8]]) -> Vec<u8> {
+    lines
+        .iter()
+        .flat_map(|line| line.iter().copied().chain([b'\n']))
+        .collect()
+}
+
+fn is_error(message: &Value, code: i64) -> bool {
+    message["jsonrpc"] == "2.0" && message["error"]["code"] == code
+}
+
+#[test]
+fn the_handshake_is_answered_over_real_pipes_while_stdin_stays_open() {
+    let mut server = Running::start(Some("fixture"));
+    server.send(INITIALIZE.as_bytes());
+    let init = server.answer();
+    assert_eq!(init["id"], 1);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["result"]["serverInfo"]["name"], "ferry");
+    server.send(INITIALIZED.as_bytes());
+    server.send(TOOLS_LIST.as_bytes());
+    let list = server.answer();
+    assert_eq!(list["id"], 2);
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"fixture_status"), "{names:?}");
+    assert!(server.finish(), "exit code 0 after stdin closes");
+}
+
+#[test]
+fn at_end_of_input_everything_read_is_answered_and_the_exit_code_is_0() {
+    let pings: Vec<String> = (10..60)
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+        .collect();
+    let mut lines: Vec<&[u8]> = vec![INITIALIZE.as_bytes(), INITIALIZED.as_bytes()];
+    lines.extend(pings.iter().map(|ping| ping.as_bytes()));
+    let output = run_session(Some("fixture"), &session(&lines));
+    assert!(output.status.success(), "{:?}", output.status);
+    let ids: Vec<i64> = stdout_messages(&output)
+        .iter()
+        .map(|answer| answer["id"].as_i64().unwrap())
+        .collect();
+    let expected: Vec<i64> = [1].into_iter().chain(10..60).collect();
+    assert_eq!(ids, expected);
+}
+
+#[test]
+fn a_last_line_without_a_newline_is_still_answered() {
+    let input = format!("{INITIALIZE}\n{INITIALIZED}\n{TOOLS_LIST}");
+    let output = run_session(Some("fixture"), input.as_bytes());
+    let answers = stdout_messages(&output);
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[1]["id"], 2);
+}
+
+#[test]
+fn an_oversized_line_is_answered_and_the_next_line_is_still_served() {
+    let mut huge = br#"{"jsonrpc":"2.0","id":7,"method":"ping","params":{"pad":""#.to_vec();
+    huge.resize(MAX_LINE_BYTES + 4096, b'x');
+    huge.extend_from_slice(br#""}}"#);
+    let ping = br#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#;
+    let mut server = Running::start(Some("fixture"));
+    server.send(INITIALIZE.as_bytes());
+    server.answer();
+    server.send(INITIALIZED.as_bytes());
+    server.send(&huge);
+    let refused = server.answer();
+    assert!(
+        refused.get("error").is_some(),
+        "the oversized line gets an error: {refused}"
+    );
+    server.send(ping);
+    let pong = server.answer();
+    assert_eq!(pong["id"], 8);
+    assert!(pong.get("result").is_some(), "{pong}");
+    assert!(server.finish());
+}
+
+#[test]
+fn invalid_utf8_is_answered_with_a_parse_error_and_serving_goes_on() {
+    let bad: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"p\xffing\"}";
+    let output = run_session(
+        Some("fixture"),
+        &session(&[INITIALIZE.as_bytes(), bad, TOOLS_LIST.as_bytes()]),
+    );
+    let answers = stdout_messages(&output);
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert!(is_error(&answers[1], -32700), "{}", answers[1]);
+    assert_eq!(answers[2]["id"], 2);
+}
+
+#[test]
+fn stdout_carries_only_json_rpc_lines_and_logs_go_to_stderr() {
+    let garbage: &[&[u8]] = &[
+        b"not json",
+        b"[]",
+        b"{}",
+        b"\"text\"",
+        b"",
+        b"   ",
+        b"{\"jsonrpc\":\"2.0\",\"id\":9}",
+    ];
+    let mut lines: Vec<&[u8]> = vec![
+        INITIALIZE.as_bytes(),
+        INITIALIZED.as_bytes(),
+        TOOLS_LIST.as_bytes(),
+    ];
+    lines.extend(garbage);
+    let output = run_session(Some("fixture"), &session(&lines));
+    assert!(output.status.success());
+    for message in stdout_messages(&output) {
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        assert!(
+            message.get("result").is_some() != message.get("error").is_some(),
+            "{message}"
+        );
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("ferry mcp serve"),
+        "the start is logged on stderr: {stderr}"
+    );
+}
+
+#[test]
+fn the_default_surface_does_not_serve_the_fixture_group() {
+    let output = run_session(
+        None,
+        &session(&[
+            INITIALIZE.as_bytes(),
+            INITIALIZED.as_bytes(),
+            TOOLS_LIST.as_bytes(),
+        ]),
+    );
+    let answers = stdout_messages(&output);
+    let tools = answers[1]["result"]["tools"].as_array().unwrap();
+    assert!(
+        tools
+            .iter()
+            .all(|tool| !tool["name"].as_str().unwrap().starts_with("fixture")),
+        "{tools:?}"
+    );
+}
+
+#[test]
+fn an_unknown_tool_group_is_a_one_line_error_and_a_failing_exit() {
+    let output = run_session(Some("core,nope"), b"");
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("unknown tool group `nope`"), "{stderr}");
+    assert!(
+        !stderr.contains("fixture"),
+        "hidden groups stay hidden: {stderr}"
+    );
+}
+
+#[test]
+fn help_does_not_mention_the_hidden_fixture_group() {
+    let output = Command::new(FERRY)
+        .args(["mcp", "serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("--tools"), "{help}");
+    assert!(!help.contains("fixture"), "{help}");
+}
+
+#[test]
+fn a_scripted_session_answers_exactly_these_bytes() {
+    let lines: &[&[u8]] = &[
+        INITIALIZE.as_bytes(),
+        INITIALIZED.as_bytes(),
+        br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        br#"{"jsonrpc":"2.0","id":3,"method":"no/such/method"}"#,
+        b"{not json",
+        br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#,
+    ];
+    let output = run_session(Some("fixture"), &session(lines));
+    assert!(output.status.success());
+    insta::assert_snapshot!(String::from_utf8(output.stdout).unwrap());
+}
