@@ -39,7 +39,7 @@ struct ServeArgs {
         long,
         value_name = "GROUPS",
         value_delimiter = ',',
-        default_value = "core"
+        default_value = DEFAULT_GROUPS
     )]
     tools: Vec<String>,
     /// Serve only the tools that change nothing.

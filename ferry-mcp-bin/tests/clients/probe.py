@@ -17,6 +17,7 @@ class ProbeFailed(Exception):
 
 def check(condition, what):
     if not condition:
+        print("FAILED:", what, file=sys.stderr, flush=True)
         raise ProbeFailed(what)
     print("ok:", what, flush=True)
 
@@ -77,8 +78,8 @@ def missing_uri(link):
 
 
 def run(main):
+    """Runs the probe; a failed check (even inside the SDK's task groups) exits with 1."""
     try:
         main()
-    except ProbeFailed as failure:
-        print("FAILED:", failure, file=sys.stderr, flush=True)
+    except* ProbeFailed:
         sys.exit(1)
