@@ -92,7 +92,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServerConfig {
         name: "ferry",
         version: concat!(env!("CARGO_PKG_VERSION"), "-beta"),
-        instructions: "",
+        instructions: ferry_mcp_tools::INSTRUCTIONS,
         project: args.project,
     };
     let mut server = Server::new(config, surface);
