@@ -9,10 +9,10 @@ mod stdio;
 
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
-use ferry_mcp_core::registry::{Group, Surface};
+use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -50,7 +50,7 @@ struct ServeArgs {
 /// A group that `--tools` can name.
 #[derive(Debug, Clone, Copy)]
 struct Selectable {
-    group: Group,
+    group: &'static Group,
     /// Hidden groups serve the tests: they are never in help, in an error message or the default.
     hidden: bool,
 }
@@ -59,17 +59,25 @@ struct Selectable {
 const DEFAULT_GROUPS: &str = "core";
 
 /// The agent tools. (The tools work fills this group in `ferry_mcp_tools`.)
-const CORE: Group = Group {
+static CORE: Group = Group {
     name: "core",
     tools: &[],
+    resources: &[],
 };
 
-/// Every group `--tools` can name, sorted by name.
-fn selectable_groups() -> [Selectable; 1] {
-    [Selectable {
-        group: CORE,
-        hidden: false,
-    }]
+/// Every group `--tools` can name, sorted by name. `fixture` exercises every protocol path
+/// for the real-client tests and is served only when named.
+fn selectable_groups() -> [Selectable; 2] {
+    [
+        Selectable {
+            group: &CORE,
+            hidden: false,
+        },
+        Selectable {
+            group: &ferry_mcp_testkit::fixture::GROUP,
+            hidden: true,
+        },
+    ]
 }
 
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -79,8 +87,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let groups = select_groups(&args.tools, &selectable_groups())?;
-    let surface = assemble(&groups, args.read_only);
+    let surface = assemble(&args.tools, args.read_only, &selectable_groups())?;
     eprintln!(
         "ferry mcp serve: project {} as {} with {} tools ({}{})",
         args.project,
@@ -100,89 +107,81 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The groups named by `--tools`, in the catalog's order, each once.
-fn select_groups(names: &[String], catalog: &[Selectable]) -> anyhow::Result<Vec<Group>> {
-    for name in names {
-        if !catalog.iter().any(|entry| entry.group.name == name.trim()) {
-            let known: Vec<&str> = catalog
-                .iter()
-                .filter(|entry| !entry.hidden)
-                .map(|entry| entry.group.name)
-                .collect();
-            bail!(
-                "unknown tool group `{}` in --tools (known: {})",
-                name.trim(),
-                known.join(", ")
-            );
-        }
-    }
-    Ok(catalog
+/// The surface of the groups named by `--tools`. An unknown name is an error that lists the
+/// groups a user may name (hidden ones stay hidden).
+fn assemble(names: &[String], read_only: bool, catalog: &[Selectable]) -> anyhow::Result<Surface> {
+    let names: Vec<&str> = names.iter().map(|name| name.trim()).collect();
+    if let Some(unknown) = names
         .iter()
-        .filter(|entry| names.iter().any(|name| name.trim() == entry.group.name))
-        .map(|entry| entry.group)
-        .collect())
-}
-
-fn assemble(groups: &[Group], read_only: bool) -> Surface {
-    let _ = (groups, read_only);
-    Surface::default()
+        .find(|name| !catalog.iter().any(|entry| entry.group.name == **name))
+    {
+        let known: Vec<&str> = catalog
+            .iter()
+            .filter(|entry| !entry.hidden)
+            .map(|entry| entry.group.name)
+            .collect();
+        bail!(
+            "unknown tool group `{unknown}` in --tools (known: {})",
+            known.join(", ")
+        );
+    }
+    let groups: Vec<&'static Group> = catalog.iter().map(|entry| entry.group).collect();
+    let registry = Registry::new(&groups).context("the built-in tool groups are inconsistent")?;
+    registry
+        .surface(&Selection {
+            groups: &names,
+            read_only,
+        })
+        .context("cannot assemble the tool surface")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const VISIBLE: Group = Group {
-        name: "admin",
-        tools: &[],
-    };
-    const HIDDEN: Group = Group {
-        name: "fixture",
-        tools: &[],
-    };
-    const CATALOG: [Selectable; 3] = [
-        Selectable {
-            group: VISIBLE,
-            hidden: false,
-        },
-        Selectable {
-            group: CORE,
-            hidden: false,
-        },
-        Selectable {
-            group: HIDDEN,
-            hidden: true,
-        },
-    ];
-
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|name| (*name).to_owned()).collect()
     }
 
-    fn selected(list: &[&str]) -> Vec<&'static str> {
-        select_groups(&names(list), &CATALOG)
-            .unwrap()
+    fn served(list: &[&str], read_only: bool) -> Vec<&'static str> {
+        let surface = assemble(&names(list), read_only, &selectable_groups()).unwrap();
+        surface
+            .tools()
             .iter()
-            .map(|group| group.name)
+            .map(|tool| tool.definition().name)
             .collect()
     }
 
     #[test]
-    fn groups_are_selected_in_catalog_order_and_once_each() {
-        assert_eq!(selected(&["core", "admin", "core"]), ["admin", "core"]);
+    fn the_fixture_group_is_served_when_named() {
+        let tools = served(&["fixture"], false);
+        assert!(
+            tools.contains(&"fixture_status") && tools.contains(&"fixture_post"),
+            "{tools:?}"
+        );
     }
 
     #[test]
-    fn a_hidden_group_can_be_named_explicitly() {
-        assert_eq!(selected(&["fixture"]), ["fixture"]);
+    fn naming_a_group_twice_serves_it_once() {
+        assert_eq!(
+            served(&["fixture", "core", "fixture"], false),
+            served(&["fixture"], false)
+        );
+    }
+
+    #[test]
+    fn read_only_drops_the_tools_that_write() {
+        let tools = served(&["fixture"], true);
+        assert!(tools.contains(&"fixture_status"), "{tools:?}");
+        assert!(!tools.contains(&"fixture_post"), "{tools:?}");
     }
 
     #[test]
     fn an_unknown_group_is_an_error_that_lists_only_visible_groups() {
-        let err = select_groups(&names(&["core", "nope"]), &CATALOG).unwrap_err();
+        let err = assemble(&names(&["core", "nope"]), false, &selectable_groups()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown tool group `nope` in --tools (known: admin, core)"
+            "unknown tool group `nope` in --tools (known: core)"
         );
     }
 

@@ -106,9 +106,7 @@ fn handle_run(server: &mut Server, run: &[&[u8]], now: Timestamp) -> Vec<String>
     if run.is_empty() {
         return Vec::new();
     }
-    run.iter()
-        .flat_map(|line| server.handle_line(line, now))
-        .collect()
+    server.handle_lines(run, now)
 }
 
 /// Milliseconds since the Unix epoch; a clock set before 1970 reads as the epoch.

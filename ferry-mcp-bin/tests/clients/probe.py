@@ -26,19 +26,10 @@ def dump(model):
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def sample_arguments(input_schema):
-    """Arguments that satisfy an input schema's required properties, e.g. {"id": "7"}."""
-    samples = {"string": "7", "integer": 7, "number": 7, "boolean": True, "array": [], "object": {}}
-    props = input_schema.get("properties", {})
-    args = {}
-    for name in input_schema.get("required", []):
-        prop = props.get(name, {})
-        if "enum" in prop:
-            args[name] = prop["enum"][0]
-        else:
-            kind = prop.get("type", "string")
-            args[name] = samples[kind if isinstance(kind, str) else kind[0]]
-    return args
+# fixture_order knows orders "1", "2" and "42"; a number where a string belongs is refused
+# as a tool error (`isError`) that names the field.
+ORDER_ARGS = {"id": "42"}
+BAD_ORDER_ARGS = {"id": 42}
 
 
 def check_tools(tools):
@@ -69,6 +60,13 @@ def order_link(result):
 def check_read(uri, contents):
     print("read", uri, "->", json.dumps(contents))
     check(contents and contents[0].get("text"), f"resources/read serves {uri}")
+
+
+def check_bad_arguments(result):
+    print(ORDER_TOOL, BAD_ORDER_ARGS, "->", json.dumps(result))
+    check(result.get("isError") is True, "arguments that do not match the inputSchema are a tool error")
+    text = " ".join(c.get("text", "") for c in result.get("content", []))
+    check("id" in text, "the tool error names the field")
 
 
 def missing_uri(link):

@@ -9,7 +9,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
 
-from probe import ORDER_TOOL, STATUS_TOOL, check, check_read, check_status_result, check_tools, dump, missing_uri, order_link, run, sample_arguments
+from probe import ORDER_TOOL, STATUS_TOOL, check, check_read, check_status_result, check_tools, dump, missing_uri, order_link, run, ORDER_ARGS, BAD_ORDER_ARGS, check_bad_arguments
 
 TIMEOUT = 20
 
@@ -30,10 +30,11 @@ async def probe():
                 cur = page.nextCursor
                 if not cur:
                     break
-            by_name = check_tools(tools)
+            check_tools(tools)
             check_status_result(dump(await s.call_tool(STATUS_TOOL, {})))
-            link = order_link(dump(await s.call_tool(ORDER_TOOL, sample_arguments(by_name[ORDER_TOOL]["inputSchema"]))))
+            link = order_link(dump(await s.call_tool(ORDER_TOOL, ORDER_ARGS)))
             check_read(link, [dump(c) for c in (await s.read_resource(link)).contents])
+            check_bad_arguments(dump(await s.call_tool(ORDER_TOOL, BAD_ORDER_ARGS)))
             try:
                 unknown = dump(await s.call_tool("no_such_tool", {}))
                 check(unknown.get("isError"), "an unknown tool is refused")

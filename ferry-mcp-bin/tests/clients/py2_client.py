@@ -11,7 +11,7 @@ import time
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError as McpError
 
-from probe import ORDER_TOOL, STATUS_TOOL, check, check_read, check_status_result, check_tools, dump, missing_uri, order_link, run, sample_arguments
+from probe import ORDER_TOOL, STATUS_TOOL, check, check_read, check_status_result, check_tools, dump, missing_uri, order_link, run, ORDER_ARGS, BAD_ORDER_ARGS, check_bad_arguments
 
 MODE = os.environ.get("PYMODE", "auto")
 EXPECTED = {"auto": "2026-07-28", "2026-07-28": "2026-07-28", "legacy": "2025-11-25"}
@@ -32,10 +32,11 @@ async def probe():
             cur = page.next_cursor
             if not cur:
                 break
-        by_name = check_tools(tools)
+        check_tools(tools)
         check_status_result(dump(await c.call_tool(STATUS_TOOL, {})))
-        link = order_link(dump(await c.call_tool(ORDER_TOOL, sample_arguments(by_name[ORDER_TOOL]["inputSchema"]))))
+        link = order_link(dump(await c.call_tool(ORDER_TOOL, ORDER_ARGS)))
         check_read(link, [dump(x) for x in (await c.read_resource(link)).contents])
+        check_bad_arguments(dump(await c.call_tool(ORDER_TOOL, BAD_ORDER_ARGS)))
         try:
             unknown = dump(await c.call_tool("no_such_tool", {}))
             check(unknown.get("isError"), "an unknown tool is refused")

@@ -7,6 +7,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 
 const STATUS_TOOL = "fixture_status";
 const ORDER_TOOL = "fixture_order";
+// fixture_order knows orders "1", "2" and "42".
+const ORDER_ARGS = { id: "42" };
+const BAD_ORDER_ARGS = { id: 42 };
 
 function check(condition, what) {
   if (!condition) {
@@ -14,16 +17,6 @@ function check(condition, what) {
     process.exit(1);
   }
   console.log("ok:", what);
-}
-
-function sampleArguments(schema) {
-  const samples = { string: "7", integer: 7, number: 7, boolean: true, array: [], object: {} };
-  const args = {};
-  for (const name of schema.required ?? []) {
-    const prop = (schema.properties ?? {})[name] ?? {};
-    args[name] = prop.enum ? prop.enum[0] : samples[[].concat(prop.type ?? "string")[0]];
-  }
-  return args;
 }
 
 const [cmd, ...args] = process.argv.slice(2);
@@ -52,8 +45,7 @@ console.log(STATUS_TOOL, "->", JSON.stringify(status));
 check(!status.isError, `${STATUS_TOOL} succeeds`);
 check(status.structuredContent && typeof status.structuredContent === "object", `${STATUS_TOOL} carries structuredContent (validated by the client)`);
 
-const orderTool = tools.find(t => t.name === ORDER_TOOL);
-const order = await client.callTool({ name: ORDER_TOOL, arguments: sampleArguments(orderTool.inputSchema) });
+const order = await client.callTool({ name: ORDER_TOOL, arguments: ORDER_ARGS });
 console.log(ORDER_TOOL, "->", JSON.stringify(order));
 const link = (order.content ?? []).find(c => c.type === "resource_link");
 check(!order.isError && link && link.uri.startsWith("ferry://"), `${ORDER_TOOL} links a ferry:// resource`);
@@ -61,6 +53,11 @@ check(!order.isError && link && link.uri.startsWith("ferry://"), `${ORDER_TOOL} 
 const read = await client.readResource({ uri: link.uri });
 console.log("read", link.uri, "->", JSON.stringify(read.contents));
 check(read.contents.length > 0 && read.contents[0].text, `resources/read serves ${link.uri}`);
+
+const bad = await client.callTool({ name: ORDER_TOOL, arguments: BAD_ORDER_ARGS });
+console.log(ORDER_TOOL, JSON.stringify(BAD_ORDER_ARGS), "->", JSON.stringify(bad));
+check(bad.isError === true, "arguments that do not match the inputSchema are a tool error");
+check(bad.content.some(c => c.type === "text" && c.text.includes("id")), "the tool error names the field");
 
 try {
   const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });

@@ -293,5 +293,14 @@ fn a_scripted_session_answers_exactly_these_bytes() {
     ];
     let output = run_session(Some("fixture"), &session(lines));
     assert!(output.status.success());
-    insta::assert_snapshot!(String::from_utf8(output.stdout).unwrap());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    // The initialize answer carries the version and the instructions, which change on their
+    // own schedule; everything after it is the loop's and the core's business alone.
+    let (initialize, rest) = stdout.split_once('\n').unwrap();
+    assert!(
+        initialize
+            .starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25""#),
+        "{initialize}"
+    );
+    insta::assert_snapshot!(rest);
 }
