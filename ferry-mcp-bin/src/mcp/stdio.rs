@@ -116,3 +116,105 @@ fn wall_clock() -> Timestamp {
         .unwrap_or_default();
     Timestamp::from_millis(u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+    fn line(text: &str) -> Line {
+        Line::Complete(text.as_bytes().to_vec())
+    }
+
+    fn ping(id: u64) -> Line {
+        line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+    }
+
+    /// Answers `lines` as the loop does when they were all read before it woke up, and
+    /// returns the ids of the answers and how often the clock was read.
+    fn answer_all(lines: Vec<Line>) -> (Vec<Value>, usize) {
+        let (sender, receiver) = mpsc::sync_channel(lines.len());
+        for line in lines {
+            sender.send(line).unwrap();
+        }
+        drop(sender);
+        let mut server = ferry_mcp_testkit::fixture::server("demo");
+        let mut output = Vec::new();
+        let mut clock_reads = 0;
+        answer_batches(&mut server, &receiver, &mut output, || {
+            clock_reads += 1;
+            Timestamp::from_millis(1_000)
+        })
+        .unwrap();
+        let text = String::from_utf8(output).unwrap();
+        let ids = text
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].clone())
+            .collect();
+        (ids, clock_reads)
+    }
+
+    #[test]
+    fn lines_read_together_are_one_batch_and_the_clock_is_read_once() {
+        let (ids, clock_reads) =
+            answer_all(vec![line(INITIALIZE), line(INITIALIZED), ping(2), ping(3)]);
+        assert_eq!(ids, [1, 2, 3]);
+        assert_eq!(clock_reads, 1);
+    }
+
+    #[test]
+    fn a_request_cancelled_in_the_same_batch_gets_no_answer() {
+        let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fixture_status","arguments":{}}}"#;
+        let cancel =
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#;
+        let (ids, _) = answer_all(vec![
+            line(INITIALIZE),
+            line(INITIALIZED),
+            line(call),
+            line(cancel),
+            ping(6),
+        ]);
+        assert_eq!(ids, [1, 6]);
+    }
+
+    #[test]
+    fn an_oversized_line_is_answered_where_it_stood_in_the_batch() {
+        let prefix = br#"{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"xxxx"#.to_vec();
+        let (ids, _) = answer_all(vec![
+            line(INITIALIZE),
+            ping(2),
+            Line::Oversized(prefix),
+            ping(4),
+        ]);
+        assert_eq!(ids, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn every_answer_is_one_line_ending_in_a_newline() {
+        let (sender, receiver) = mpsc::sync_channel(4);
+        for line in [line(INITIALIZE), line("not json"), ping(2)] {
+            sender.send(line).unwrap();
+        }
+        drop(sender);
+        let mut output = Vec::new();
+        answer_batches(
+            &mut ferry_mcp_testkit::fixture::server("demo"),
+            &receiver,
+            &mut output,
+            || Timestamp::from_millis(0),
+        )
+        .unwrap();
+        assert!(output.ends_with(b"\n"));
+        assert_eq!(output.iter().filter(|&&byte| byte == b'\n').count(), 3);
+    }
+
+    #[test]
+    fn the_reader_stops_when_the_loop_is_gone() {
+        let (sender, receiver) = mpsc::sync_channel(1);
+        drop(receiver);
+        read_lines(&b"a\nb\nc\n"[..], sender).unwrap();
+    }
+}

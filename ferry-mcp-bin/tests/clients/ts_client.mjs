@@ -22,8 +22,12 @@ function check(condition, what) {
 const [cmd, ...args] = process.argv.slice(2);
 const transport = new StdioClientTransport({ command: cmd, args, env: process.env, stderr: "inherit" });
 const client = new Client({ name: "ferry-ts-probe", version: "0.0.1" });
+// The client hands the negotiated version to a transport that wants it; the stdio one does not.
+let negotiated;
+transport.setProtocolVersion = version => { negotiated = version; };
 await client.connect(transport);
-console.log("negotiated", transport._protocolVersion ?? "(unknown)", "server", JSON.stringify(client.getServerVersion()));
+console.log("negotiated", negotiated, "server", JSON.stringify(client.getServerVersion()));
+check(negotiated === "2025-11-25", "initialize negotiates 2025-11-25");
 check(client.getServerVersion()?.name, "initialize names the server");
 await client.ping();
 check(true, "ping answers");

@@ -187,6 +187,43 @@ fn the_inspector_cli_calls_a_tool_and_gets_structured_content() {
 }
 
 #[test]
+fn the_inspector_cli_reads_the_ferry_link_a_tool_answered() {
+    let Some(clients) = clients_dir() else { return };
+    let order = inspector(
+        &clients,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "fixture_order",
+            "--tool-arg",
+            "id=42",
+        ],
+    );
+    assert_passed(&order, "inspector tools/call fixture_order");
+    let content = stdout_json(&order)["content"].clone();
+    let uri = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "resource_link")
+        .and_then(|link| link["uri"].as_str())
+        .expect("fixture_order answers a resource_link")
+        .to_owned();
+    assert!(uri.starts_with("ferry://demo/"), "{uri}");
+    let read = inspector(&clients, &["--method", "resources/read", "--uri", &uri]);
+    assert_passed(&read, "inspector resources/read");
+    let contents = stdout_json(&read)["contents"].clone();
+    assert_eq!(contents[0]["uri"], uri.as_str());
+    assert!(
+        contents[0]["text"]
+            .as_str()
+            .is_some_and(|text| !text.is_empty()),
+        "{contents}"
+    );
+}
+
+#[test]
 fn the_inspector_cli_reports_an_unknown_tool_as_a_failure() {
     let Some(clients) = clients_dir() else { return };
     let output = inspector(
