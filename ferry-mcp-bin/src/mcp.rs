@@ -34,7 +34,7 @@ struct ServeArgs {
     /// The project whose channel this server serves.
     #[arg(long, value_name = "ID")]
     project: String,
-    /// Tool groups to serve, comma-separated: core, admin, legacy.
+    /// Tool groups to serve, comma-separated (an unknown name lists the known ones).
     #[arg(
         long,
         value_name = "GROUPS",
