@@ -63,6 +63,15 @@ impl<R: BufRead> CappedLines<R> {
     }
 }
 
+impl Line {
+    /// The bytes held, which is what the line costs in memory.
+    pub fn len(&self) -> usize {
+        match self {
+            Line::Complete(bytes) | Line::Oversized(bytes) => bytes.len(),
+        }
+    }
+}
+
 fn finish(kept: Vec<u8>, oversized: bool) -> Line {
     if oversized {
         Line::Oversized(kept)

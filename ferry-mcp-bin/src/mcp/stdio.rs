@@ -22,6 +22,8 @@ use super::lines::{CappedLines, Line};
 const READ_AHEAD_LINES: usize = 16;
 /// Lines handed to the core at once at most, so one answer flush never waits on a flood.
 const MAX_BATCH_LINES: usize = 256;
+/// A batch stops growing once it holds this many bytes, so it adds at most ~2 MiB to memory.
+const MAX_BATCH_BYTES: usize = MAX_LINE_BYTES;
 
 /// Serves stdin to stdout until end of input. A closed stdout (the client went away) ends
 /// serving quietly: nobody is left to answer.
@@ -66,10 +68,14 @@ pub fn answer_batches(
     mut clock: impl FnMut() -> Timestamp,
 ) -> io::Result<()> {
     while let Ok(first) = receiver.recv() {
+        let mut bytes = first.len();
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH_LINES {
+        while batch.len() < MAX_BATCH_LINES && bytes < MAX_BATCH_BYTES {
             match receiver.try_recv() {
-                Ok(line) => batch.push(line),
+                Ok(line) => {
+                    bytes += line.len();
+                    batch.push(line);
+                }
                 Err(_) => break,
             }
         }
@@ -163,6 +169,14 @@ mod tests {
             answer_all(vec![line(INITIALIZE), line(INITIALIZED), ping(2), ping(3)]);
         assert_eq!(ids, [1, 2, 3]);
         assert_eq!(clock_reads, 1);
+    }
+
+    #[test]
+    fn a_batch_stops_growing_at_its_byte_cap() {
+        let big = || Line::Complete(vec![b'x'; MAX_BATCH_BYTES * 2 / 3]);
+        let (ids, clock_reads) = answer_all(vec![big(), big(), ping(2)]);
+        assert_eq!(ids.len(), 3, "each line is answered: {ids:?}");
+        assert_eq!(clock_reads, 2, "the third line waits for a second batch");
     }
 
     #[test]
