@@ -1,1 +1,4 @@
 //! Integration tests of ferry-mcp-core.
+
+mod protocol;
+mod protocol_bad_input;
