@@ -2,3 +2,5 @@
 
 mod protocol;
 mod protocol_bad_input;
+mod registry;
+mod registry_schemas;
