@@ -46,7 +46,6 @@ impl Server {
     /// Serves one request; `out` receives notifications (progress) that precede the answer.
     pub(super) fn serve(
         &mut self,
-        _id: &Value,
         method: &str,
         params: Option<&Value>,
         now: Timestamp,

@@ -174,9 +174,10 @@ impl Server {
                     &RpcError::new(wire::INVALID_REQUEST, reason),
                 ));
             }
-            Incoming::Notification { method, params } => {
-                self.notification(&method, params.as_ref())
-            }
+            // Never answered. `notifications/initialized` changes nothing we do; a cancellation
+            // arriving with its request is handled by `handle_lines`, and a later one finds the
+            // request answered already (requests run to completion within one call).
+            Incoming::Notification { .. } => {}
             Incoming::Request { id, method, params } => {
                 let answer = self.request(&id, &method, params.as_ref(), now, out);
                 out.push(answer);
@@ -227,40 +228,26 @@ impl Server {
         }
     }
 
-    fn notification(&mut self, method: &str, params: Option<&Value>) {
-        let _ = params;
-        match method {
-            // Nothing to stop here: requests run to completion within one call, and a
-            // cancellation arriving with its request is handled by `handle_lines`.
-            "notifications/initialized" | "notifications/cancelled" => {}
-            _ => {}
-        }
-    }
-
     /// The era a request is served under: the `_meta` version when present, else the session's.
     fn era(&self, params: Option<&Value>) -> Result<Era, RpcError> {
         let requested = message::meta(params).and_then(|meta| meta.get(META_PROTOCOL_VERSION));
-        match requested {
-            None => Ok(self.negotiated.map_or(Era::Fresh, Era::Initialized)),
-            Some(Value::String(text)) if text == ProtocolVersion::STATELESS.as_str() => {
-                Ok(Era::Stateless)
-            }
-            Some(Value::String(text)) if self.negotiated.is_some_and(|v| v.as_str() == text) => {
-                Ok(Era::Initialized(
-                    self.negotiated
-                        .unwrap_or(ProtocolVersion::LATEST_INITIALIZE),
-                ))
-            }
-            Some(other) => {
-                let supported: Vec<&str> =
-                    ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
-                Err(RpcError::new(
-                    wire::UNSUPPORTED_PROTOCOL_VERSION,
-                    "unsupported protocol version",
-                )
-                .with_data(serde_json::json!({ "supported": supported, "requested": other })))
-            }
+        let Some(requested) = requested else {
+            return Ok(self.negotiated.map_or(Era::Fresh, Era::Initialized));
+        };
+        if requested.as_str() == Some(ProtocolVersion::STATELESS.as_str()) {
+            return Ok(Era::Stateless);
         }
+        if let Some(negotiated) = self.negotiated
+            && requested.as_str() == Some(negotiated.as_str())
+        {
+            return Ok(Era::Initialized(negotiated));
+        }
+        let supported: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+        Err(RpcError::new(
+            wire::UNSUPPORTED_PROTOCOL_VERSION,
+            "unsupported protocol version",
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": requested })))
     }
 
     fn request(
@@ -271,7 +258,7 @@ impl Server {
         now: Timestamp,
         out: &mut Vec<String>,
     ) -> String {
-        match self.serve(id, method, params, now, out) {
+        match self.serve(method, params, now, out) {
             Ok(result) => wire::result_line(id, &result),
             Err(error) => wire::error_line(id, &error),
         }
