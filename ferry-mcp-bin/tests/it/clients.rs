@@ -32,7 +32,9 @@ const SERVER_ARGS: [&str; 8] = [
 
 fn clients_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("FERRY_CLIENTS_DIR") {
-        return Some(PathBuf::from(dir));
+        // Tests run in the crate's folder; a relative path is meant from the workspace root.
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        return Some(workspace.join(dir));
     }
     let in_ci = std::env::var("CI")
         .is_ok_and(|value| !value.is_empty() && value != "false" && value != "0");
