@@ -304,3 +304,23 @@ fn a_scripted_session_answers_exactly_these_bytes() {
     );
     insta::assert_snapshot!(rest);
 }
+
+#[test]
+fn a_client_that_stops_reading_ends_the_server_quietly() {
+    let mut child = Command::new(FERRY)
+        .args(serve_args(Some("fixture")))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    // The server may already be gone when the last lines arrive; that is the point.
+    let _ = stdin.write_all(session(&[INITIALIZE.as_bytes(), TOOLS_LIST.as_bytes()]).as_slice());
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(stderr.contains("stdout closed"), "{stderr}");
+}
