@@ -1,1 +1,3 @@
 //! Integration tests of the `ferry` binary.
+
+mod admin;

@@ -1,1 +1,5 @@
 //! Integration tests of ferry-mcp-core.
+
+mod home;
+mod identity;
+mod levels;

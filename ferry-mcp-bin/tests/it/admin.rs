@@ -1,0 +1,250 @@
+//! The human's and operator's commands, run as the real binary on a temporary FERRY_HOME.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn ferry(home: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("ferry").unwrap();
+    cmd.env("FERRY_HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR");
+    cmd
+}
+
+/// Runs `ferry args` and returns (success, stdout, stderr).
+fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = ferry(home).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn run_ok(home: &Path, args: &[&str]) -> String {
+    let (ok, stdout, stderr) = run(home, args);
+    assert!(ok, "ferry {args:?} failed: {stderr}");
+    stdout
+}
+
+/// Runs a command that must fail and returns its one-line error.
+fn run_err(home: &Path, args: &[&str]) -> String {
+    let (ok, _, stderr) = run(home, args);
+    assert!(!ok, "ferry {args:?} succeeded");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr.trim_end().to_owned()
+}
+
+fn project(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let home = dir.path().join("home");
+    let channel = dir.path().join("channel");
+    run_ok(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    home
+}
+
+#[test]
+fn init_join_grant_and_status_work_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    assert!(dir.path().join("channel").is_dir());
+    let joined = run_ok(
+        &home,
+        &["channel", "join", "--as", "Fang", "--project", "demo"],
+    );
+    assert!(joined.starts_with("fang seated in demo"), "{joined}");
+    let again = run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    assert!(again.starts_with("fang already seated in demo"), "{again}");
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "bolt", "--project", "demo"],
+    );
+    let set = run_ok(
+        &home,
+        &["access", "set", "fang", "orchestrator", "--project", "demo"],
+    );
+    assert_eq!(set, "fang is now orchestrator\n");
+
+    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let levels: Vec<(String, String)> = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().into(),
+                a["level"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        vec![
+            ("bolt".into(), "worker".into()),
+            ("fang".into(), "orchestrator".into())
+        ]
+    );
+    assert_eq!(status["problems"], serde_json::json!([]));
+    assert_eq!(status["paused"], serde_json::Value::Null);
+
+    let show = run_ok(&home, &["access", "show", "bolt", "--project", "demo"]);
+    assert!(show.starts_with("bolt"), "{show}");
+    assert!(show.contains("worker"), "{show}");
+}
+
+#[test]
+fn pause_and_resume_show_in_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &["pause", "--reason", "release freeze"]);
+    let status = run_ok(&home, &["channel", "status", "--project", "demo"]);
+    assert!(status.contains("PAUSED: release freeze"), "{status}");
+    assert_eq!(run_ok(&home, &["resume"]), "resumed\n");
+    assert_eq!(run_ok(&home, &["resume"]), "was not paused\n");
+    let status = run_ok(&home, &["channel", "status", "--project", "demo"]);
+    assert!(!status.contains("PAUSED"), "{status}");
+}
+
+#[test]
+fn an_unknown_project_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(&home, &["channel", "status", "--project", "nope"]);
+    insta::assert_snapshot!(err, @"ferry: unknown project nope (run `ferry init --project nope`)");
+}
+
+#[test]
+fn a_bad_agent_name_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let (ok, _, stderr) = run(
+        &home,
+        &["channel", "join", "--as", "a/b", "--project", "demo"],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("name contains '/'"), "{stderr}");
+    let (ok, _, stderr) = run(
+        &home,
+        &["channel", "join", "--as", "master", "--project", "demo"],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("reserved"), "{stderr}");
+}
+
+#[test]
+fn a_name_taken_by_another_key_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    // A second machine (its own state folder) on the same channel.
+    let other = dir.path().join("other-home");
+    std::fs::create_dir_all(other.join("projects/demo")).unwrap();
+    let entry = serde_json::json!({"channel": dir.path().join("channel")});
+    std::fs::write(other.join("projects/demo/project.json"), entry.to_string()).unwrap();
+    let err = run_err(
+        &other,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: the name fang is taken by another key");
+}
+
+#[test]
+fn setting_a_level_without_the_master_key_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    std::fs::remove_file(home.join("projects/demo/keys/master.key")).unwrap();
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
+}
+
+#[test]
+fn setting_a_level_for_an_unseated_agent_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(
+        &home,
+        &["access", "set", "ghost", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
+}
+
+#[test]
+fn a_sealed_key_needs_its_passphrase_to_unlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    ferry(&home)
+        .args([
+            "channel",
+            "join",
+            "--as",
+            "fang",
+            "--project",
+            "demo",
+            "--seal",
+        ])
+        .write_stdin("open sesame\n")
+        .assert()
+        .success();
+    let show = run_ok(&home, &["access", "show", "fang", "--project", "demo"]);
+    assert!(show.contains("local locked"), "{show}");
+
+    let out = ferry(&home)
+        .args(["key", "unlock", "--as", "fang", "--project", "demo"])
+        .write_stdin("guess\n")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stderr).unwrap().trim_end(), @"ferry: wrong passphrase");
+
+    ferry(&home)
+        .args(["key", "unlock", "--as", "fang", "--project", "demo"])
+        .write_stdin("open sesame\n")
+        .assert()
+        .success();
+    let show = run_ok(&home, &["access", "show", "fang", "--project", "demo"]);
+    assert!(show.contains("local ready"), "{show}");
+    run_ok(&home, &["key", "lock", "--as", "fang", "--project", "demo"]);
+    let show = run_ok(&home, &["access", "show", "fang", "--project", "demo"]);
+    assert!(show.contains("local locked"), "{show}");
+}
+
+#[test]
+fn init_twice_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let channel = dir.path().join("channel2");
+    let err = run_err(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: project demo already exists on this machine");
+}
