@@ -248,3 +248,31 @@ fn init_twice_is_a_one_line_error() {
     );
     insta::assert_snapshot!(err, @"ferry: project demo already exists on this machine");
 }
+
+#[test]
+fn status_reports_an_edited_log_entry_as_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let logs = dir.path().join("channel/logs/fang");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text.replace("roster.join", "roster.jxin")).unwrap();
+    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let problems = status["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].as_str().unwrap().contains("logs/fang/"),
+        "{problems:?}"
+    );
+    assert_eq!(status["agents"], serde_json::json!([]));
+}

@@ -344,3 +344,61 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
     assert_eq!(names(&view), names(&fresh));
     assert_eq!(names(&view).len(), 3);
 }
+
+#[test]
+fn a_grant_replayed_from_another_project_of_the_same_master_does_not_count() {
+    use ferry_mcp_core::channel::names::ProjectId;
+    use ferry_mcp_core::channel::store::Channel;
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ferry_mcp_testkit::clock::Clock::new();
+    let master = SecretKey::generate().unwrap();
+    let agent_key = SecretKey::generate().unwrap();
+    let fang = name("fang");
+    let here = Channel::create(
+        &dir.path().join("here"),
+        &ProjectId::parse("here").unwrap(),
+        &master,
+        clock.now(),
+    )
+    .unwrap();
+    let there = Channel::create(
+        &dir.path().join("there"),
+        &ProjectId::parse("there").unwrap(),
+        &master,
+        clock.now(),
+    )
+    .unwrap();
+    for channel in [&here, &there] {
+        let mut writer = channel.writer(&fang, &agent_key).unwrap();
+        writer
+            .append(kinds::ROSTER_JOIN, json!({}), clock.now())
+            .unwrap();
+    }
+    let mut grant = there.writer(&AgentName::master(), &master).unwrap();
+    grant
+        .append(
+            kinds::GRANT,
+            grant_body("fang", &agent_key, Level::Orchestrator),
+            clock.now(),
+        )
+        .unwrap();
+    // Someone copies the master's log of `there` into `here`.
+    let master_log = there.log_path(&AgentName::master(), &master.public_key());
+    let target = here.log_path(&AgentName::master(), &master.public_key());
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(&master_log, &target).unwrap();
+
+    let mut identity = Identity::new(here.project().clone(), *here.genesis_master());
+    let batch = here.reader().poll();
+    identity.feed(&batch.entries);
+    assert_eq!(identity.standing(&fang, clock.now()).level, Level::Worker);
+    assert!(
+        batch
+            .problems
+            .iter()
+            .any(|p| p.kind == ferry_mcp_core::channel::reader::ProblemKind::WrongProject),
+        "{:?}",
+        batch.problems
+    );
+}
