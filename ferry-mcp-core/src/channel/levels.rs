@@ -331,3 +331,21 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
         has: standing.level,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_parse_in_any_case_and_order_by_trust() {
+        assert_eq!("Member".parse::<Level>(), Ok(Level::Member));
+        assert_eq!("admin".parse::<Level>(), Err(UnknownLevel("admin".into())));
+        assert!(Level::Worker < Level::Member && Level::Member < Level::Orchestrator);
+    }
+
+    #[test]
+    fn only_reading_is_allowed_while_paused() {
+        let reads: Vec<_> = Operation::ALL.iter().filter(|op| !op.is_write()).collect();
+        assert_eq!(reads, vec![&Operation::Read]);
+    }
+}

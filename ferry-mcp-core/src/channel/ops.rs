@@ -93,7 +93,22 @@ impl ProjectView {
             integrity: Vec::new(),
         };
         view.refresh()?;
+        view.pin_roster(home)?;
         Ok(view)
+    }
+
+    /// Pins the key holding each seated name, if this machine has not seen the name before,
+    /// and returns the names whose key differs from the pinned one (never re-pinned).
+    pub fn pin_roster(&self, home: &Home) -> Result<Vec<AgentName>, OpsError> {
+        let mut changed = Vec::new();
+        for (name, seat) in self.identity.names() {
+            if let Seat::Seated(key) = seat
+                && let PinOutcome::Changed { .. } = home.pin_agent(&self.project, name, key)?
+            {
+                changed.push(name.clone());
+            }
+        }
+        Ok(changed)
     }
 
     /// Reads and folds what is new in the channel; returns the new entries.

@@ -402,3 +402,83 @@ fn a_grant_replayed_from_another_project_of_the_same_master_does_not_count() {
         batch.problems
     );
 }
+
+#[test]
+fn a_name_that_changes_key_is_reported_against_the_first_key_this_machine_pinned() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let fang = name("fang");
+    let interloper = SecretKey::generate().unwrap();
+    write_raw(&temp, &fang, &interloper, kinds::ROSTER_JOIN, json!({}));
+    // The master (perhaps deceived) grants the interloper's key.
+    let request = GrantRequest {
+        level: Level::Member,
+        scopes: Vec::new(),
+        expires: None,
+        key: Some(interloper.public_key()),
+    };
+    ops::access_set(temp.home(), temp.project(), &fang, &request, temp.now()).unwrap();
+
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    let row = status.agents.iter().find(|row| row.name == fang).unwrap();
+    assert!(row.pin_changed);
+    assert!(
+        status
+            .problems
+            .iter()
+            .any(|p| p.starts_with("fang: the key holding the name differs")),
+        "{:?}",
+        status.problems
+    );
+    // The pin is kept, not replaced by the new key.
+    let pins = temp.home().pins(temp.project()).unwrap();
+    assert_ne!(pins.agents["fang"], interloper.public_key().to_string());
+}
+
+#[test]
+fn other_folds_admit_only_entries_whose_key_holds_the_name() {
+    let temp = TempChannel::with_each_level();
+    let member = name("member");
+    let member_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(member.clone()),
+            temp.now(),
+        )
+        .unwrap();
+    let stranger = SecretKey::generate().unwrap();
+    write_raw(
+        &temp,
+        &member,
+        &member_key,
+        "talk.post",
+        json!({"text": "real"}),
+    );
+    write_raw(
+        &temp,
+        &member,
+        &stranger,
+        "talk.post",
+        json!({"text": "forged"}),
+    );
+    let mut view = temp.view();
+    view.refresh().unwrap();
+    let posts: Vec<_> = ferry_mcp_core::channel::store::Channel::open(temp.channel_dir())
+        .unwrap()
+        .reader()
+        .poll()
+        .entries
+        .into_iter()
+        .filter(|e| e.kind() == "talk.post")
+        .collect();
+    assert_eq!(posts.len(), 2);
+    let admitted: Vec<_> = posts
+        .iter()
+        .filter(|e| view.identity.admits(e))
+        .map(|e| e.body()["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(admitted, vec!["real".to_owned()]);
+}
