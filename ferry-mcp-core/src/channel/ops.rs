@@ -64,6 +64,8 @@ pub struct ProjectView {
     pub identity: Identity,
     /// Integrity problems the log layer reported so far.
     pub integrity: Vec<IntegrityProblem>,
+    /// Machine-state files that did not read while opening (reported, not fatal).
+    pub local_problems: Vec<String>,
 }
 
 impl ProjectView {
@@ -91,9 +93,12 @@ impl ProjectView {
             reader,
             identity: Identity::new(project.clone(), genesis),
             integrity: Vec::new(),
+            local_problems: Vec::new(),
         };
         view.refresh()?;
-        view.pin_roster(home)?;
+        if let Err(err) = view.pin_roster(home) {
+            view.local_problems.push(err.to_string());
+        }
         Ok(view)
     }
 
@@ -253,13 +258,19 @@ fn describe_grant(grant: &GrantStanding) -> String {
     }
 }
 
+/// The rows of every seated or contested agent (or only `name`). A machine-state file that
+/// does not read (a key file, the pins) is reported in `problems`, never fatal.
 fn agent_rows(
     home: &Home,
     view: &ProjectView,
     only: Option<&AgentName>,
     now: Timestamp,
+    problems: &mut Vec<String>,
 ) -> Result<Vec<AgentRow>, OpsError> {
-    let pins = home.pins(&view.project)?;
+    let pins = home.pins(&view.project).unwrap_or_else(|err| {
+        problems.push(err.to_string());
+        Default::default()
+    });
     let mut rows = Vec::new();
     for (name, seat) in view.identity.names() {
         if only.is_some_and(|only| only != name) {
@@ -271,7 +282,9 @@ fn agent_rows(
             Seat::Vacant => continue,
         };
         let standing = view.identity.standing(name, now);
-        let local = home.key_state(&view.project, &KeyHolder::Agent(name.clone()), now)?;
+        let local = home
+            .key_state(&view.project, &KeyHolder::Agent(name.clone()), now)
+            .map_err(|err| problems.push(err.to_string()));
         let pin_changed = match (pins.agents.get(name.as_str()), seat) {
             (Some(pinned), Seat::Seated(key)) => *pinned != key.to_string(),
             _ => false,
@@ -283,9 +296,10 @@ fn agent_rows(
             level: standing.level,
             grant: describe_grant(&standing.grant),
             local_key: match local {
-                LocalKey::Missing => "missing",
-                LocalKey::Locked(_) => "locked",
-                LocalKey::Ready(_) => "ready",
+                Ok(LocalKey::Missing) => "missing",
+                Ok(LocalKey::Locked(_)) => "locked",
+                Ok(LocalKey::Ready(_)) => "ready",
+                Err(()) => "unreadable",
             },
             pin_changed,
         });
@@ -309,7 +323,7 @@ pub fn access_show(
     now: Timestamp,
 ) -> Result<Vec<AgentRow>, OpsError> {
     let view = ProjectView::open(home, project)?;
-    agent_rows(home, &view, name, now)
+    agent_rows(home, &view, name, now, &mut Vec::new())
 }
 
 /// A level to grant.
@@ -399,16 +413,18 @@ pub struct Status {
     pub master: String,
     pub paused: Option<Pause>,
     pub agents: Vec<AgentRow>,
-    /// Integrity problems of the logs, then identity problems, one line each.
+    /// One line each: integrity problems of the logs, machine-state files that did not
+    /// read, identity problems, and names whose key differs from the pinned one.
     pub problems: Vec<String>,
 }
 
 /// The status of `project`.
 pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status, OpsError> {
     let view = ProjectView::open(home, project)?;
-    let agents = agent_rows(home, &view, None, now)?;
     let mut problems: Vec<String> = view.integrity.iter().map(ToString::to_string).collect();
+    let agents = agent_rows(home, &view, None, now, &mut problems)?;
     problems.extend(view.identity.problems().iter().map(FoldProblem::to_string));
+    problems.extend(view.local_problems.iter().cloned());
     problems.extend(agents.iter().filter(|row| row.pin_changed).map(|row| {
         format!(
             "{}: the key holding the name differs from the key pinned on this machine",

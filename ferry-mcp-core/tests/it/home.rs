@@ -207,3 +207,35 @@ fn a_changed_key_for_a_pinned_name_is_reported_and_not_accepted() {
         first.to_string()
     );
 }
+
+#[test]
+fn a_damaged_key_file_is_reported_in_status_and_the_rest_still_reads() {
+    use ferry_mcp_core::channel::ops;
+    use ferry_mcp_testkit::temp_channel::TempChannel;
+    let temp = TempChannel::with_each_level();
+    std::fs::write(
+        temp.home_dir().join("projects/demo/keys/member.key"),
+        "not json",
+    )
+    .unwrap();
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    let local: Vec<_> = status
+        .agents
+        .iter()
+        .map(|row| (row.name.as_str(), row.local_key))
+        .collect();
+    assert_eq!(
+        local,
+        vec![
+            ("member", "unreadable"),
+            ("orchestrator", "ready"),
+            ("worker", "ready")
+        ]
+    );
+    assert_eq!(status.problems.len(), 1, "{:?}", status.problems);
+    assert!(
+        status.problems[0].contains("member.key"),
+        "{:?}",
+        status.problems
+    );
+}
