@@ -1,1 +1,3 @@
 //! Integration tests of ferry-mcp-core.
+
+mod channel_log;
