@@ -1,3 +1,4 @@
 //! Integration tests of ferry-mcp-core.
 
 mod channel_log;
+mod tamper;
