@@ -2,3 +2,4 @@
 
 mod channel_log;
 mod tamper;
+mod concurrency;
