@@ -1,5 +1,5 @@
 //! Integration tests of ferry-mcp-core.
 
 mod channel_log;
-mod tamper;
 mod concurrency;
+mod tamper;
