@@ -41,8 +41,9 @@ pub struct ReadBatch {
     pub problems: Vec<IntegrityProblem>,
 }
 
-/// Reads a channel's logs incrementally. Get one from [`Channel::reader`].
-#[derive(Debug)]
+/// Reads a channel's logs incrementally. Get one from [`Channel::reader`]; a clone continues
+/// independently from the same position.
+#[derive(Debug, Clone)]
 pub struct Reader {
     dir: PathBuf,
     project: ProjectId,

@@ -28,7 +28,7 @@ struct Located {
 }
 
 /// The reader's state for one log.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct LogState {
     author: AgentName,
     key: PublicKey,
