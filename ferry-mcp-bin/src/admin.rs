@@ -82,6 +82,13 @@ pub enum ChannelCommand {
         #[arg(long)]
         seal: bool,
     },
+    /// Register a channel folder synced from another machine as a project on this one.
+    Add {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        #[arg(long)]
+        channel: PathBuf,
+    },
     /// Agents, levels and integrity problems.
     Status {
         #[arg(long, value_parser = project_id)]
@@ -254,6 +261,15 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     Joined::AlreadySeated => "already seated",
                 };
                 print(&format!("{name} {what} in {project} (key {key})"))?;
+            }
+            ChannelCommand::Add { project, channel } => {
+                let channel = std::path::absolute(&channel)
+                    .with_context(|| format!("resolving {}", channel.display()))?;
+                let master = ops::add_existing(&home, &project, &channel)?;
+                print(&format!(
+                    "added project {project} from {} (master key {master})",
+                    channel.display()
+                ))?;
             }
             ChannelCommand::Status { project, json } => {
                 let status = ops::status(&home, &project, now)?;

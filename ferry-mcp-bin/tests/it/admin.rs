@@ -154,9 +154,18 @@ fn a_name_taken_by_another_key_is_a_one_line_error() {
     );
     // A second machine (its own state folder) on the same channel.
     let other = dir.path().join("other-home");
-    std::fs::create_dir_all(other.join("projects/demo")).unwrap();
-    let entry = serde_json::json!({"channel": dir.path().join("channel")});
-    std::fs::write(other.join("projects/demo/project.json"), entry.to_string()).unwrap();
+    let channel = dir.path().join("channel");
+    run_ok(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
     let err = run_err(
         &other,
         &["channel", "join", "--as", "fang", "--project", "demo"],
@@ -275,4 +284,55 @@ fn status_reports_an_edited_log_entry_as_a_problem() {
         "{problems:?}"
     );
     assert_eq!(status["agents"], serde_json::json!([]));
+}
+
+#[test]
+fn adding_a_channel_under_the_wrong_project_id_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir);
+    let other = dir.path().join("other-home");
+    let channel = dir.path().join("channel");
+    let err = run_err(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "web",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: the channel belongs to project demo, not web");
+}
+
+#[test]
+fn a_failed_init_can_be_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // A file where the channel folder should go makes creating the channel fail.
+    let blocker = dir.path().join("blocker");
+    std::fs::write(&blocker, "x").unwrap();
+    let channel = blocker.join("channel");
+    run_err(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    let good = dir.path().join("channel");
+    run_ok(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            good.to_str().unwrap(),
+        ],
+    );
 }

@@ -336,6 +336,16 @@ impl Home {
         Ok(key)
     }
 
+    /// Deletes `holder`'s key file: only for undoing a key stored moments ago by an operation
+    /// that then failed, so that it can be retried.
+    pub(crate) fn discard_new_key(
+        &self,
+        project: &ProjectId,
+        holder: &KeyHolder,
+    ) -> Result<bool, HomeError> {
+        atomic::remove(&self.key_path(project, holder))
+    }
+
     /// The state of `holder`'s key on this machine at `now`: missing, locked or ready.
     pub fn key_state(
         &self,

@@ -227,6 +227,21 @@ pub enum Refusal {
     },
 }
 
+impl Refusal {
+    /// A stable machine-readable code for the refusal (for tool results).
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Refusal::Unseated { .. } => "unseated",
+            Refusal::Locked { .. } => "locked",
+            Refusal::Paused { .. } => "paused",
+            Refusal::MasterOnly { .. } => "master_only",
+            Refusal::MissingLevel { .. } => "missing_level",
+            Refusal::Expired { .. } => "expired",
+            Refusal::OutOfScope { .. } => "out_of_scope",
+        }
+    }
+}
+
 /// The one answer to "may this agent do this operation now". On success, returns the level
 /// the agent acted at.
 ///

@@ -167,7 +167,11 @@ pub fn init(
     // The key is stored before the channel exists, so a failure never leaves a channel
     // whose master key is lost.
     home.store_key(project, &KeyHolder::Master, &master, passphrase)?;
-    Channel::create(channel_dir, project, &master, now)?;
+    if let Err(err) = Channel::create(channel_dir, project, &master, now) {
+        // No channel names this key: drop it so that `init` can be retried.
+        home.discard_new_key(project, &KeyHolder::Master)?;
+        return Err(err.into());
+    }
     home.register_project(project, channel_dir)?;
     home.pin_master(project, &master.public_key())?;
     Ok(Created {
@@ -175,6 +179,30 @@ pub fn init(
         channel: channel_dir.to_owned(),
         master: master.public_key(),
     })
+}
+
+/// Registers an existing channel folder (synced from another machine) as `project` on this
+/// machine, after checking that it is that project's channel; pins its master key.
+pub fn add_existing(
+    home: &Home,
+    project: &ProjectId,
+    channel_dir: &Path,
+) -> Result<PublicKey, OpsError> {
+    let channel = Channel::open(channel_dir)?;
+    if channel.project() != project {
+        return Err(OpsError::WrongProject {
+            expected: project.clone(),
+            found: channel.project().clone(),
+        });
+    }
+    home.register_project(project, channel_dir)?;
+    let master = *channel.genesis_master();
+    if let PinOutcome::Changed { .. } = home.pin_master(project, &master)? {
+        return Err(OpsError::MasterPinChanged {
+            project: project.clone(),
+        });
+    }
+    Ok(master)
 }
 
 /// What [`join`] did.
