@@ -138,6 +138,13 @@ pub enum FoldProblemKind {
     MalformedBody,
 }
 
+#[derive(Debug, Clone)]
+struct OtherEntries {
+    count: u64,
+    first_seq: u64,
+    first_kind: String,
+}
+
 /// A problem found while folding identity, reported like an integrity problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoldProblem {
@@ -173,8 +180,14 @@ pub struct Identity {
     handed_over_at: Vec<u64>,
     /// Master-authored entries by keys that are not master, by key, in arrival order.
     held: BTreeMap<PublicKey, Vec<VerifiedEntry>>,
-    /// Candidate keys per name, in the order their joins were folded.
+    /// Candidate keys per name, sorted by key bytes (the order carries no meaning).
     candidates: BTreeMap<AgentName, Vec<PublicKey>>,
+    /// The seq of each candidate's first `roster.join`.
+    join_seq: BTreeMap<(AgentName, PublicKey), u64>,
+    /// Other agent entries per (author, key): how many, and the first one's seq and kind.
+    /// Whether they count is decided against the roster as it is *now*, so the answer does
+    /// not depend on the order logs were read in.
+    other_entries: BTreeMap<(AgentName, PublicKey), OtherEntries>,
     /// The latest grant per name, in master order.
     grants: BTreeMap<AgentName, FoldedGrant>,
     problems: Vec<FoldProblem>,
@@ -199,6 +212,8 @@ impl Identity {
             handed_over_at: Vec::new(),
             held: BTreeMap::new(),
             candidates: BTreeMap::new(),
+            join_seq: BTreeMap::new(),
+            other_entries: BTreeMap::new(),
             grants: BTreeMap::new(),
             problems: Vec::new(),
         }
@@ -296,22 +311,12 @@ impl Identity {
         match entry.kind() {
             kinds::ROSTER_JOIN => {
                 let keys = self.candidates.entry(entry.author().clone()).or_default();
-                if keys.contains(entry.key()) {
-                    return; // a repeated join by the same key changes nothing
+                if let Err(at) = keys.binary_search(entry.key()) {
+                    keys.insert(at, *entry.key());
+                    self.join_seq
+                        .insert((entry.author().clone(), *entry.key()), entry.seq());
                 }
-                keys.push(*entry.key());
-                if keys.len() > 1 {
-                    let first = keys[0].to_string();
-                    self.problems.push(problem(
-                        entry,
-                        FoldProblemKind::NameContested,
-                        format!(
-                            "a second key joined as {} (first {}); the master must grant one",
-                            entry.author(),
-                            &first[..first.len().min(12)]
-                        ),
-                    ));
-                }
+                // A repeated join by the same key changes nothing.
             }
             kinds::GRANT | kinds::MASTER_HANDOVER => self.problems.push(problem(
                 entry,
@@ -319,13 +324,14 @@ impl Identity {
                 format!("{} not signed by the master", entry.kind()),
             )),
             _ => {
-                if self.seat(entry.author()) != Seat::Seated(entry.key()) {
-                    self.problems.push(problem(
-                        entry,
-                        FoldProblemKind::NotOnRoster,
-                        format!("{} by a key that does not hold the name", entry.kind()),
-                    ));
-                }
+                self.other_entries
+                    .entry((entry.author().clone(), *entry.key()))
+                    .and_modify(|seen| seen.count += 1)
+                    .or_insert_with(|| OtherEntries {
+                        count: 1,
+                        first_seq: entry.seq(),
+                        first_kind: entry.kind().to_owned(),
+                    });
             }
         }
     }
@@ -405,10 +411,56 @@ impl Identity {
         }
     }
 
-    /// Problems found so far, then one line per master-authored entry still held because
-    /// its key is not the master.
+    /// Every problem with the entries folded so far, sorted by author, key and seq: entries
+    /// not applied, master-authored entries held because their key is not the master, keys
+    /// that contest a name, and agent entries by keys that do not hold their name. Apart
+    /// from the first kind, these are judged against the current state, so two machines
+    /// holding the same entries report the same problems.
     pub fn problems(&self) -> Vec<FoldProblem> {
         let mut all = self.problems.clone();
+        for (name, keys) in &self.candidates {
+            if keys.len() < 2 {
+                continue;
+            }
+            let holder = match self.seat(name) {
+                Seat::Seated(holder) => Some(*holder),
+                _ => None,
+            };
+            for key in keys.iter().filter(|key| Some(**key) != holder) {
+                let detail = match holder {
+                    None => format!(
+                        "{} keys joined as {name}; the master must grant one",
+                        keys.len()
+                    ),
+                    Some(_) => format!("joined as {name}, but the master granted another key"),
+                };
+                all.push(FoldProblem {
+                    author: name.clone(),
+                    key: *key,
+                    seq: self
+                        .join_seq
+                        .get(&(name.clone(), *key))
+                        .copied()
+                        .unwrap_or(1),
+                    kind: FoldProblemKind::NameContested,
+                    detail,
+                });
+            }
+        }
+        for ((name, key), seen) in &self.other_entries {
+            if self.seat(name) != Seat::Seated(key) {
+                all.push(FoldProblem {
+                    author: name.clone(),
+                    key: *key,
+                    seq: seen.first_seq,
+                    kind: FoldProblemKind::NotOnRoster,
+                    detail: format!(
+                        "{} entries (first: {}) by a key that does not hold the name",
+                        seen.count, seen.first_kind
+                    ),
+                });
+            }
+        }
         for entry in self.held.values().flatten() {
             all.push(problem(
                 entry,
@@ -419,6 +471,9 @@ impl Identity {
                 ),
             ));
         }
+        all.sort_by(|a, b| {
+            (&a.author, &a.key, a.seq, a.kind).cmp(&(&b.author, &b.key, b.seq, b.kind))
+        });
         all
     }
 
