@@ -482,3 +482,66 @@ fn other_folds_admit_only_entries_whose_key_holds_the_name() {
         .collect();
     assert_eq!(admitted, vec!["real".to_owned()]);
 }
+
+#[test]
+fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems() {
+    let temp = TempChannel::with_each_level();
+    let member = name("member");
+    let interloper = SecretKey::generate().unwrap();
+    write_raw(&temp, &member, &interloper, kinds::ROSTER_JOIN, json!({}));
+    write_raw(
+        &temp,
+        &member,
+        &interloper,
+        "talk.post",
+        json!({"text": "x"}),
+    );
+    let worker_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(name("worker")),
+            temp.now(),
+        )
+        .unwrap();
+    write_raw(&temp, &name("worker"), &worker_key, kinds::GRANT, json!({}));
+
+    let channel = &temp.view().channel;
+    let entries = channel.reader().poll().entries;
+    // Another machine receives the logs in the opposite order (each log still in seq order).
+    let mut logs: Vec<Vec<ferry_mcp_core::channel::entry::VerifiedEntry>> = Vec::new();
+    for entry in &entries {
+        match logs.last_mut() {
+            Some(log) if log[0].author() == entry.author() && log[0].key() == entry.key() => {
+                log.push(entry.clone());
+            }
+            _ => logs.push(vec![entry.clone()]),
+        }
+    }
+    assert!(logs.len() >= 5);
+    let reversed: Vec<_> = logs.into_iter().rev().flatten().collect();
+
+    let fold = |entries: &[ferry_mcp_core::channel::entry::VerifiedEntry]| {
+        let mut identity = Identity::new(temp.project().clone(), *channel.genesis_master());
+        identity.feed(entries);
+        let roster: Vec<_> = identity
+            .names()
+            .map(|(n, seat)| (n.clone(), format!("{seat:?}")))
+            .collect();
+        let levels: Vec<_> = ["worker", "member", "orchestrator"]
+            .iter()
+            .map(|n| identity.standing(&name(n), temp.now()))
+            .collect();
+        (roster, levels, identity.problems())
+    };
+    let here = fold(&entries);
+    let there = fold(&reversed);
+    assert_eq!(here, there);
+    let kinds: Vec<_> = here.2.iter().map(|p| p.kind).collect();
+    assert!(kinds.contains(&FoldProblemKind::NameContested), "{kinds:?}");
+    assert!(kinds.contains(&FoldProblemKind::NotOnRoster), "{kinds:?}");
+    assert!(
+        kinds.contains(&FoldProblemKind::NotSignedByMaster),
+        "{kinds:?}"
+    );
+}
