@@ -147,3 +147,26 @@ impl TempChannel {
         AgentName::parse(name).expect("a valid test agent name")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_mcp_core::channel::identity::Seat;
+
+    #[test]
+    fn a_temp_channel_seats_one_agent_at_each_level_inside_its_own_folder() {
+        let temp = TempChannel::with_each_level();
+        let view = temp.view();
+        for (name, level) in [
+            ("worker", Level::Worker),
+            ("member", Level::Member),
+            ("orchestrator", Level::Orchestrator),
+        ] {
+            let agent = TempChannel::agent(name);
+            assert!(matches!(view.identity.seat(&agent), Seat::Seated(_)));
+            assert_eq!(view.identity.standing(&agent, temp.now()).level, level);
+        }
+        assert!(temp.home_dir().starts_with(temp.root()));
+        assert!(temp.channel_dir().starts_with(temp.root()));
+    }
+}

@@ -336,3 +336,40 @@ fn a_failed_init_can_be_retried() {
         ],
     );
 }
+
+#[test]
+fn a_sealed_master_key_must_be_unlocked_before_granting() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let channel = dir.path().join("channel");
+    ferry(&home)
+        .args([
+            "init",
+            "--project",
+            "demo",
+            "--seal",
+            "--channel",
+            channel.to_str().unwrap(),
+        ])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: the key for the master is locked (run `ferry key unlock --master --project demo`)");
+    ferry(&home)
+        .args(["key", "unlock", "--master", "--project", "demo"])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    run_ok(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+}

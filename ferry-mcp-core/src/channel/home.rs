@@ -56,8 +56,13 @@ pub enum HomeError {
     KeyExists { project: ProjectId, holder: String },
     #[error("no key for {holder} in project {project} on this machine")]
     KeyMissing { project: ProjectId, holder: String },
-    #[error("the key for {holder} is locked (run `ferry key unlock`)")]
-    Locked { holder: String },
+    #[error("the key for {holder} is locked (run `ferry key unlock {flag} --project {project}`)")]
+    Locked {
+        project: ProjectId,
+        holder: String,
+        /// The command-line flag naming the holder (`--as NAME` or `--master`).
+        flag: String,
+    },
     #[error("the key for {holder} is already sealed")]
     AlreadySealed { holder: String },
     #[error("the key for {holder} is not sealed")]
@@ -84,6 +89,14 @@ pub enum KeyHolder {
 }
 
 impl KeyHolder {
+    /// The `ferry key` flag that names this holder.
+    pub fn flag(&self) -> String {
+        match self {
+            KeyHolder::Master => "--master".to_owned(),
+            KeyHolder::Agent(name) => format!("--as {name}"),
+        }
+    }
+
     fn file_name(&self) -> String {
         match self {
             KeyHolder::Master => "master.key".to_owned(),
@@ -401,7 +414,9 @@ impl Home {
             None => self
                 .unlocked_copy(project, holder, &file, now)?
                 .ok_or_else(|| HomeError::Locked {
+                    project: project.clone(),
                     holder: holder.to_string(),
+                    flag: holder.flag(),
                 }),
         }
     }
