@@ -130,18 +130,21 @@ fn an_unknown_project_is_a_one_line_error() {
 fn a_bad_agent_name_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    let (ok, _, stderr) = run(
+    let err = run_err(
         &home,
         &["channel", "join", "--as", "a/b", "--project", "demo"],
     );
-    assert!(!ok);
-    assert!(stderr.contains("name contains '/'"), "{stderr}");
-    let (ok, _, stderr) = run(
+    insta::assert_snapshot!(err, @"ferry: invalid value 'a/b' for '--as <NAME>': name contains '/'; only ASCII letters, digits, '.', '-' and '_' are allowed (see --help)");
+    let err = run_err(
         &home,
         &["channel", "join", "--as", "master", "--project", "demo"],
     );
-    assert!(!ok);
-    assert!(stderr.contains("reserved"), "{stderr}");
+    insta::assert_snapshot!(err, @"ferry: invalid value 'master' for '--as <NAME>': the name 'master' is reserved for the human's log (see --help)");
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "boss", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @r#"ferry: invalid value 'boss' for '<LEVEL>': unknown level "boss" (expected worker, member or orchestrator) (see --help)"#);
 }
 
 #[test]
