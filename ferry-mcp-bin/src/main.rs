@@ -32,7 +32,10 @@ fn main() -> std::process::ExitCode {
         Err(err) => {
             let text = err.render().to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!("ferry: {} (see --help)", first.trim_start_matches("error: "));
+            eprintln!(
+                "ferry: {} (see --help)",
+                first.trim_start_matches("error: ")
+            );
             return std::process::ExitCode::from(2);
         }
     };
