@@ -318,7 +318,13 @@ fn split_frame(line: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Parses one line (without its newline) and verifies its signature with the key it names.
+/// A trailing carriage return (a checkout that converted line endings) is ignored: it lies
+/// outside the signed bytes.
 pub fn decode_line(line: &[u8]) -> Result<VerifiedEntry, LineError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.is_empty() {
+        return Err(LineError::Malformed("empty line".to_owned()));
+    }
     let Some((raw, sig_hex)) = split_frame(line) else {
         return Err(
             match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
@@ -423,6 +429,15 @@ mod tests {
             sample(&key).sign(&other).unwrap_err(),
             EntryError::KeyMismatch
         );
+    }
+
+    #[test]
+    fn a_carriage_return_at_the_end_is_ignored_and_an_empty_line_is_malformed() {
+        let key = SecretKey::from_bytes(&[1; 32]);
+        let signed = sample(&key).sign(&key).unwrap();
+        let crlf = format!("{}\r", signed.line);
+        assert_eq!(decode_line(crlf.as_bytes()), Ok(signed.entry));
+        assert!(matches!(decode_line(b""), Err(LineError::Malformed(_))));
     }
 
     #[test]

@@ -360,3 +360,16 @@ fn problems_display_as_one_status_line() {
         )
     );
 }
+
+#[test]
+fn a_log_that_disappears_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (channel, path) = alice_with_five_notes(dir.path());
+    let mut reader = channel.reader();
+    assert_eq!(reader.poll().entries.len(), 7);
+    fs::remove_file(&path).unwrap();
+
+    let batch = reader.poll();
+    assert_eq!(kinds(&batch), vec![ProblemKind::Unreadable]);
+    assert_eq!(reader.poll().problems, vec![]);
+}

@@ -46,6 +46,8 @@ pub(super) struct LogState {
     torn_reported_at: Option<u64>,
     /// Entries up to this seq were delivered before the log was truncated and re-read.
     delivered_up_to: u64,
+    /// Whether the log's current failure to be read was already reported.
+    unreadable_reported: bool,
 }
 
 /// Context shared by every log of one poll.
@@ -69,6 +71,7 @@ impl LogState {
             accepted: Vec::new(),
             torn_reported_at: None,
             delivered_up_to: 0,
+            unreadable_reported: false,
         }
     }
 
@@ -96,18 +99,19 @@ impl LogState {
     /// Reads the complete lines appended since the last call.
     pub fn read_new(&mut self, channel_dir: &Path, sink: &mut Sink<'_>) {
         let path = channel_dir.join(&self.rel_path);
-        let opened = File::open(&path).and_then(|f| {
-            let len = f.metadata()?.len();
-            Ok((f, len))
-        });
-        let (mut file, len) = match opened {
-            Ok(found) => found,
+        // A stat first: most polls find most logs unchanged and open nothing.
+        let len = match std::fs::metadata(&path) {
+            Ok(meta) => meta.len(),
             Err(e) => {
-                sink.problems
-                    .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
+                if !self.unreadable_reported {
+                    self.unreadable_reported = true;
+                    sink.problems
+                        .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
+                }
                 return;
             }
         };
+        self.unreadable_reported = false;
         if len < self.offset {
             sink.problems.push(self.problem(
                 None,
@@ -124,11 +128,18 @@ impl LogState {
         if len == self.offset {
             return;
         }
-        if let Err(e) = file.seek(SeekFrom::Start(self.offset)) {
-            sink.problems
-                .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
-            return;
-        }
+        let opened = File::open(&path).and_then(|mut file| {
+            file.seek(SeekFrom::Start(self.offset))?;
+            Ok(file)
+        });
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) => {
+                sink.problems
+                    .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
+                return;
+            }
+        };
         let mut reader = BufReader::with_capacity(64 * 1024, file.take(len - self.offset));
         let mut line = Vec::new();
         loop {
