@@ -277,10 +277,11 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     print(&serde_json::to_string(&status)?)?;
                 } else {
                     let mut text = format!(
-                        "project {} ({})\nmaster {}\n",
+                        "project {} ({})\nmaster {} (on this machine: {})\n",
                         status.project,
                         status.channel.display(),
-                        status.master
+                        status.master,
+                        status.master_key_here
                     );
                     if let Some(pause) = &status.paused {
                         text.push_str(&format!("PAUSED: {}\n", pause.reason.0));

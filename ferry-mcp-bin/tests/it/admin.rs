@@ -99,6 +99,7 @@ fn init_join_grant_and_status_work_together() {
     );
     assert_eq!(status["problems"], serde_json::json!([]));
     assert_eq!(status["paused"], serde_json::Value::Null);
+    assert_eq!(status["master_key_here"], "ready");
 
     let show = run_ok(&home, &["access", "show", "bolt", "--project", "demo"]);
     assert!(show.starts_with("bolt"), "{show}");

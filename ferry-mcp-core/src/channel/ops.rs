@@ -439,6 +439,9 @@ pub struct Status {
     pub project: ProjectId,
     pub channel: PathBuf,
     pub master: String,
+    /// The current master key on this machine: `missing`, `locked`, `ready`, or `former`
+    /// (this machine holds a key that handed mastership on).
+    pub master_key_here: &'static str,
     pub paused: Option<Pause>,
     pub agents: Vec<AgentRow>,
     /// One line each: integrity problems of the logs, machine-state files that did not
@@ -459,7 +462,20 @@ pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status
             row.name
         )
     }));
+    let master_key_here = match home.key_state(project, &KeyHolder::Master, now) {
+        Ok(LocalKey::Missing) => "missing",
+        Ok(LocalKey::Locked(key) | LocalKey::Ready(key)) if key != *view.identity.master() => {
+            "former"
+        }
+        Ok(LocalKey::Locked(_)) => "locked",
+        Ok(LocalKey::Ready(_)) => "ready",
+        Err(err) => {
+            problems.push(err.to_string());
+            "unreadable"
+        }
+    };
     Ok(Status {
+        master_key_here,
         project: project.clone(),
         channel: view.channel_dir.clone(),
         master: view.identity.master().to_string(),

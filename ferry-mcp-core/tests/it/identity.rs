@@ -323,6 +323,9 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
     )
     .unwrap_err();
     assert!(matches!(err, OpsError::NotTheMaster(_)));
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    assert_eq!(status.master_key_here, "former");
+    assert_eq!(status.master, next_master.public_key().to_string());
 }
 
 #[test]
