@@ -377,3 +377,20 @@ fn a_sealed_master_key_must_be_unlocked_before_granting() {
         &["access", "set", "fang", "member", "--project", "demo"],
     );
 }
+
+#[test]
+fn help_lists_the_admin_commands_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = run_ok(dir.path(), &["--help"]);
+    for command in ["init", "channel", "access", "key", "pause", "resume"] {
+        assert!(help.contains(&format!("  {command} ")), "{command}: {help}");
+    }
+}
+
+#[test]
+fn showing_an_unknown_agent_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(&home, &["access", "show", "ghost", "--project", "demo"]);
+    insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
+}
