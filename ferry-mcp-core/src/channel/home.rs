@@ -535,6 +535,33 @@ impl Home {
         atomic::write(&self.project_dir(project).join("pins.json"), &bytes)
     }
 
+    /// Runs `pin` on the pins of `project` while holding `pins.lock`, and writes them back
+    /// if it returns [`PinOutcome::New`]. The lock keeps two processes on this machine that
+    /// pin different names at once from losing one of them.
+    fn update_pins(
+        &self,
+        project: &ProjectId,
+        pin: impl FnOnce(&mut Pins) -> PinOutcome,
+    ) -> Result<PinOutcome, HomeError> {
+        let dir = self.project_dir(project);
+        atomic::create_private_dir(&dir)?;
+        let lock_path = dir.join("pins.lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
+        lock.lock().map_err(io_err(&lock_path))?;
+        let mut pins = self.pins(project)?;
+        let outcome = pin(&mut pins);
+        if outcome == PinOutcome::New {
+            self.write_pins(project, &pins)?;
+        }
+        // Dropping the file releases the lock.
+        Ok(outcome)
+    }
+
     /// Pins `key` for agent `name` if it is the first key seen for it; a different key for
     /// a pinned name is reported and not accepted.
     pub fn pin_agent(
@@ -543,19 +570,17 @@ impl Home {
         name: &AgentName,
         key: &PublicKey,
     ) -> Result<PinOutcome, HomeError> {
-        let mut pins = self.pins(project)?;
         let key = key.to_string();
-        match pins.agents.get(name.as_str()) {
-            Some(pinned) if *pinned == key => Ok(PinOutcome::Same),
-            Some(pinned) => Ok(PinOutcome::Changed {
+        self.update_pins(project, |pins| match pins.agents.get(name.as_str()) {
+            Some(pinned) if *pinned == key => PinOutcome::Same,
+            Some(pinned) => PinOutcome::Changed {
                 pinned: pinned.clone(),
-            }),
+            },
             None => {
                 pins.agents.insert(name.as_str().to_owned(), key);
-                self.write_pins(project, &pins)?;
-                Ok(PinOutcome::New)
+                PinOutcome::New
             }
-        }
+        })
     }
 
     /// Pins the genesis master key of `project` (same rules as [`Home::pin_agent`]).
@@ -564,19 +589,17 @@ impl Home {
         project: &ProjectId,
         key: &PublicKey,
     ) -> Result<PinOutcome, HomeError> {
-        let mut pins = self.pins(project)?;
         let key = key.to_string();
-        match &pins.master {
-            Some(pinned) if *pinned == key => Ok(PinOutcome::Same),
-            Some(pinned) => Ok(PinOutcome::Changed {
+        self.update_pins(project, |pins| match &pins.master {
+            Some(pinned) if *pinned == key => PinOutcome::Same,
+            Some(pinned) => PinOutcome::Changed {
                 pinned: pinned.clone(),
-            }),
+            },
             None => {
                 pins.master = Some(key);
-                self.write_pins(project, &pins)?;
-                Ok(PinOutcome::New)
+                PinOutcome::New
             }
-        }
+        })
     }
 }
 

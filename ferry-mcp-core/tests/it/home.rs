@@ -239,3 +239,23 @@ fn a_damaged_key_file_is_reported_in_status_and_the_rest_still_reads() {
         status.problems
     );
 }
+
+#[test]
+fn names_pinned_at_once_by_several_processes_are_all_kept() {
+    let (_dir, home, project) = setup();
+    std::thread::scope(|scope| {
+        for i in 0..16 {
+            let home = home.clone();
+            let project = project.clone();
+            scope.spawn(move || {
+                let name = AgentName::parse(&format!("agent{i}")).unwrap();
+                let key = SecretKey::generate().unwrap().public_key();
+                assert_eq!(
+                    home.pin_agent(&project, &name, &key).unwrap(),
+                    PinOutcome::New
+                );
+            });
+        }
+    });
+    assert_eq!(home.pins(&project).unwrap().agents.len(), 16);
+}

@@ -16,7 +16,8 @@ fn io_err(path: &Path, source: io::Error) -> HomeError {
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), HomeError> {
+/// Creates `dir` (and its parents) as 0700 folders.
+pub fn create_private_dir(dir: &Path) -> Result<(), HomeError> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
