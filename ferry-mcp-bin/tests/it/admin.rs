@@ -394,3 +394,35 @@ fn showing_an_unknown_agent_is_a_one_line_error() {
     let err = run_err(&home, &["access", "show", "ghost", "--project", "demo"]);
     insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
 }
+
+#[test]
+fn init_on_an_existing_channel_points_to_channel_add() {
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir);
+    let other = dir.path().join("other-home");
+    let channel = dir.path().join("channel");
+    let err = run_err(
+        &other,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    let err = err.replace(channel.to_str().unwrap(), "[CHANNEL]");
+    insta::assert_snapshot!(err, @"ferry: a channel already exists in [CHANNEL] (register it with `ferry channel add`)");
+    // The failed init left nothing behind: adding the channel works.
+    run_ok(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+}

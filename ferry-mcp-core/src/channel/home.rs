@@ -12,6 +12,7 @@
 //! <home>/projects/<project>/keys/master.key       the human's master key
 //! <home>/projects/<project>/keys/<agent>.key      an agent's key (`master` is reserved)
 //! <home>/projects/<project>/pins.json      first-seen roster keys, and the genesis master
+//! <home>/projects/<project>/pins.lock      held while pins are updated
 //! <runtime>/<project>/<agent>.key          an unlocked copy of a sealed key (see below)
 //! ```
 //!

@@ -29,6 +29,8 @@ pub enum OpsError {
     Store(#[from] StoreError),
     #[error("project {0} already exists on this machine")]
     ProjectExists(ProjectId),
+    #[error("a channel already exists in {} (register it with `ferry channel add`)", .0.display())]
+    ChannelExists(PathBuf),
     #[error("the channel belongs to project {found}, not {expected}")]
     WrongProject {
         expected: ProjectId,
@@ -170,7 +172,10 @@ pub fn init(
     if let Err(err) = Channel::create(channel_dir, project, &master, now) {
         // No channel names this key: drop it so that `init` can be retried.
         home.discard_new_key(project, &KeyHolder::Master)?;
-        return Err(err.into());
+        return Err(match err {
+            StoreError::AlreadyExists(dir) => OpsError::ChannelExists(dir),
+            other => other.into(),
+        });
     }
     home.register_project(project, channel_dir)?;
     home.pin_master(project, &master.public_key())?;
