@@ -193,20 +193,29 @@ fn table(rows: &[AgentRow]) -> String {
     if rows.is_empty() {
         return "no agents".into();
     }
-    let mut lines = Vec::new();
+    let width = rows
+        .iter()
+        .map(|row| row.name.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max("AGENT".len());
+    let mut lines = vec![format!(
+        "{:<width$}  {:<12}  {:<9}  {:<16}  {:<10}  GRANT",
+        "AGENT", "LEVEL", "SEAT", "KEY", "KEY HERE"
+    )];
     for row in rows {
         let key = row.keys.join(",");
         let mut line = format!(
-            "{:<20} {:<12} {:<9} key {} grant {} local {}",
-            row.name,
-            row.level,
+            "{:<width$}  {:<12}  {:<9}  {:<16}  {:<10}  {}",
+            row.name.as_str(),
+            row.level.as_str(),
             row.seat,
             &key[..key.len().min(16)],
+            row.local_key,
             row.grant,
-            row.local_key
         );
         if row.pin_changed {
-            line.push_str(" PIN CHANGED");
+            line.push_str("  (KEY CHANGED since this machine pinned it)");
         }
         lines.push(line);
     }
@@ -318,7 +327,14 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                         .transpose()?,
                 };
                 let grant = ops::access_set(&home, &project, &name, &request, now)?;
-                print(&format!("{} is now {}", grant.agent, grant.level))?;
+                let mut said = format!("{} is now {}", grant.agent, grant.level);
+                if !grant.scopes.is_empty() {
+                    said.push_str(&format!(" in {}", grant.scopes.join(", ")));
+                }
+                if let Some(secs) = expires_in {
+                    said.push_str(&format!(" for {secs} s"));
+                }
+                print(&said)?;
             }
         },
         AdminCommand::Key { command } => match command {
