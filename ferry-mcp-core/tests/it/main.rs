@@ -1,1 +1,8 @@
 //! Integration tests of ferry-mcp-core.
+
+mod oracle;
+mod protocol;
+mod protocol_bad_input;
+mod registry;
+mod registry_schemas;
+mod shape;
