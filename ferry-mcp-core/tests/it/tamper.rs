@@ -373,3 +373,17 @@ fn a_log_that_disappears_is_reported_once() {
     assert_eq!(kinds(&batch), vec![ProblemKind::Unreadable]);
     assert_eq!(reader.poll().problems, vec![]);
 }
+
+#[test]
+fn an_overlong_line_is_skipped_without_losing_the_entries_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (channel, path) = alice_with_five_notes(dir.path());
+    let mut log = lines(&path);
+    log.insert(2, "x".repeat(600 * 1024));
+    write_lines(&path, &log);
+
+    let (alice, problems) = alice_seqs(&channel);
+    assert_eq!(alice, vec![1, 2, 3, 4, 5]);
+    assert_eq!(problem_at(&problems, 3), ProblemKind::Malformed);
+    assert_eq!(problems.len(), 1);
+}
