@@ -1,8 +1,11 @@
 //! Integration tests of ferry-mcp-core.
 
+mod channel_log;
+mod concurrency;
 mod oracle;
 mod protocol;
 mod protocol_bad_input;
 mod registry;
 mod registry_schemas;
 mod shape;
+mod tamper;
