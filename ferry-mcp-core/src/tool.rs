@@ -1,4 +1,5 @@
-//! The `Tool` trait: what every tool of every group implements.
+//! The `Tool` trait: what every tool of every group implements; and `ResourceKind`: how a
+//! group serves the `ferry://<project>/<kind>/<id>` links its tools hand out.
 //!
 //! A tool is a static definition plus a call. Definitions are `&'static` data so that the
 //! `tools/list` bytes are identical on every run (ADR T8): nothing in a definition may depend
@@ -6,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::shape::ToolOutcome;
+use crate::shape::{ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
 
 /// Behaviour hints of MCP tool annotations. Defaults follow the spec's defaults.
@@ -20,11 +21,19 @@ pub struct Annotations {
 
 impl Annotations {
     /// A tool that only reads: read-only, not destructive, idempotent, closed world.
-    pub const READ_ONLY: Annotations =
-        Annotations { read_only: true, destructive: false, idempotent: true, open_world: false };
+    pub const READ_ONLY: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
     /// A tool that appends to the channel but never deletes: not read-only, not destructive.
-    pub const APPEND: Annotations =
-        Annotations { read_only: false, destructive: false, idempotent: false, open_world: false };
+    pub const APPEND: Annotations = Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
 }
 
 /// The static definition of a tool, as `tools/list` serves it.
@@ -54,7 +63,10 @@ pub struct CallContext<'a> {
 
 impl std::fmt::Debug for CallContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallContext").field("now", &self.now).field("project", &self.project).finish()
+        f.debug_struct("CallContext")
+            .field("now", &self.now)
+            .field("project", &self.project)
+            .finish()
     }
 }
 
@@ -71,4 +83,50 @@ pub trait Tool: Send + Sync {
     fn definition(&self) -> &'static ToolDefinition;
     /// Runs the tool. `args` has already been validated against the input schema.
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome;
+}
+
+/// The static description of one kind of resource, advertised by `resources/templates/list`
+/// as the template `ferry://{project}/<kind>/{id}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceTemplate {
+    /// The `<kind>` path segment, e.g. `order`: `[a-z0-9_-]`, unique across a surface.
+    pub kind: &'static str,
+    /// The template's `name` (programmatic), e.g. `order`.
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub mime_type: &'static str,
+}
+
+/// What `resources/read` of one resource gives: one text body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceText {
+    pub mime_type: &'static str,
+    pub text: String,
+}
+
+/// What a resource read may use besides the URI.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadContext<'a> {
+    pub now: Timestamp,
+    /// The project this server is scoped to; a URI naming another project never reaches a kind.
+    pub project: &'a str,
+}
+
+/// Why a resource could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResourceError {
+    /// No such resource: `-32002` in the initialize era, `-32602` from 2026-07-28.
+    #[error("resource not found")]
+    NotFound,
+    /// The resource exists but could not be read (a bad file, say); `-32603`.
+    #[error("resource unreadable: {0}")]
+    Unreadable(String),
+}
+
+/// One kind of `ferry://<project>/<kind>/<id>` resource that a group serves.
+pub trait ResourceKind: Send + Sync {
+    fn template(&self) -> &'static ResourceTemplate;
+    /// Reads the resource `uri`, whose kind is this one's and whose project is the server's.
+    fn read(&self, uri: &ResourceUri, cx: &ReadContext<'_>) -> Result<ResourceText, ResourceError>;
 }

@@ -1,16 +1,35 @@
 //! MCP as a sans-IO state machine.
 //!
-//! CONTRACT (the binary and the tests code against exactly this face; the body is filled in
-//! by the protocol work): one line of bytes in, zero or more complete output lines out.
-//! No IO and no clock read happen in here.
+//! CONTRACT (the binary and the tests code against exactly this face): lines of bytes in, zero
+//! or more complete output lines out. No IO and no clock read happen in here; the caller passes
+//! the time with every call.
+//!
+//! Two eras share one connection: the initialize era (2024-11-05 to 2025-11-25), where
+//! `initialize` negotiates a version for the connection, and the stateless 2026-07-28 era, where
+//! each request names its version in `_meta` and `server/discover` replaces the handshake.
+//! Decisions (versions, batches, the size cap, the answer to each bad input) are in
+//! `docs/protocol.md`.
+
+mod message;
+mod methods;
+pub mod version;
+pub mod wire;
+
+use serde_json::Value;
 
 use crate::registry::Surface;
 use crate::time::Timestamp;
+use message::Incoming;
+pub use version::ProtocolVersion;
+use wire::RpcError;
 
 /// The largest input line the server accepts, in bytes (without the newline).
 /// A longer line is answered with an error and its bytes are never held in memory whole:
 /// the IO layer stops buffering at this size and calls [`Server::handle_oversized_line`].
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// How many tools one `tools/list` page holds unless [`Server::with_tools_page_size`] says otherwise.
+pub const DEFAULT_TOOLS_PAGE_SIZE: usize = 100;
 
 /// Static facts about the server, fixed for the life of the process.
 #[derive(Debug, Clone)]
@@ -30,24 +49,218 @@ pub struct ServerConfig {
 pub struct Server {
     config: ServerConfig,
     surface: Surface,
+    /// The version `initialize` negotiated; `None` until then.
+    negotiated: Option<ProtocolVersion>,
+    tools_page_size: usize,
 }
+
+/// The rules one request is served under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// No `initialize` yet and no `_meta` version: only `initialize`, `ping`, `server/discover`.
+    Fresh,
+    Initialized(ProtocolVersion),
+    /// A 2026-07-28 request, served from its own `_meta`.
+    Stateless,
+}
+
+impl Era {
+    fn version(self) -> Option<ProtocolVersion> {
+        match self {
+            Era::Fresh => None,
+            Era::Initialized(version) => Some(version),
+            Era::Stateless => Some(ProtocolVersion::STATELESS),
+        }
+    }
+}
+
+/// `_meta` key of a stateless request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of a stateless request's client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 impl Server {
     pub fn new(config: ServerConfig, surface: Surface) -> Self {
-        Self { config, surface }
+        Self {
+            config,
+            surface,
+            negotiated: None,
+            tools_page_size: DEFAULT_TOOLS_PAGE_SIZE,
+        }
+    }
+
+    /// Sets how many tools one `tools/list` page holds (at least one).
+    pub fn with_tools_page_size(mut self, size: usize) -> Self {
+        self.tools_page_size = size.max(1);
+        self
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    pub fn surface(&self) -> &Surface {
+        &self.surface
+    }
+
+    /// The version `initialize` negotiated, if it happened.
+    pub fn negotiated_version(&self) -> Option<ProtocolVersion> {
+        self.negotiated
     }
 
     /// Handles one input line (without its trailing newline; a trailing `\r` is tolerated).
     /// Returns the lines to write, in order, each a complete JSON-RPC message without a newline.
     pub fn handle_line(&mut self, line: &[u8], now: Timestamp) -> Vec<String> {
-        let _ = (line, now, &self.config, &self.surface);
-        Vec::new()
+        self.handle_lines(&[line], now)
+    }
+
+    /// Handles lines that arrived together, in order. A `notifications/cancelled` among them
+    /// suppresses a request with that id earlier in the same batch: it is not run and gets no
+    /// answer.
+    pub fn handle_lines(&mut self, lines: &[&[u8]], now: Timestamp) -> Vec<String> {
+        let parsed: Vec<Incoming> = lines.iter().map(|line| message::parse_line(line)).collect();
+        let cancels: Vec<(usize, &Value)> = parsed
+            .iter()
+            .enumerate()
+            .filter_map(|(index, incoming)| match incoming {
+                Incoming::Notification {
+                    method,
+                    params: Some(params),
+                } if method == "notifications/cancelled" => {
+                    params.get("requestId").map(|id| (index, id))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (index, incoming) in parsed.iter().enumerate() {
+            if let Incoming::Request { id, method, .. } = incoming
+                && method != "initialize"
+                && cancels
+                    .iter()
+                    .any(|(at, cancelled)| *at > index && *cancelled == id)
+            {
+                continue;
+            }
+            self.handle_incoming(incoming.clone(), now, &mut out);
+        }
+        out
     }
 
     /// Called instead of [`Server::handle_line`] when a line exceeded [`MAX_LINE_BYTES`].
     /// `prefix` is the first bytes of the line (at most `MAX_LINE_BYTES`).
     pub fn handle_oversized_line(&mut self, prefix: &[u8], now: Timestamp) -> Vec<String> {
-        let _ = (prefix, now);
-        Vec::new()
+        let _ = now;
+        let id = message::sniff_id(prefix).unwrap_or(Value::Null);
+        let error = RpcError::new(
+            wire::INVALID_REQUEST,
+            format!("invalid request: line longer than {MAX_LINE_BYTES} bytes"),
+        );
+        vec![wire::error_line(&id, &error)]
+    }
+
+    fn handle_incoming(&mut self, incoming: Incoming, now: Timestamp, out: &mut Vec<String>) {
+        match incoming {
+            Incoming::Blank | Incoming::Response => {}
+            Incoming::ParseError(reason) => {
+                out.push(wire::error_line(
+                    &Value::Null,
+                    &RpcError::new(wire::PARSE_ERROR, reason),
+                ));
+            }
+            Incoming::Invalid { id, reason } => {
+                out.push(wire::error_line(
+                    &id,
+                    &RpcError::new(wire::INVALID_REQUEST, reason),
+                ));
+            }
+            // Never answered. `notifications/initialized` changes nothing we do; a cancellation
+            // arriving with its request is handled by `handle_lines`, and a later one finds the
+            // request answered already (requests run to completion within one call).
+            Incoming::Notification { .. } => {}
+            Incoming::Request { id, method, params } => {
+                let answer = self.request(&id, &method, params.as_ref(), now, out);
+                out.push(answer);
+            }
+            Incoming::Batch(items) => self.batch(items, now, out),
+        }
+    }
+
+    /// A JSON-RPC batch array: served only when 2025-03-26 was negotiated (the one revision that
+    /// requires batches); otherwise one `-32600`.
+    fn batch(&mut self, items: Vec<Value>, now: Timestamp, out: &mut Vec<String>) {
+        if !self
+            .negotiated
+            .is_some_and(ProtocolVersion::accepts_batches)
+        {
+            let error = RpcError::new(
+                wire::INVALID_REQUEST,
+                "invalid request: batches are not supported in this protocol version",
+            );
+            out.push(wire::error_line(&Value::Null, &error));
+            return;
+        }
+        if items.is_empty() {
+            out.push(wire::error_line(
+                &Value::Null,
+                &RpcError::new(wire::INVALID_REQUEST, "invalid request: empty batch"),
+            ));
+            return;
+        }
+        let mut answers = Vec::new();
+        for item in items {
+            match message::classify(item) {
+                Incoming::Batch(_) => unreachable!("classify never yields a batch"),
+                incoming @ (Incoming::Request { .. } | Incoming::Invalid { .. }) => {
+                    let mut lines = Vec::new();
+                    self.handle_incoming(incoming, now, &mut lines);
+                    // The last line is the answer; any before it are progress notifications.
+                    if let Some(answer) = lines.pop() {
+                        answers.push(answer);
+                    }
+                    out.extend(lines);
+                }
+                incoming => self.handle_incoming(incoming, now, out),
+            }
+        }
+        if !answers.is_empty() {
+            out.push(format!("[{}]", answers.join(",")));
+        }
+    }
+
+    /// The era a request is served under: the `_meta` version when present, else the session's.
+    fn era(&self, params: Option<&Value>) -> Result<Era, RpcError> {
+        let requested = message::meta(params).and_then(|meta| meta.get(META_PROTOCOL_VERSION));
+        let Some(requested) = requested else {
+            return Ok(self.negotiated.map_or(Era::Fresh, Era::Initialized));
+        };
+        if requested.as_str() == Some(ProtocolVersion::STATELESS.as_str()) {
+            return Ok(Era::Stateless);
+        }
+        if let Some(negotiated) = self.negotiated
+            && requested.as_str() == Some(negotiated.as_str())
+        {
+            return Ok(Era::Initialized(negotiated));
+        }
+        let supported: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+        Err(RpcError::new(
+            wire::UNSUPPORTED_PROTOCOL_VERSION,
+            "unsupported protocol version",
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": requested })))
+    }
+
+    fn request(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: Option<&Value>,
+        now: Timestamp,
+        out: &mut Vec<String>,
+    ) -> String {
+        match self.serve(method, params, now, out) {
+            Ok(result) => wire::result_line(id, &result),
+            Err(error) => wire::error_line(id, &error),
+        }
     }
 }

@@ -373,3 +373,73 @@ fn a_log_that_disappears_is_reported_once() {
     assert_eq!(kinds(&batch), vec![ProblemKind::Unreadable]);
     assert_eq!(reader.poll().problems, vec![]);
 }
+
+#[test]
+fn an_overlong_line_is_skipped_without_losing_the_entries_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (channel, path) = alice_with_five_notes(dir.path());
+    let mut log = lines(&path);
+    log.insert(2, "x".repeat(600 * 1024));
+    write_lines(&path, &log);
+
+    let (alice, problems) = alice_seqs(&channel);
+    assert_eq!(alice, vec![1, 2, 3, 4, 5]);
+    assert_eq!(problem_at(&problems, 3), ProblemKind::Malformed);
+    assert_eq!(problems.len(), 1);
+}
+
+#[test]
+fn no_single_changed_byte_is_ever_delivered_as_an_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (channel, path) = alice_with_five_notes(dir.path());
+    let original = fs::read(&path).unwrap();
+    let genuine: Vec<_> = channel
+        .reader()
+        .poll()
+        .entries
+        .iter()
+        .map(|e| *e.hash())
+        .collect();
+    // A fixed linear congruential sequence: reproducible positions and values.
+    let mut state: u64 = 0x5eed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        state >> 33
+    };
+    for _ in 0..300 {
+        let mut bytes = original.clone();
+        let at = next() as usize % bytes.len();
+        let value = (next() % 256) as u8;
+        if bytes[at] == value {
+            continue;
+        }
+        bytes[at] = value;
+        fs::write(&path, &bytes).unwrap();
+        let batch = channel.reader().poll();
+        for entry in &batch.entries {
+            assert!(
+                genuine.contains(entry.hash()),
+                "changing byte {at} to {value:#04x} produced an entry that was never written"
+            );
+        }
+        let alice = batch
+            .entries
+            .iter()
+            .filter(|e| e.author().as_str() == "alice")
+            .count();
+        // Only a changed newline (two lines merged into one) costs two entries.
+        let lost_at_most = if original[at] == b'\n' { 2 } else { 1 };
+        assert!(
+            alice >= 5 - lost_at_most,
+            "one changed byte cost more entries than its lines (byte {at})"
+        );
+        if alice < 5 {
+            assert!(
+                !batch.problems.is_empty(),
+                "an entry vanished silently (byte {at})"
+            );
+        }
+    }
+}

@@ -18,6 +18,7 @@ use super::problem::{IntegrityProblem, ProblemKind};
 use crate::channel::entry::{self, EntryHash, LineError, VerifiedEntry};
 use crate::channel::keys::PublicKey;
 use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::store::MAX_LINE_LEN;
 
 /// Where an accepted entry's line is, so a cursor can re-read it without a full scan.
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +145,9 @@ impl LogState {
         let mut line = Vec::new();
         loop {
             line.clear();
-            match reader.read_until(b'\n', &mut line) {
+            // Bounded: a line longer than any writer makes is never held in memory whole.
+            let limit = MAX_LINE_LEN as u64 + 1;
+            match (&mut reader).take(limit).read_until(b'\n', &mut line) {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
@@ -153,7 +156,26 @@ impl LogState {
                     return;
                 }
             }
-            if line.last() != Some(&b'\n') {
+            let mut consumed = line.len() as u64;
+            let mut complete = line.last() == Some(&b'\n');
+            let overlong = !complete && line.len() > MAX_LINE_LEN;
+            if overlong {
+                match skip_line(&mut reader) {
+                    Ok((skipped, found_end)) => {
+                        consumed += skipped;
+                        complete = found_end;
+                    }
+                    Err(e) => {
+                        sink.problems.push(self.problem(
+                            None,
+                            ProblemKind::Unreadable,
+                            e.to_string(),
+                        ));
+                        return;
+                    }
+                }
+            }
+            if !complete {
                 // Not consumed: it is read again once its writer finishes it.
                 if self.torn_reported_at != Some(self.offset) {
                     self.torn_reported_at = Some(self.offset);
@@ -166,10 +188,15 @@ impl LogState {
                 break;
             }
             let line_no = self.lines + 1;
-            let line_offset = self.offset;
-            self.check_line(&line[..line.len() - 1], line_no, line_offset, sink);
+            if overlong {
+                let detail = format!("line is longer than {MAX_LINE_LEN} bytes");
+                sink.problems
+                    .push(self.problem(Some(line_no), ProblemKind::Malformed, detail));
+            } else {
+                self.check_line(&line[..line.len() - 1], line_no, self.offset, sink);
+            }
             self.lines = line_no;
-            self.offset += line.len() as u64;
+            self.offset += consumed;
         }
     }
 
@@ -314,5 +341,23 @@ impl LogState {
                 "the log changed after it was read".to_owned(),
             ));
         }
+    }
+}
+
+/// Skips to just after the next newline: the bytes skipped, and whether a newline was found.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<(u64, bool)> {
+    let mut skipped = 0u64;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((skipped, false));
+        }
+        if let Some(end) = buf.iter().position(|&b| b == b'\n') {
+            reader.consume(end + 1);
+            return Ok((skipped + end as u64 + 1, true));
+        }
+        let len = buf.len();
+        reader.consume(len);
+        skipped += len as u64;
     }
 }
