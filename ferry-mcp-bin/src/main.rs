@@ -9,7 +9,11 @@ mod mcp;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "ferry", version, about = "A fleet of AI agents on one signed channel")]
+#[command(
+    name = "ferry",
+    version,
+    about = "A fleet of AI agents on one signed channel"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
