@@ -397,3 +397,20 @@ fn the_entry_hash_is_the_sha256_of_the_raw_entry_bytes() {
     assert!(signed.line.contains(std::str::from_utf8(&raw).unwrap()));
     assert_eq!(signed.entry.hash(), &EntryHash::of(&raw));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_writer_refuses_to_append_through_a_planted_symbolic_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    let target = outside.path().join("victim");
+    fs::write(&target, b"").unwrap();
+    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+
+    let refused = channel.writer(&name("alice"), &key(1));
+    assert!(matches!(refused, Err(StoreError::NotRegular(_))));
+    assert_eq!(fs::read(&target).unwrap(), b"");
+}
