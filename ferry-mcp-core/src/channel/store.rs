@@ -62,6 +62,8 @@ pub enum StoreError {
     Entry(#[from] EntryError),
     #[error("entry line is {len} bytes, the limit is {MAX_LINE_LEN}; put long bodies in a blob")]
     EntryTooLarge { len: usize },
+    #[error("{0} is a symbolic link or not a regular file; refusing to write through it")]
+    NotRegular(PathBuf),
     #[error("blob {0} is not in the channel")]
     BlobMissing(BlobId),
     #[error("blob {0} does not match its hash")]

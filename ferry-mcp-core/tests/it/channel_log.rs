@@ -397,3 +397,69 @@ fn the_entry_hash_is_the_sha256_of_the_raw_entry_bytes() {
     assert!(signed.line.contains(std::str::from_utf8(&raw).unwrap()));
     assert_eq!(signed.entry.hash(), &EntryHash::of(&raw));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_writer_refuses_to_append_through_a_planted_symbolic_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    let target = outside.path().join("victim");
+    fs::write(&target, b"").unwrap();
+    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+
+    let refused = channel.writer(&name("alice"), &key(1));
+    assert!(matches!(refused, Err(StoreError::NotRegular(_))));
+    assert_eq!(fs::read(&target).unwrap(), b"");
+}
+
+#[test]
+fn a_crash_at_any_byte_of_an_append_never_corrupts_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    append_notes(&channel, "alice", &key(1), 2);
+    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    let base = fs::read(&path).unwrap();
+    let tip = channel.reader().poll().entries[1].clone();
+    // The line a crashed append of entry 3 was writing.
+    let interrupted = Entry {
+        project: project("demo"),
+        author: name("alice"),
+        key: key(1).public_key(),
+        seq: 3,
+        prev: Some(*tip.hash()),
+        kind: "note".to_owned(),
+        time: NOW,
+        body: json!({"n": "interrupted"}),
+    }
+    .sign(&key(1))
+    .unwrap()
+    .line;
+    for cut in (0..=interrupted.len())
+        .step_by(5)
+        .chain([interrupted.len()])
+    {
+        let mut bytes = base.clone();
+        bytes.extend_from_slice(&interrupted.as_bytes()[..cut]);
+        fs::write(&path, &bytes).unwrap();
+
+        let mut writer = channel.writer(&name("alice"), &key(1)).unwrap();
+        let appended = writer.append("note", json!({"n": "after"}), NOW).unwrap();
+        let batch = channel.reader().poll();
+        let whole = cut == interrupted.len();
+        // The whole line only lacked its newline: it is entry 3 and the append is entry 4.
+        assert_eq!(appended.seq(), if whole { 4 } else { 3 }, "cut at {cut}");
+        assert_eq!(batch.entries.last(), Some(&appended), "cut at {cut}");
+        for pair in batch.entries.windows(2) {
+            assert_eq!(pair[1].prev(), Some(pair[0].hash()), "cut at {cut}");
+        }
+        let expected = if cut == 0 || whole {
+            vec![]
+        } else {
+            vec![ProblemKind::TornLine]
+        };
+        assert_eq!(kinds(&batch), expected, "cut at {cut}");
+    }
+}

@@ -443,3 +443,22 @@ fn no_single_changed_byte_is_ever_delivered_as_an_entry() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_in_place_of_a_log_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    // A log written elsewhere, linked into the channel under bob's name.
+    let elsewhere = demo_channel(outside.path());
+    append_notes(&elsewhere, "bob", &key(2), 2);
+    let target = elsewhere.log_path(&name("bob"), &key(2).public_key());
+    let link = channel.log_path(&name("bob"), &key(2).public_key());
+    fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    let batch = channel.reader().poll();
+    assert_eq!(batch.entries, vec![]);
+    assert_eq!(kinds(&batch), vec![ProblemKind::UnknownFile]);
+}

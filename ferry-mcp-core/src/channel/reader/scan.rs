@@ -81,13 +81,29 @@ fn unreadable(rel_path: PathBuf, error: &std::io::Error) -> IntegrityProblem {
     }
 }
 
-/// Sorted names of a folder's entries, with whether each is a folder.
-fn entries(dir: &Path) -> std::io::Result<Vec<(String, bool)>> {
+/// What a folder entry is. Symbolic links are never followed: a link could make the reader
+/// read outside the channel folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Folder,
+    File,
+    Other,
+}
+
+/// Sorted names of a folder's entries, with what each is.
+fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
     let mut out = Vec::new();
     for item in fs::read_dir(dir)? {
         let item = item?;
-        let is_dir = item.file_type()?.is_dir();
-        out.push((item.file_name().to_string_lossy().into_owned(), is_dir));
+        let file_type = item.file_type()?;
+        let kind = if file_type.is_dir() {
+            Kind::Folder
+        } else if file_type.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        out.push((item.file_name().to_string_lossy().into_owned(), kind));
     }
     out.sort();
     Ok(out)
@@ -126,12 +142,12 @@ pub(super) fn list(dir: &Path) -> Listing {
             return listing;
         }
     };
-    for (author_name, is_dir) in authors {
+    for (author_name, kind) in authors {
         let rel_author = Path::new(LOGS_DIR).join(&author_name);
         let author = AgentName::parse_any(&author_name)
             .ok()
             .filter(|a| a.as_str() == author_name);
-        let (Some(author), true) = (author, is_dir) else {
+        let (Some(author), Kind::Folder) = (author, kind) else {
             listing
                 .skipped
                 .push(skipped(rel_author, "not a folder named by an author"));
@@ -144,17 +160,17 @@ pub(super) fn list(dir: &Path) -> Listing {
                 continue;
             }
         };
-        for (file_name, is_dir) in files {
+        for (file_name, kind) in files {
             let rel_path = rel_author.join(&file_name);
-            match (log_key(&file_name), is_dir) {
-                (Some(key), false) => listing.logs.push(FoundLog {
+            match (log_key(&file_name), kind) {
+                (Some(key), Kind::File) => listing.logs.push(FoundLog {
                     author: author.clone(),
                     key,
                     rel_path,
                 }),
                 _ => listing
                     .skipped
-                    .push(skipped(rel_path, "not a log named by its key")),
+                    .push(skipped(rel_path, "not a regular log file named by its key")),
             }
         }
     }

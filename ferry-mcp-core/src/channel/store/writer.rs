@@ -50,7 +50,17 @@ impl LogWriter {
         let path = channel.log_path(author, &key.public_key());
         let dir = path.parent().expect("a log path has a folder");
         durable::create_dir_durably(dir).map_err(StoreError::io(dir))?;
-        let existed = path.exists();
+        // A synced peer could plant a link at our path; appending through it would write
+        // outside the channel.
+        if is_symlink(dir) {
+            return Err(StoreError::NotRegular(dir.to_owned()));
+        }
+        let existed = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_file() => true,
+            Ok(_) => return Err(StoreError::NotRegular(path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(StoreError::io(&path)(e)),
+        };
         let file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -200,4 +210,8 @@ impl LogWriter {
             window = window.saturating_mul(4);
         }
     }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
 }
