@@ -210,6 +210,13 @@ fn cases() -> Vec<Case> {
             ),
             answer: "`-32600` invalid request: line longer than 1048576 bytes, id null",
         },
+        Case {
+            state: FRESH,
+            input: Input::Oversized(
+                r#"{"jsonrpc":"2.0", "id" : "req-19","method":"tools/call","params":{"body":"aaaa"#,
+            ),
+            answer: "`-32600` invalid request: line longer than 1048576 bytes, id \"req-19\"",
+        },
     ]
 }
 
@@ -325,4 +332,21 @@ fn the_bad_input_table_in_docs_matches_the_test() {
         docs.contains(&table),
         "docs/protocol.md must contain this table:\n{table}"
     );
+}
+
+#[test]
+fn every_cut_of_a_request_gets_at_most_one_answer_and_the_server_keeps_serving() {
+    let line = br#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"fixture_post","arguments":{"body":"\u00e9\n"},"_meta":{"progressToken":1}}}"#;
+    let mut session = Session::fixture("demo");
+    session.initialize("2025-11-25");
+    for end in 0..=line.len() {
+        let answers = session.send_raw(&line[..end]);
+        assert!(answers.len() <= 1, "cut at {end}: {answers:?}");
+        let oversized = ferry_mcp_testkit::fixture::server("demo")
+            .handle_oversized_line(&line[..end], session.now());
+        assert_eq!(oversized.len(), 1, "cut at {end}");
+        ferry_mcp_testkit::session::check_wire_line(&oversized[0]);
+    }
+    let ping = session.send(r#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#);
+    assert_eq!(ping[0]["result"], serde_json::json!({}));
 }
