@@ -1,16 +1,374 @@
 //! The human's and operator's commands (`ferry init`, `ferry channel ...`, `ferry access ...`,
-//! `ferry pause`, `ferry resume`). (Filled in by the identity work.)
+//! `ferry key ...`, `ferry pause`, `ferry resume`).
+//!
+//! Glue only: parse arguments, resolve the state folder and the clock, call one function of
+//! `ferry_mcp_core::channel::ops` or `home`, and print its result. Every bad input ends in
+//! one line on stderr and a non-zero exit (see `main`).
 
-use clap::Subcommand;
+mod paths;
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
+use ferry_mcp_core::channel::keys::PublicKey;
+use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined};
+use ferry_mcp_core::time::Timestamp;
+
+fn agent_name(raw: &str) -> Result<AgentName, String> {
+    AgentName::parse(raw).map_err(|err| err.to_string())
+}
+
+fn project_id(raw: &str) -> Result<ProjectId, String> {
+    ProjectId::parse(raw).map_err(|err| err.to_string())
+}
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
     /// Create a project: its channel folder and the master key.
-    Init,
+    Init(InitArgs),
+    /// Seat agents and inspect the channel.
+    Channel {
+        #[command(subcommand)]
+        command: ChannelCommand,
+    },
+    /// Show or set agents' levels (setting needs the master key).
+    Access {
+        #[command(subcommand)]
+        command: AccessCommand,
+    },
+    /// Seal, unlock or lock keys on this machine (passphrases are read from stdin).
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+    /// Pause every agent on this machine: writes are refused until `ferry resume`.
+    Pause {
+        /// Why (shown to the agents).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Lift the pause.
+    Resume,
 }
 
-pub fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
-    match cmd {
-        AdminCommand::Init => Ok(std::process::ExitCode::SUCCESS),
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[arg(long, value_parser = project_id)]
+    project: ProjectId,
+    /// The channel folder to create (default: <state folder>/channels/<project>).
+    #[arg(long)]
+    channel: Option<PathBuf>,
+    /// Seal the master key with a passphrase read from stdin.
+    #[arg(long)]
+    seal: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChannelCommand {
+    /// Seat an agent on this machine: its key here and its roster entry in the channel.
+    Join {
+        #[arg(long = "as", value_parser = agent_name)]
+        name: AgentName,
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        /// Seal the new key with a passphrase read from stdin.
+        #[arg(long)]
+        seal: bool,
+    },
+    /// Register a channel folder synced from another machine as a project on this one.
+    Add {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        #[arg(long)]
+        channel: PathBuf,
+    },
+    /// Agents, levels and integrity problems.
+    Status {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AccessCommand {
+    /// Show every agent's level, or one agent's.
+    Show {
+        #[arg(value_parser = agent_name)]
+        name: Option<AgentName>,
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+    },
+    /// Grant a level (signed with the master key on this machine).
+    Set {
+        #[arg(value_parser = agent_name)]
+        name: AgentName,
+        level: Level,
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        /// Limit the level to a project scope (repeatable).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// The grant lapses after this many seconds.
+        #[arg(long)]
+        expires_in: Option<u64>,
+        /// The key to grant (hex), when several keys joined under the name.
+        #[arg(long)]
+        key: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct KeyTarget {
+    /// The agent whose key it is.
+    #[arg(long = "as", value_parser = agent_name, conflicts_with = "master", required_unless_present = "master")]
+    name: Option<AgentName>,
+    /// The project's master key.
+    #[arg(long)]
+    master: bool,
+    #[arg(long, value_parser = project_id)]
+    project: ProjectId,
+}
+
+impl KeyTarget {
+    fn holder(&self) -> KeyHolder {
+        match &self.name {
+            Some(name) => KeyHolder::Agent(name.clone()),
+            None => KeyHolder::Master,
+        }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Seal a plain key with a passphrase (read from stdin).
+    Seal(KeyTarget),
+    /// Unlock a sealed key for the agents on this machine (passphrase read from stdin).
+    Unlock {
+        #[command(flatten)]
+        target: KeyTarget,
+        /// How long the unlock lasts, in seconds (0: until `ferry key lock`).
+        #[arg(long = "for", default_value_t = 12 * 3600)]
+        seconds: u64,
+    },
+    /// Remove the unlocked copy of a key.
+    Lock(KeyTarget),
+}
+
+fn now() -> Timestamp {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    Timestamp::from_millis(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The first line of stdin, without its line ending.
+fn read_passphrase() -> anyhow::Result<Vec<u8>> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the passphrase from stdin")?;
+    let line = line.trim_end_matches(['\n', '\r']);
+    if line.is_empty() {
+        bail!("no passphrase on stdin");
+    }
+    Ok(line.as_bytes().to_vec())
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").context("writing to stdout")
+}
+
+fn table(rows: &[AgentRow]) -> String {
+    if rows.is_empty() {
+        return "no agents".into();
+    }
+    let width = rows
+        .iter()
+        .map(|row| row.name.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max("AGENT".len());
+    let mut lines = vec![format!(
+        "{:<width$}  {:<12}  {:<9}  {:<16}  {:<10}  GRANT",
+        "AGENT", "LEVEL", "SEAT", "KEY", "KEY HERE"
+    )];
+    for row in rows {
+        let key = row.keys.join(",");
+        let mut line = format!(
+            "{:<width$}  {:<12}  {:<9}  {:<16}  {:<10}  {}",
+            row.name.as_str(),
+            row.level.as_str(),
+            row.seat,
+            &key[..key.len().min(16)],
+            row.local_key,
+            row.grant,
+        );
+        if row.pin_changed {
+            line.push_str("  (KEY CHANGED since this machine pinned it)");
+        }
+        lines.push(line);
+    }
+    lines.join("\n")
+}
+
+pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
+    let home = paths::home()?;
+    let now = now();
+    match cmd {
+        AdminCommand::Init(args) => {
+            let channel = match args.channel {
+                Some(dir) => std::path::absolute(&dir)
+                    .with_context(|| format!("resolving {}", dir.display()))?,
+                None => home.root().join("channels").join(args.project.as_str()),
+            };
+            let passphrase = if args.seal {
+                Some(read_passphrase()?)
+            } else {
+                None
+            };
+            let created = ops::init(
+                &home,
+                &args.project,
+                &channel,
+                passphrase.as_deref().map(|p| (p, SealCost::default())),
+                now,
+            )?;
+            print(&format!(
+                "created project {} in {} (master key {})",
+                created.project,
+                created.channel.display(),
+                created.master
+            ))?;
+        }
+        AdminCommand::Channel { command } => match command {
+            ChannelCommand::Join {
+                name,
+                project,
+                seal,
+            } => {
+                let passphrase = if seal { Some(read_passphrase()?) } else { None };
+                let (joined, key) = ops::join(
+                    &home,
+                    &project,
+                    &name,
+                    passphrase.as_deref().map(|p| (p, SealCost::default())),
+                    now,
+                )?;
+                let what = match joined {
+                    Joined::Seated => "seated",
+                    Joined::AlreadySeated => "already seated",
+                };
+                print(&format!("{name} {what} in {project} (key {key})"))?;
+            }
+            ChannelCommand::Add { project, channel } => {
+                let channel = std::path::absolute(&channel)
+                    .with_context(|| format!("resolving {}", channel.display()))?;
+                let master = ops::add_existing(&home, &project, &channel)?;
+                print(&format!(
+                    "added project {project} from {} (master key {master})",
+                    channel.display()
+                ))?;
+            }
+            ChannelCommand::Status { project, json } => {
+                let status = ops::status(&home, &project, now)?;
+                if json {
+                    print(&serde_json::to_string(&status)?)?;
+                } else {
+                    let mut text = format!(
+                        "project {} ({})\nmaster {} (on this machine: {})\n",
+                        status.project,
+                        status.channel.display(),
+                        status.master,
+                        status.master_key_here
+                    );
+                    if let Some(pause) = &status.paused {
+                        text.push_str(&format!("PAUSED: {}\n", pause.reason.0));
+                    }
+                    text.push_str(&table(&status.agents));
+                    text.push_str(&format!("\n{} problem(s)", status.problems.len()));
+                    for problem in &status.problems {
+                        text.push_str(&format!("\n  {problem}"));
+                    }
+                    print(&text)?;
+                }
+            }
+        },
+        AdminCommand::Access { command } => match command {
+            AccessCommand::Show { name, project } => {
+                let rows = ops::access_show(&home, &project, name.as_ref(), now)?;
+                print(&table(&rows))?;
+            }
+            AccessCommand::Set {
+                name,
+                level,
+                project,
+                scopes,
+                expires_in,
+                key,
+            } => {
+                let request = GrantRequest {
+                    level,
+                    scopes,
+                    expires: expires_in
+                        .map(|secs| Timestamp::from_millis(now.as_millis() + secs * 1000)),
+                    key: key
+                        .map(|hex| PublicKey::from_hex(&hex).context("--key"))
+                        .transpose()?,
+                };
+                let grant = ops::access_set(&home, &project, &name, &request, now)?;
+                let mut said = format!("{} is now {}", grant.agent, grant.level);
+                if !grant.scopes.is_empty() {
+                    said.push_str(&format!(" in {}", grant.scopes.join(", ")));
+                }
+                if let Some(secs) = expires_in {
+                    said.push_str(&format!(" for {secs} s"));
+                }
+                print(&said)?;
+            }
+        },
+        AdminCommand::Key { command } => match command {
+            KeyCommand::Seal(target) => {
+                let passphrase = read_passphrase()?;
+                home.seal_key(
+                    &target.project,
+                    &target.holder(),
+                    &passphrase,
+                    SealCost::default(),
+                )?;
+                print(&format!("sealed the key of {}", target.holder()))?;
+            }
+            KeyCommand::Unlock { target, seconds } => {
+                let passphrase = read_passphrase()?;
+                let until =
+                    (seconds > 0).then(|| Timestamp::from_millis(now.as_millis() + seconds * 1000));
+                home.unlock_key(&target.project, &target.holder(), &passphrase, until)?;
+                print(&format!("unlocked the key of {}", target.holder()))?;
+            }
+            KeyCommand::Lock(target) => {
+                let was = home.lock_key(&target.project, &target.holder())?;
+                let what = if was { "locked" } else { "was not unlocked:" };
+                print(&format!("{what} the key of {}", target.holder()))?;
+            }
+        },
+        AdminCommand::Pause { reason } => {
+            ops::pause(&home, &reason, now)?;
+            print("paused: agents on this machine cannot write until `ferry resume`")?;
+        }
+        AdminCommand::Resume => {
+            let was = ops::resume(&home)?;
+            print(if was { "resumed" } else { "was not paused" })?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

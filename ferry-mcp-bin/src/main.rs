@@ -28,7 +28,21 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print as clap prints them.
+        Err(err) if !err.use_stderr() => err.exit(),
+        // A bad argument is one line, like every other error.
+        Err(err) => {
+            let text = err.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!(
+                "ferry: {} (see --help)",
+                first.trim_start_matches("error: ")
+            );
+            return std::process::ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Mcp(args) => mcp::run(args),
         Command::Admin(cmd) => admin::run(cmd),

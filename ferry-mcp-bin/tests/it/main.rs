@@ -1,4 +1,5 @@
 //! Integration tests of the `ferry` binary.
 
+mod admin;
 mod clients;
 mod serve;

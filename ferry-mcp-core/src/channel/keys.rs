@@ -1,1 +1,240 @@
-//! (channel log layer: filled in by the log work)
+//! Ed25519 keys and signatures, in the lower-case hex the channel files use.
+//!
+//! Thin wrappers over `ed25519-dalek` so that the rest of the crate never sees raw bytes:
+//! secret keys are zeroized on drop and never printed, public keys and signatures round-trip
+//! through hex, and verification is always `verify_strict` (no malleable signatures, no
+//! small-order keys).
+
+use std::fmt;
+use std::str::FromStr;
+
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use zeroize::Zeroizing;
+
+/// Why a key or signature could not be made, parsed or verified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("the operating system gave no random bytes")]
+    NoRandomness,
+    #[error("not lower-case hex")]
+    BadHex,
+    #[error("expected {expected} bytes, found {found}")]
+    BadLength { expected: usize, found: usize },
+    #[error("not a valid ed25519 public key")]
+    BadPublicKey,
+    #[error("signature does not verify")]
+    BadSignature,
+}
+
+/// Decodes lower-case hex of exactly `N` bytes (upper case is refused: one spelling per value).
+fn decode_hex<const N: usize>(text: &str) -> Result<[u8; N], KeyError> {
+    if text.len() != 2 * N {
+        return Err(KeyError::BadLength {
+            expected: N,
+            found: text.len() / 2,
+        });
+    }
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(KeyError::BadHex);
+    }
+    let mut out = [0u8; N];
+    hex::decode_to_slice(text, &mut out).map_err(|_| KeyError::BadHex)?;
+    Ok(out)
+}
+
+/// A signing key. Zeroized on drop; its `Debug` shows only the public half.
+pub struct SecretKey(SigningKey);
+
+impl SecretKey {
+    /// A fresh key from the operating system's random source.
+    pub fn generate() -> Result<Self, KeyError> {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        getrandom::fill(seed.as_mut_slice()).map_err(|_| KeyError::NoRandomness)?;
+        Ok(Self::from_bytes(&seed))
+    }
+
+    pub fn from_bytes(seed: &[u8; 32]) -> Self {
+        Self(SigningKey::from_bytes(seed))
+    }
+
+    pub fn to_bytes(&self) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(self.0.to_bytes())
+    }
+
+    pub fn from_hex(text: &str) -> Result<Self, KeyError> {
+        let seed = Zeroizing::new(decode_hex::<32>(text.trim())?);
+        Ok(Self::from_bytes(&seed))
+    }
+
+    pub fn to_hex(&self) -> Zeroizing<String> {
+        Zeroizing::new(hex::encode(*self.to_bytes()))
+    }
+
+    pub fn public_key(&self) -> PublicKey {
+        PublicKey(self.0.verifying_key())
+    }
+
+    pub fn sign(&self, message: &[u8]) -> Signature {
+        Signature(self.0.sign(message))
+    }
+}
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretKey")
+            .field("public", &self.public_key())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A verifying key; `Display` and serde use lower-case hex.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PublicKey(VerifyingKey);
+
+impl PublicKey {
+    pub fn from_bytes(bytes: &[u8; 32]) -> Result<Self, KeyError> {
+        VerifyingKey::from_bytes(bytes)
+            .map(Self)
+            .map_err(|_| KeyError::BadPublicKey)
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        self.0.as_bytes()
+    }
+
+    pub fn from_hex(text: &str) -> Result<Self, KeyError> {
+        Self::from_bytes(&decode_hex::<32>(text)?)
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.as_bytes())
+    }
+
+    /// `verify_strict`: rejects malleable signatures and small-order keys.
+    pub fn verify(&self, message: &[u8], signature: &Signature) -> Result<(), KeyError> {
+        self.0
+            .verify_strict(message, &signature.0)
+            .map_err(|_| KeyError::BadSignature)
+    }
+}
+
+impl PartialOrd for PublicKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PublicKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+/// An Ed25519 signature; `Display` and serde use lower-case hex.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Signature(ed25519_dalek::Signature);
+
+impl Signature {
+    pub fn from_bytes(bytes: &[u8; 64]) -> Self {
+        Self(ed25519_dalek::Signature::from_bytes(bytes))
+    }
+
+    pub fn to_bytes(&self) -> [u8; 64] {
+        self.0.to_bytes()
+    }
+
+    pub fn from_hex(text: &str) -> Result<Self, KeyError> {
+        Ok(Self::from_bytes(&decode_hex::<64>(text)?))
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.to_bytes())
+    }
+}
+
+macro_rules! hex_text {
+    ($ty:ident) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.to_hex())
+            }
+        }
+        impl fmt::Debug for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($ty), self.to_hex())
+            }
+        }
+        impl FromStr for $ty {
+            type Err = KeyError;
+            fn from_str(s: &str) -> Result<Self, KeyError> {
+                Self::from_hex(s)
+            }
+        }
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_hex())
+            }
+        }
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                Self::from_hex(&raw).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+hex_text!(PublicKey);
+hex_text!(Signature);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_key_round_trips_through_hex() {
+        let key = SecretKey::generate().unwrap();
+        let again = SecretKey::from_hex(&key.to_hex()).unwrap();
+        assert_eq!(key.public_key(), again.public_key());
+    }
+
+    #[test]
+    fn a_signature_verifies_only_for_its_message_and_key() {
+        let key = SecretKey::from_bytes(&[7; 32]);
+        let other = SecretKey::from_bytes(&[8; 32]);
+        let sig = key.sign(b"hello");
+        let parsed: Signature = sig.to_string().parse().unwrap();
+        assert_eq!(key.public_key().verify(b"hello", &parsed), Ok(()));
+        assert_eq!(
+            key.public_key().verify(b"hellO", &parsed),
+            Err(KeyError::BadSignature)
+        );
+        assert_eq!(
+            other.public_key().verify(b"hello", &parsed),
+            Err(KeyError::BadSignature)
+        );
+    }
+
+    #[test]
+    fn hex_must_be_lower_case_and_the_right_length() {
+        let key = SecretKey::from_bytes(&[7; 32]).public_key();
+        assert_eq!(PublicKey::from_hex(&key.to_hex()), Ok(key));
+        assert_eq!(
+            PublicKey::from_hex(&key.to_hex().to_uppercase()),
+            Err(KeyError::BadHex)
+        );
+        assert!(matches!(
+            PublicKey::from_hex("abcd"),
+            Err(KeyError::BadLength { expected: 32, .. })
+        ));
+    }
+
+    #[test]
+    fn a_secret_key_is_not_printed_by_debug() {
+        let key = SecretKey::from_bytes(&[7; 32]);
+        let shown = format!("{key:?}");
+        assert!(!shown.contains(key.to_hex().as_str()));
+        assert!(shown.contains(&key.public_key().to_hex()));
+    }
+}

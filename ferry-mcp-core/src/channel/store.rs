@@ -1,1 +1,279 @@
-//! (channel log layer: filled in by the log work)
+//! The channel folder on disk: its genesis file (the root of trust), the per-author logs and
+//! the content-addressed blobs.
+//!
+//! ```text
+//! <channel>/genesis.json                    written once at creation, signed by the master key
+//! <channel>/logs/<author>/<key-hex>.jsonl   one append-only log per (author, key)
+//! <channel>/blobs/<sha256-hex>              long bodies, named by their hash
+//! ```
+//!
+//! Every file has exactly one writer, named by its path, so a synced folder never sees two
+//! machines write one file. The store does file IO only inside the folder it is given.
+
+mod durable;
+mod writer;
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::entry::{EntryError, FORMAT_VERSION};
+use super::keys::{KeyError, PublicKey, SecretKey, Signature};
+use super::names::{AgentName, ProjectId};
+use super::reader::Reader;
+use crate::time::Timestamp;
+
+pub use durable::TEMP_PREFIX;
+pub use writer::LogWriter;
+
+/// The genesis file's name in the channel folder.
+pub const GENESIS_FILE: &str = "genesis.json";
+/// The folder of per-author logs.
+pub const LOGS_DIR: &str = "logs";
+/// The folder of content-addressed blobs.
+pub const BLOBS_DIR: &str = "blobs";
+/// The extension of a log file.
+pub const LOG_EXTENSION: &str = "jsonl";
+/// The longest log line the writer produces; longer bodies belong in blobs.
+pub const MAX_LINE_LEN: usize = 256 * 1024;
+
+/// Prefixed to the raw genesis bytes to form the signed message.
+pub const GENESIS_SIGNING_DOMAIN: &[u8] = b"ferry-channel-genesis-v1\n";
+
+/// Why a channel operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("a channel already exists in {0}")]
+    AlreadyExists(PathBuf),
+    #[error("no channel in {0}: genesis.json is missing")]
+    NotAChannel(PathBuf),
+    #[error("genesis.json is malformed: {0}")]
+    BadGenesis(String),
+    #[error("genesis.json is not signed by the master key it names")]
+    GenesisSignature,
+    #[error("bad entry: {0}")]
+    Entry(#[from] EntryError),
+    #[error("entry line is {len} bytes, the limit is {MAX_LINE_LEN}; put long bodies in a blob")]
+    EntryTooLarge { len: usize },
+    #[error("{0} is a symbolic link or not a regular file; refusing to write through it")]
+    NotRegular(PathBuf),
+    #[error("blob {0} is not in the channel")]
+    BlobMissing(BlobId),
+    #[error("blob {0} does not match its hash")]
+    BlobCorrupt(BlobId),
+}
+
+impl StoreError {
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+        move |source| StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// The SHA-256 of a blob's bytes, which is also its file name; lower-case hex in text.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlobId([u8; 32]);
+
+impl BlobId {
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+    pub fn from_hex(text: &str) -> Result<Self, KeyError> {
+        let hash = super::entry::EntryHash::from_hex(text)?;
+        Ok(Self(*hash.as_bytes()))
+    }
+}
+
+impl fmt::Display for BlobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for BlobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlobId({})", self.to_hex())
+    }
+}
+
+impl FromStr for BlobId {
+    type Err = KeyError;
+    fn from_str(s: &str) -> Result<Self, KeyError> {
+        Self::from_hex(s)
+    }
+}
+
+/// The signed content of `genesis.json`; field order is byte order.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Genesis {
+    v: u32,
+    project: ProjectId,
+    master: PublicKey,
+    time: Timestamp,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenesisFile<'a> {
+    #[serde(borrow)]
+    genesis: &'a serde_json::value::RawValue,
+    sig: Signature,
+}
+
+fn genesis_message(raw: &[u8]) -> Vec<u8> {
+    [GENESIS_SIGNING_DOMAIN, raw].concat()
+}
+
+/// An opened channel folder whose genesis file verified.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    dir: PathBuf,
+    project: ProjectId,
+    master: PublicKey,
+}
+
+impl Channel {
+    /// Creates the channel in `dir` (made if missing): the genesis file, signed by the master
+    /// key and written once, and the empty `logs` and `blobs` folders.
+    pub fn create(
+        dir: &Path,
+        project: &ProjectId,
+        master: &SecretKey,
+        now: Timestamp,
+    ) -> Result<Channel, StoreError> {
+        durable::create_dir_durably(dir).map_err(StoreError::io(dir))?;
+        if dir.join(GENESIS_FILE).exists() {
+            return Err(StoreError::AlreadyExists(dir.to_owned()));
+        }
+        for sub in [LOGS_DIR, BLOBS_DIR] {
+            let path = dir.join(sub);
+            durable::create_dir_durably(&path).map_err(StoreError::io(&path))?;
+        }
+        let genesis = Genesis {
+            v: FORMAT_VERSION,
+            project: project.clone(),
+            master: master.public_key(),
+            time: now,
+        };
+        let raw = serde_json::to_string(&genesis).expect("genesis always serializes");
+        let sig = master.sign(&genesis_message(raw.as_bytes()));
+        let file = format!("{{\"genesis\":{raw},\"sig\":\"{sig}\"}}\n");
+        durable::write_atomic(dir, GENESIS_FILE, file.as_bytes(), durable::Existing::Keep)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => StoreError::AlreadyExists(dir.to_owned()),
+                _ => StoreError::io(&dir.join(GENESIS_FILE))(e),
+            })?;
+        Ok(Channel {
+            dir: dir.to_owned(),
+            project: project.clone(),
+            master: master.public_key(),
+        })
+    }
+
+    /// Opens the channel in `dir`, checking that its genesis file is signed by the master key
+    /// it names.
+    pub fn open(dir: &Path) -> Result<Channel, StoreError> {
+        let path = dir.join(GENESIS_FILE);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::NotAChannel(dir.to_owned()));
+            }
+            Err(e) => return Err(StoreError::io(&path)(e)),
+        };
+        let file: GenesisFile<'_> =
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::BadGenesis(e.to_string()))?;
+        let raw = file.genesis.get().as_bytes();
+        let genesis: Genesis =
+            serde_json::from_slice(raw).map_err(|e| StoreError::BadGenesis(e.to_string()))?;
+        if genesis.v != FORMAT_VERSION {
+            return Err(StoreError::BadGenesis(format!(
+                "unsupported format version {}",
+                genesis.v
+            )));
+        }
+        genesis
+            .master
+            .verify(&genesis_message(raw), &file.sig)
+            .map_err(|_| StoreError::GenesisSignature)?;
+        Ok(Channel {
+            dir: dir.to_owned(),
+            project: genesis.project,
+            master: genesis.master,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn project(&self) -> &ProjectId {
+        &self.project
+    }
+
+    /// The master key fixed at creation: the root of trust.
+    pub fn genesis_master(&self) -> &PublicKey {
+        &self.master
+    }
+
+    /// Where the log of `author` signed by `key` lives.
+    pub fn log_path(&self, author: &AgentName, key: &PublicKey) -> PathBuf {
+        self.dir
+            .join(LOGS_DIR)
+            .join(author.as_str())
+            .join(format!("{}.{LOG_EXTENSION}", key.to_hex()))
+    }
+
+    /// A writer for the log of `author` signed by `key` (created on first use).
+    pub fn writer(&self, author: &AgentName, key: &SecretKey) -> Result<LogWriter, StoreError> {
+        LogWriter::open(self, author, key)
+    }
+
+    /// A reader at the start of every log; its first poll reads the whole history.
+    pub fn reader(&self) -> Reader {
+        Reader::new(self)
+    }
+
+    /// Stores `bytes` as a blob named by their SHA-256 (a no-op when it is already there).
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<BlobId, StoreError> {
+        let id = BlobId::of(bytes);
+        let dir = self.dir.join(BLOBS_DIR);
+        let name = id.to_hex();
+        if dir.join(&name).is_file() {
+            return Ok(id);
+        }
+        durable::create_dir_durably(&dir).map_err(StoreError::io(&dir))?;
+        durable::write_atomic(&dir, &name, bytes, durable::Existing::Replace)
+            .map_err(StoreError::io(&dir.join(&name)))?;
+        Ok(id)
+    }
+
+    /// Reads a blob and checks that its bytes still hash to its id.
+    pub fn get_blob(&self, id: &BlobId) -> Result<Vec<u8>, StoreError> {
+        let path = self.dir.join(BLOBS_DIR).join(id.to_hex());
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::BlobMissing(*id));
+            }
+            Err(e) => return Err(StoreError::io(&path)(e)),
+        };
+        if BlobId::of(&bytes) != *id {
+            return Err(StoreError::BlobCorrupt(*id));
+        }
+        Ok(bytes)
+    }
+}

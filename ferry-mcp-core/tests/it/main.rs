@@ -1,8 +1,14 @@
 //! Integration tests of ferry-mcp-core.
 
+mod channel_log;
+mod concurrency;
+mod home;
+mod identity;
+mod levels;
 mod oracle;
 mod protocol;
 mod protocol_bad_input;
 mod registry;
 mod registry_schemas;
 mod shape;
+mod tamper;

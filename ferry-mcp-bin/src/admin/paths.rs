@@ -1,0 +1,32 @@
+//! Where the machine-local state lives. The core never reads the environment; this does,
+//! once: `FERRY_HOME`, else `$XDG_STATE_HOME/ferry`, else `~/.local/state/ferry`.
+//! Unlocked keys go to `$XDG_RUNTIME_DIR/ferry` (a per-user tmpfs) when it is set and
+//! `FERRY_HOME` is not (tests set `FERRY_HOME` and must stay inside it), else `<home>/run`.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use ferry_mcp_core::channel::home::Home;
+
+fn non_empty(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
+
+pub fn home() -> anyhow::Result<Home> {
+    if let Some(root) = non_empty("FERRY_HOME") {
+        return Ok(Home::at(root));
+    }
+    let root = if let Some(state) = non_empty("XDG_STATE_HOME") {
+        state.join("ferry")
+    } else if let Some(user) = non_empty("HOME") {
+        user.join(".local/state/ferry")
+    } else {
+        bail!("cannot find a state folder: set FERRY_HOME");
+    };
+    Ok(match non_empty("XDG_RUNTIME_DIR") {
+        Some(runtime) => Home::with_runtime(root, runtime.join("ferry")),
+        None => Home::at(root),
+    })
+}

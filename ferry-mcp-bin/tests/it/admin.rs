@@ -1,0 +1,439 @@
+//! The human's and operator's commands, run as the real binary on a temporary FERRY_HOME.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn ferry(home: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("ferry").unwrap();
+    cmd.env("FERRY_HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR");
+    cmd
+}
+
+/// Runs `ferry args` and returns (success, stdout, stderr).
+fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = ferry(home).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn run_ok(home: &Path, args: &[&str]) -> String {
+    let (ok, stdout, stderr) = run(home, args);
+    assert!(ok, "ferry {args:?} failed: {stderr}");
+    stdout
+}
+
+/// Runs a command that must fail and returns its one-line error.
+fn run_err(home: &Path, args: &[&str]) -> String {
+    let (ok, _, stderr) = run(home, args);
+    assert!(!ok, "ferry {args:?} succeeded");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr.trim_end().to_owned()
+}
+
+/// The KEY HERE column of the only row of `ferry access show NAME`.
+fn key_here(show: &str) -> String {
+    let row: Vec<&str> = show.lines().nth(1).unwrap().split_whitespace().collect();
+    row[4].to_owned()
+}
+
+fn project(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    let home = dir.path().join("home");
+    let channel = dir.path().join("channel");
+    run_ok(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    home
+}
+
+#[test]
+fn init_join_grant_and_status_work_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    assert!(dir.path().join("channel").is_dir());
+    let joined = run_ok(
+        &home,
+        &["channel", "join", "--as", "Fang", "--project", "demo"],
+    );
+    assert!(joined.starts_with("fang seated in demo"), "{joined}");
+    let again = run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    assert!(again.starts_with("fang already seated in demo"), "{again}");
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "bolt", "--project", "demo"],
+    );
+    let set = run_ok(
+        &home,
+        &["access", "set", "fang", "orchestrator", "--project", "demo"],
+    );
+    assert_eq!(set, "fang is now orchestrator\n");
+
+    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let levels: Vec<(String, String)> = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().into(),
+                a["level"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        vec![
+            ("bolt".into(), "worker".into()),
+            ("fang".into(), "orchestrator".into())
+        ]
+    );
+    assert_eq!(status["problems"], serde_json::json!([]));
+    assert_eq!(status["paused"], serde_json::Value::Null);
+    assert_eq!(status["master_key_here"], "ready");
+
+    let show = run_ok(&home, &["access", "show", "bolt", "--project", "demo"]);
+    let rows: Vec<Vec<&str>> = show
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "a header and one row: {show}");
+    assert_eq!(rows[0][..3], ["AGENT", "LEVEL", "SEAT"]);
+    assert_eq!(rows[1][..3], ["bolt", "worker", "seated"]);
+}
+
+#[test]
+fn pause_and_resume_show_in_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &["pause", "--reason", "release freeze"]);
+    let status = run_ok(&home, &["channel", "status", "--project", "demo"]);
+    assert!(status.contains("PAUSED: release freeze"), "{status}");
+    assert_eq!(run_ok(&home, &["resume"]), "resumed\n");
+    assert_eq!(run_ok(&home, &["resume"]), "was not paused\n");
+    let status = run_ok(&home, &["channel", "status", "--project", "demo"]);
+    assert!(!status.contains("PAUSED"), "{status}");
+}
+
+#[test]
+fn an_unknown_project_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(&home, &["channel", "status", "--project", "nope"]);
+    insta::assert_snapshot!(err, @"ferry: unknown project nope (run `ferry init --project nope`)");
+}
+
+#[test]
+fn a_bad_agent_name_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(
+        &home,
+        &["channel", "join", "--as", "a/b", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: invalid value 'a/b' for '--as <NAME>': name contains '/'; only ASCII letters, digits, '.', '-' and '_' are allowed (see --help)");
+    let err = run_err(
+        &home,
+        &["channel", "join", "--as", "master", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: invalid value 'master' for '--as <NAME>': the name 'master' is reserved for the human's log (see --help)");
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "boss", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @r#"ferry: invalid value 'boss' for '<LEVEL>': unknown level "boss" (expected worker, member or orchestrator) (see --help)"#);
+}
+
+#[test]
+fn a_name_taken_by_another_key_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    // A second machine (its own state folder) on the same channel.
+    let other = dir.path().join("other-home");
+    let channel = dir.path().join("channel");
+    run_ok(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    let err = run_err(
+        &other,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: the name fang is taken by another key");
+}
+
+#[test]
+fn setting_a_level_without_the_master_key_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    std::fs::remove_file(home.join("projects/demo/keys/master.key")).unwrap();
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
+}
+
+#[test]
+fn setting_a_level_for_an_unseated_agent_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(
+        &home,
+        &["access", "set", "ghost", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
+}
+
+#[test]
+fn a_sealed_key_needs_its_passphrase_to_unlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    ferry(&home)
+        .args([
+            "channel",
+            "join",
+            "--as",
+            "fang",
+            "--project",
+            "demo",
+            "--seal",
+        ])
+        .write_stdin("open sesame\n")
+        .assert()
+        .success();
+    let show = run_ok(&home, &["access", "show", "fang", "--project", "demo"]);
+    assert_eq!(key_here(&show), "locked", "{show}");
+
+    let out = ferry(&home)
+        .args(["key", "unlock", "--as", "fang", "--project", "demo"])
+        .write_stdin("guess\n")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    insta::assert_snapshot!(String::from_utf8(out.stderr).unwrap().trim_end(), @"ferry: wrong passphrase");
+
+    ferry(&home)
+        .args(["key", "unlock", "--as", "fang", "--project", "demo"])
+        .write_stdin("open sesame\n")
+        .assert()
+        .success();
+    let show = run_ok(&home, &["access", "show", "fang", "--project", "demo"]);
+    assert_eq!(key_here(&show), "ready", "{show}");
+    run_ok(&home, &["key", "lock", "--as", "fang", "--project", "demo"]);
+    let show = run_ok(&home, &["access", "show", "fang", "--project", "demo"]);
+    assert_eq!(key_here(&show), "locked", "{show}");
+}
+
+#[test]
+fn init_twice_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let channel = dir.path().join("channel2");
+    let err = run_err(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: project demo already exists on this machine");
+}
+
+#[test]
+fn status_reports_an_edited_log_entry_as_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let logs = dir.path().join("channel/logs/fang");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text.replace("roster.join", "roster.jxin")).unwrap();
+    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let problems = status["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].as_str().unwrap().contains("logs/fang/"),
+        "{problems:?}"
+    );
+    assert_eq!(status["agents"], serde_json::json!([]));
+}
+
+#[test]
+fn adding_a_channel_under_the_wrong_project_id_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir);
+    let other = dir.path().join("other-home");
+    let channel = dir.path().join("channel");
+    let err = run_err(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "web",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: the channel belongs to project demo, not web");
+}
+
+#[test]
+fn a_failed_init_can_be_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // A file where the channel folder should go makes creating the channel fail.
+    let blocker = dir.path().join("blocker");
+    std::fs::write(&blocker, "x").unwrap();
+    let channel = blocker.join("channel");
+    run_err(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    let good = dir.path().join("channel");
+    run_ok(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            good.to_str().unwrap(),
+        ],
+    );
+}
+
+#[test]
+fn a_sealed_master_key_must_be_unlocked_before_granting() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let channel = dir.path().join("channel");
+    ferry(&home)
+        .args([
+            "init",
+            "--project",
+            "demo",
+            "--seal",
+            "--channel",
+            channel.to_str().unwrap(),
+        ])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: the key for the master is locked (run `ferry key unlock --master --project demo`)");
+    ferry(&home)
+        .args(["key", "unlock", "--master", "--project", "demo"])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    run_ok(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+}
+
+#[test]
+fn help_lists_the_admin_commands_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = run_ok(dir.path(), &["--help"]);
+    for command in ["init", "channel", "access", "key", "pause", "resume"] {
+        assert!(help.contains(&format!("  {command} ")), "{command}: {help}");
+    }
+}
+
+#[test]
+fn showing_an_unknown_agent_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(&home, &["access", "show", "ghost", "--project", "demo"]);
+    insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
+}
+
+#[test]
+fn init_on_an_existing_channel_points_to_channel_add() {
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir);
+    let other = dir.path().join("other-home");
+    let channel = dir.path().join("channel");
+    let err = run_err(
+        &other,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    let err = err.replace(channel.to_str().unwrap(), "[CHANNEL]");
+    insta::assert_snapshot!(err, @"ferry: a channel already exists in [CHANNEL] (register it with `ferry channel add`)");
+    // The failed init left nothing behind: adding the channel works.
+    run_ok(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+}

@@ -1,0 +1,75 @@
+//! Atomic whole-file writes for the machine-local state: a temporary file in the same
+//! folder, written and fsynced, renamed over the target, then the folder fsynced so the
+//! rename itself survives a crash. Every file is created 0600 (the temporary file is
+//! created that way), folders 0700: the state folder holds keys.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::HomeError;
+
+fn io_err(path: &Path, source: io::Error) -> HomeError {
+    HomeError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Creates `dir` (and its parents) as 0700 folders.
+pub fn create_private_dir(dir: &Path) -> Result<(), HomeError> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|err| io_err(dir, err))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), HomeError> {
+    #[cfg(unix)]
+    {
+        fs::File::open(dir)
+            .and_then(|folder| folder.sync_all())
+            .map_err(|err| io_err(dir, err))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Replaces `path` with `bytes`, durably and atomically, as a 0600 file.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<(), HomeError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|err| io_err(dir, err))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o600))
+            .map_err(|err| io_err(temp.path(), err))?;
+    }
+    temp.write_all(bytes)
+        .and_then(|()| temp.as_file().sync_all())
+        .map_err(|err| io_err(path, err))?;
+    temp.persist(path).map_err(|err| io_err(path, err.error))?;
+    sync_dir(dir)
+}
+
+/// Removes `path` durably; returns whether it existed.
+pub fn remove(path: &Path) -> Result<bool, HomeError> {
+    match fs::remove_file(path) {
+        Ok(()) => {
+            sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+            Ok(true)
+        }
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(io_err(path, err)),
+    }
+}

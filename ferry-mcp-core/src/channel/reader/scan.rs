@@ -1,0 +1,178 @@
+//! Listing the channel folder: which files are logs, and which are reported and skipped.
+//!
+//! A log is `logs/<author>/<key-hex>.jsonl` with a canonical (lower-case) author name and a
+//! valid key. Everything else under the channel folder that the format does not name is a
+//! conflict copy, a temporary file or an unknown file, reported once and never read.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::problem::{IntegrityProblem, ProblemKind};
+use crate::channel::keys::PublicKey;
+use crate::channel::names::AgentName;
+use crate::channel::store::{BLOBS_DIR, GENESIS_FILE, LOG_EXTENSION, LOGS_DIR, TEMP_PREFIX};
+
+/// Names at the top of the channel folder that belong to the format or to the sync tool.
+const KNOWN_TOP_LEVEL: &[&str] = &[
+    ".git",
+    ".gitattributes",
+    ".gitignore",
+    ".stfolder",
+    ".stignore",
+    ".stversions",
+    BLOBS_DIR,
+    GENESIS_FILE,
+    LOGS_DIR,
+];
+
+/// A log file found on disk.
+#[derive(Debug)]
+pub(super) struct FoundLog {
+    pub author: AgentName,
+    pub key: PublicKey,
+    /// Relative to the channel folder.
+    pub rel_path: PathBuf,
+}
+
+/// What a listing found: logs, and files to report.
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    pub logs: Vec<FoundLog>,
+    pub skipped: Vec<IntegrityProblem>,
+}
+
+/// Classifies a name that is not what its folder expects.
+fn skipped(rel_path: PathBuf, what: &str) -> IntegrityProblem {
+    let name = rel_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (kind, detail) = if name.contains(".sync-conflict-") {
+        (
+            ProblemKind::ConflictCopy,
+            "a Syncthing conflict copy; not read".to_owned(),
+        )
+    } else if name.starts_with(TEMP_PREFIX)
+        || name.starts_with(".syncthing.")
+        || name.starts_with(".tmp")
+        || name.ends_with(".tmp")
+    {
+        (
+            ProblemKind::TempFile,
+            "a temporary file; not read".to_owned(),
+        )
+    } else {
+        (ProblemKind::UnknownFile, format!("{what}; not read"))
+    };
+    IntegrityProblem {
+        path: rel_path,
+        line: None,
+        kind,
+        detail,
+    }
+}
+
+fn unreadable(rel_path: PathBuf, error: &std::io::Error) -> IntegrityProblem {
+    IntegrityProblem {
+        path: rel_path,
+        line: None,
+        kind: ProblemKind::Unreadable,
+        detail: error.to_string(),
+    }
+}
+
+/// What a folder entry is. Symbolic links are never followed: a link could make the reader
+/// read outside the channel folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Folder,
+    File,
+    Other,
+}
+
+/// Sorted names of a folder's entries, with what each is.
+fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
+    let mut out = Vec::new();
+    for item in fs::read_dir(dir)? {
+        let item = item?;
+        let file_type = item.file_type()?;
+        let kind = if file_type.is_dir() {
+            Kind::Folder
+        } else if file_type.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        out.push((item.file_name().to_string_lossy().into_owned(), kind));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Parses `<key-hex>.jsonl`.
+fn log_key(file_name: &str) -> Option<PublicKey> {
+    let hex = file_name.strip_suffix(LOG_EXTENSION)?.strip_suffix('.')?;
+    PublicKey::from_hex(hex).ok()
+}
+
+/// Lists the channel folder `dir`.
+pub(super) fn list(dir: &Path) -> Listing {
+    let mut listing = Listing::default();
+    match entries(dir) {
+        Ok(top) => {
+            for (name, _) in top {
+                if !KNOWN_TOP_LEVEL.contains(&name.as_str()) {
+                    listing.skipped.push(skipped(
+                        PathBuf::from(&name),
+                        "not part of the channel format",
+                    ));
+                }
+            }
+        }
+        Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
+    }
+    let logs_dir = dir.join(LOGS_DIR);
+    let authors = match entries(&logs_dir) {
+        Ok(authors) => authors,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
+        Err(e) => {
+            listing
+                .skipped
+                .push(unreadable(PathBuf::from(LOGS_DIR), &e));
+            return listing;
+        }
+    };
+    for (author_name, kind) in authors {
+        let rel_author = Path::new(LOGS_DIR).join(&author_name);
+        let author = AgentName::parse_any(&author_name)
+            .ok()
+            .filter(|a| a.as_str() == author_name);
+        let (Some(author), Kind::Folder) = (author, kind) else {
+            listing
+                .skipped
+                .push(skipped(rel_author, "not a folder named by an author"));
+            continue;
+        };
+        let files = match entries(&dir.join(&rel_author)) {
+            Ok(files) => files,
+            Err(e) => {
+                listing.skipped.push(unreadable(rel_author, &e));
+                continue;
+            }
+        };
+        for (file_name, kind) in files {
+            let rel_path = rel_author.join(&file_name);
+            match (log_key(&file_name), kind) {
+                (Some(key), Kind::File) => listing.logs.push(FoundLog {
+                    author: author.clone(),
+                    key,
+                    rel_path,
+                }),
+                _ => listing
+                    .skipped
+                    .push(skipped(rel_path, "not a regular log file named by its key")),
+            }
+        }
+    }
+    listing
+}

@@ -1,0 +1,261 @@
+//! Machine-local state: key files, sealing, the registry, the pause switch and pins.
+
+use ferry_mcp_core::channel::home::{Home, HomeError, KeyHolder, PinOutcome, SealError};
+use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::levels::LocalKey;
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_testkit::clock::Clock;
+use ferry_mcp_testkit::temp_channel::TEST_SEAL_COST;
+
+fn setup() -> (tempfile::TempDir, Home, ProjectId) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path().join("home"));
+    (dir, home, ProjectId::parse("demo").unwrap())
+}
+
+fn agent(name: &str) -> KeyHolder {
+    KeyHolder::Agent(AgentName::parse(name).unwrap())
+}
+
+#[cfg(unix)]
+#[test]
+fn key_files_and_their_folders_are_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, home, project) = setup();
+    let key = SecretKey::generate().unwrap();
+    home.store_key(&project, &agent("fang"), &key, None)
+        .unwrap();
+    let path = home.root().join("projects/demo/keys/fang.key");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let folder = std::fs::metadata(path.parent().unwrap()).unwrap();
+    assert_eq!(folder.permissions().mode() & 0o777, 0o700);
+}
+
+#[test]
+fn a_stored_key_loads_back_and_is_never_overwritten() {
+    let (_dir, home, project) = setup();
+    let clock = Clock::new();
+    let key = SecretKey::generate().unwrap();
+    home.store_key(&project, &KeyHolder::Master, &key, None)
+        .unwrap();
+    let loaded = home
+        .load_key(&project, &KeyHolder::Master, clock.now())
+        .unwrap();
+    assert_eq!(loaded.public_key(), key.public_key());
+    let other = SecretKey::generate().unwrap();
+    let again = home.store_key(&project, &KeyHolder::Master, &other, None);
+    assert!(matches!(again, Err(HomeError::KeyExists { .. })));
+}
+
+#[test]
+fn atomic_writes_leave_no_temporary_files_behind() {
+    let (_dir, home, project) = setup();
+    let key = SecretKey::generate().unwrap();
+    home.store_key(&project, &agent("fang"), &key, None)
+        .unwrap();
+    home.pause("lunch", Clock::new().now()).unwrap();
+    for folder in [
+        home.root().to_owned(),
+        home.root().join("projects/demo/keys"),
+    ] {
+        for item in std::fs::read_dir(folder).unwrap() {
+            let name = item.unwrap().file_name();
+            assert!(!name.to_string_lossy().starts_with(".tmp"), "{name:?}");
+        }
+    }
+}
+
+#[test]
+fn a_sealed_key_is_locked_until_the_human_unlocks_it() {
+    let (_dir, home, project) = setup();
+    let clock = Clock::new();
+    let key = SecretKey::generate().unwrap();
+    let fang = agent("fang");
+    home.store_key(&project, &fang, &key, Some((b"hunter2", TEST_SEAL_COST)))
+        .unwrap();
+    assert_eq!(
+        home.key_state(&project, &fang, clock.now()).unwrap(),
+        LocalKey::Locked(key.public_key())
+    );
+    assert!(matches!(
+        home.load_key(&project, &fang, clock.now()),
+        Err(HomeError::Locked { .. })
+    ));
+
+    home.unlock_key(&project, &fang, b"hunter2", None).unwrap();
+    assert_eq!(
+        home.key_state(&project, &fang, clock.now()).unwrap(),
+        LocalKey::Ready(key.public_key())
+    );
+    let loaded = home.load_key(&project, &fang, clock.now()).unwrap();
+    assert_eq!(loaded.public_key(), key.public_key());
+
+    assert!(home.lock_key(&project, &fang).unwrap());
+    assert_eq!(
+        home.key_state(&project, &fang, clock.now()).unwrap(),
+        LocalKey::Locked(key.public_key())
+    );
+}
+
+#[test]
+fn an_unlock_lapses_at_its_expiry() {
+    let (_dir, home, project) = setup();
+    let clock = Clock::new();
+    let key = SecretKey::generate().unwrap();
+    let fang = agent("fang");
+    home.store_key(&project, &fang, &key, Some((b"pw", TEST_SEAL_COST)))
+        .unwrap();
+    let until = clock.now().as_millis() + 60_000;
+    home.unlock_key(
+        &project,
+        &fang,
+        b"pw",
+        Some(ferry_mcp_core::time::Timestamp::from_millis(until)),
+    )
+    .unwrap();
+    assert!(matches!(
+        home.key_state(&project, &fang, clock.now()).unwrap(),
+        LocalKey::Ready(_)
+    ));
+    clock.advance_secs(60);
+    assert!(matches!(
+        home.key_state(&project, &fang, clock.now()).unwrap(),
+        LocalKey::Locked(_)
+    ));
+}
+
+#[test]
+fn a_wrong_passphrase_does_not_unlock() {
+    let (_dir, home, project) = setup();
+    let key = SecretKey::generate().unwrap();
+    home.store_key(&project, &KeyHolder::Master, &key, None)
+        .unwrap();
+    home.seal_key(&project, &KeyHolder::Master, b"right", TEST_SEAL_COST)
+        .unwrap();
+    let wrong = home.unlock_key(&project, &KeyHolder::Master, b"wrong", None);
+    assert!(matches!(
+        wrong,
+        Err(HomeError::Seal(SealError::WrongPassphrase))
+    ));
+    let right = home.unlock_key(&project, &KeyHolder::Master, b"right", None);
+    assert_eq!(right.unwrap(), key.public_key());
+}
+
+#[test]
+fn a_project_is_registered_to_one_channel_folder_only() {
+    let (dir, home, project) = setup();
+    let first = dir.path().join("one");
+    home.register_project(&project, &first).unwrap();
+    home.register_project(&project, &first).unwrap();
+    let other = home.register_project(&project, &dir.path().join("two"));
+    assert!(matches!(other, Err(HomeError::ProjectElsewhere { .. })));
+    assert_eq!(home.channel_dir(&project).unwrap(), first);
+    let (projects, bad) = home.projects().unwrap();
+    assert_eq!(projects, vec![(project, first)]);
+    assert!(bad.is_empty());
+}
+
+#[test]
+fn an_unknown_project_is_reported_by_name() {
+    let (_dir, home, _) = setup();
+    let err = home
+        .channel_dir(&ProjectId::parse("nope").unwrap())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown project nope (run `ferry init --project nope`)"
+    );
+}
+
+#[test]
+fn the_pause_switch_keeps_its_reason_until_resumed() {
+    let (_dir, home, _) = setup();
+    let clock = Clock::new();
+    assert_eq!(home.pause_state().unwrap(), None);
+    home.pause("deploy freeze", clock.now()).unwrap();
+    let pause = home.pause_state().unwrap().unwrap();
+    assert_eq!(pause.reason.0, "deploy freeze");
+    assert_eq!(pause.since, clock.now());
+    assert!(home.resume().unwrap());
+    assert_eq!(home.pause_state().unwrap(), None);
+    assert!(!home.resume().unwrap());
+}
+
+#[test]
+fn a_changed_key_for_a_pinned_name_is_reported_and_not_accepted() {
+    let (_dir, home, project) = setup();
+    let name = AgentName::parse("fang").unwrap();
+    let first = SecretKey::generate().unwrap().public_key();
+    let second = SecretKey::generate().unwrap().public_key();
+    assert_eq!(
+        home.pin_agent(&project, &name, &first).unwrap(),
+        PinOutcome::New
+    );
+    assert_eq!(
+        home.pin_agent(&project, &name, &first).unwrap(),
+        PinOutcome::Same
+    );
+    assert_eq!(
+        home.pin_agent(&project, &name, &second).unwrap(),
+        PinOutcome::Changed {
+            pinned: first.to_string()
+        }
+    );
+    assert_eq!(
+        home.pins(&project).unwrap().agents["fang"],
+        first.to_string()
+    );
+}
+
+#[test]
+fn a_damaged_key_file_is_reported_in_status_and_the_rest_still_reads() {
+    use ferry_mcp_core::channel::ops;
+    use ferry_mcp_testkit::temp_channel::TempChannel;
+    let temp = TempChannel::with_each_level();
+    std::fs::write(
+        temp.home_dir().join("projects/demo/keys/member.key"),
+        "not json",
+    )
+    .unwrap();
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    let local: Vec<_> = status
+        .agents
+        .iter()
+        .map(|row| (row.name.as_str(), row.local_key))
+        .collect();
+    assert_eq!(
+        local,
+        vec![
+            ("member", "unreadable"),
+            ("orchestrator", "ready"),
+            ("worker", "ready")
+        ]
+    );
+    assert_eq!(status.problems.len(), 1, "{:?}", status.problems);
+    assert!(
+        status.problems[0].contains("member.key"),
+        "{:?}",
+        status.problems
+    );
+}
+
+#[test]
+fn names_pinned_at_once_by_several_processes_are_all_kept() {
+    let (_dir, home, project) = setup();
+    std::thread::scope(|scope| {
+        for i in 0..16 {
+            let home = home.clone();
+            let project = project.clone();
+            scope.spawn(move || {
+                let name = AgentName::parse(&format!("agent{i}")).unwrap();
+                let key = SecretKey::generate().unwrap().public_key();
+                assert_eq!(
+                    home.pin_agent(&project, &name, &key).unwrap(),
+                    PinOutcome::New
+                );
+            });
+        }
+    });
+    assert_eq!(home.pins(&project).unwrap().agents.len(), 16);
+}

@@ -1,0 +1,550 @@
+//! Identity: seating, the contested-name rule, mastership and grant authority, all decided
+//! when folding.
+
+use ferry_mcp_core::channel::home::{Home, KeyHolder};
+use ferry_mcp_core::channel::identity::{
+    FoldProblemKind, GrantBody, GrantStanding, Identity, Seat, kinds,
+};
+use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined, OpsError};
+use ferry_mcp_testkit::temp_channel::TempChannel;
+use serde_json::json;
+
+fn name(raw: &str) -> AgentName {
+    TempChannel::agent(raw)
+}
+
+/// Writes an entry as `author` with `key`, bypassing every check `ops` makes.
+fn write_raw(
+    temp: &TempChannel,
+    author: &AgentName,
+    key: &SecretKey,
+    kind: &str,
+    body: serde_json::Value,
+) {
+    let view = temp.view();
+    let mut writer = view.channel.writer(author, key).unwrap();
+    writer.append(kind, body, temp.now()).unwrap();
+}
+
+fn problem_kinds(temp: &TempChannel) -> Vec<FoldProblemKind> {
+    temp.view()
+        .identity
+        .problems()
+        .iter()
+        .map(|p| p.kind)
+        .collect()
+}
+
+fn master_key(temp: &TempChannel) -> SecretKey {
+    temp.home()
+        .load_key(temp.project(), &KeyHolder::Master, temp.now())
+        .unwrap()
+}
+
+fn grant_body(agent: &str, key: &SecretKey, level: Level) -> serde_json::Value {
+    Identity::grant_body(&GrantBody {
+        agent: name(agent),
+        key: key.public_key(),
+        level,
+        scopes: Vec::new(),
+        expires: None,
+    })
+}
+
+#[test]
+fn joining_twice_with_the_same_key_is_idempotent() {
+    let temp = TempChannel::builder().build().unwrap();
+    let fang = name("fang");
+    let (first, key) = ops::join(temp.home(), temp.project(), &fang, None, temp.now()).unwrap();
+    let (second, again) = ops::join(temp.home(), temp.project(), &fang, None, temp.now()).unwrap();
+    assert_eq!((first, second), (Joined::Seated, Joined::AlreadySeated));
+    assert_eq!(key, again);
+    assert_eq!(temp.view().identity.seat(&fang), Seat::Seated(&key));
+}
+
+#[test]
+fn a_name_held_by_another_key_cannot_be_joined_from_another_machine() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let other_home = Home::at(temp.root().join("other-home"));
+    other_home
+        .register_project(temp.project(), temp.channel_dir())
+        .unwrap();
+    let err = ops::join(&other_home, temp.project(), &name("Fang"), None, temp.now()).unwrap_err();
+    assert!(matches!(err, OpsError::NameTaken { .. }), "{err}");
+    assert_eq!(err.to_string(), "the name fang is taken by another key");
+}
+
+#[test]
+fn two_keys_joining_one_name_contest_it_until_the_master_grants_one() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let fang = name("fang");
+    let first = match temp.view().identity.seat(&fang) {
+        Seat::Seated(key) => *key,
+        other => panic!("{other:?}"),
+    };
+    // Another machine joined as fang before the two synced.
+    let interloper = SecretKey::generate().unwrap();
+    write_raw(&temp, &fang, &interloper, kinds::ROSTER_JOIN, json!({}));
+
+    let view = temp.view();
+    assert!(matches!(view.identity.seat(&fang), Seat::Contested(keys) if keys.len() == 2));
+    assert!(problem_kinds(&temp).contains(&FoldProblemKind::NameContested));
+
+    let pick_first = GrantRequest {
+        level: Level::Member,
+        scopes: Vec::new(),
+        expires: None,
+        key: None,
+    };
+    let err =
+        ops::access_set(temp.home(), temp.project(), &fang, &pick_first, temp.now()).unwrap_err();
+    assert!(matches!(err, OpsError::Contested { .. }));
+    let pick_first = GrantRequest {
+        key: Some(first),
+        ..pick_first
+    };
+    ops::access_set(temp.home(), temp.project(), &fang, &pick_first, temp.now()).unwrap();
+    assert_eq!(temp.view().identity.seat(&fang), Seat::Seated(&first));
+    assert_eq!(
+        temp.view().identity.standing(&fang, temp.now()).level,
+        Level::Member
+    );
+}
+
+#[test]
+fn an_entry_by_a_key_that_does_not_hold_the_name_is_reported() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let stranger = SecretKey::generate().unwrap();
+    write_raw(
+        &temp,
+        &name("ghost"),
+        &stranger,
+        "talk.post",
+        json!({"text": "hi"}),
+    );
+    let problems = temp.view().identity.problems();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, FoldProblemKind::NotOnRoster);
+    assert_eq!(problems[0].author, name("ghost"));
+}
+
+#[test]
+fn a_grant_signed_by_an_agent_is_reported_and_does_not_count() {
+    let temp = TempChannel::with_each_level();
+    let worker = name("worker");
+    let key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(worker.clone()),
+            temp.now(),
+        )
+        .unwrap();
+    write_raw(
+        &temp,
+        &worker,
+        &key,
+        kinds::GRANT,
+        grant_body("worker", &key, Level::Orchestrator),
+    );
+    let view = temp.view();
+    assert_eq!(
+        view.identity.standing(&worker, temp.now()).level,
+        Level::Worker
+    );
+    assert_eq!(
+        problem_kinds(&temp),
+        vec![FoldProblemKind::NotSignedByMaster]
+    );
+}
+
+#[test]
+fn a_grant_signed_as_master_by_another_key_is_held_and_reported() {
+    let temp = TempChannel::with_each_level();
+    let impostor = SecretKey::generate().unwrap();
+    let worker_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(name("worker")),
+            temp.now(),
+        )
+        .unwrap();
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &impostor,
+        kinds::GRANT,
+        grant_body("worker", &worker_key, Level::Orchestrator),
+    );
+    assert_eq!(
+        temp.view()
+            .identity
+            .standing(&name("worker"), temp.now())
+            .level,
+        Level::Worker
+    );
+    assert_eq!(problem_kinds(&temp), vec![FoldProblemKind::NotTheMaster]);
+}
+
+#[test]
+fn a_grant_naming_a_key_other_than_the_roster_key_is_void() {
+    let temp = TempChannel::with_each_level();
+    let other = SecretKey::generate().unwrap();
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &master_key(&temp),
+        kinds::GRANT,
+        grant_body("worker", &other, Level::Orchestrator),
+    );
+    let standing = temp.view().identity.standing(&name("worker"), temp.now());
+    assert_eq!(standing.level, Level::Worker);
+    assert!(matches!(
+        standing.grant,
+        GrantStanding::Void {
+            level: Level::Orchestrator,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it() {
+    let temp = TempChannel::with_each_level();
+    let old_master = master_key(&temp);
+    let next_master = SecretKey::generate().unwrap();
+    let worker_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(name("worker")),
+            temp.now(),
+        )
+        .unwrap();
+    // The next master signs a grant before its handover has reached this machine.
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &next_master,
+        kinds::GRANT,
+        grant_body("worker", &worker_key, Level::Member),
+    );
+    assert_eq!(
+        temp.view()
+            .identity
+            .standing(&name("worker"), temp.now())
+            .level,
+        Level::Worker
+    );
+
+    // An agent cannot hand mastership on.
+    let member = name("member");
+    let member_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(member.clone()),
+            temp.now(),
+        )
+        .unwrap();
+    write_raw(
+        &temp,
+        &member,
+        &member_key,
+        kinds::MASTER_HANDOVER,
+        json!({"key": member_key.public_key()}),
+    );
+    assert_eq!(*temp.view().identity.master(), old_master.public_key());
+
+    // The current master can; the held grant then counts.
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::MASTER_HANDOVER,
+        json!({"key": next_master.public_key()}),
+    );
+    let view = temp.view();
+    assert_eq!(*view.identity.master(), next_master.public_key());
+    assert_eq!(
+        view.identity.standing(&name("worker"), temp.now()).level,
+        Level::Member
+    );
+
+    // The former master's later grants are void.
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::GRANT,
+        grant_body("worker", &worker_key, Level::Orchestrator),
+    );
+    let view = temp.view();
+    assert_eq!(
+        view.identity.standing(&name("worker"), temp.now()).level,
+        Level::Member
+    );
+    // Batches come in log order (by author), not in the order they were written.
+    let mut kinds: Vec<_> = view.identity.problems().iter().map(|p| p.kind).collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        vec![
+            FoldProblemKind::NotSignedByMaster,
+            FoldProblemKind::FormerMaster
+        ]
+    );
+
+    // And this machine, holding the former master key, can no longer grant.
+    let err = ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("worker"),
+        &GrantRequest {
+            level: Level::Orchestrator,
+            scopes: Vec::new(),
+            expires: None,
+            key: None,
+        },
+        temp.now(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, OpsError::NotTheMaster(_)));
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    assert_eq!(status.master_key_here, "former");
+    assert_eq!(status.master, next_master.public_key().to_string());
+}
+
+#[test]
+fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
+    let temp = TempChannel::builder().build().unwrap();
+    let mut view = temp.view();
+    for agent in ["a1", "a2", "a3"] {
+        ops::join(temp.home(), temp.project(), &name(agent), None, temp.now()).unwrap();
+        let new = view.refresh().unwrap();
+        assert_eq!(new.len(), 1, "only the new join is read");
+    }
+    let fresh = temp.view();
+    let names = |view: &ferry_mcp_core::channel::ops::ProjectView| {
+        view.identity
+            .names()
+            .map(|(n, s)| (n.clone(), format!("{s:?}")))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&view), names(&fresh));
+    assert_eq!(names(&view).len(), 3);
+}
+
+#[test]
+fn a_grant_replayed_from_another_project_of_the_same_master_does_not_count() {
+    use ferry_mcp_core::channel::names::ProjectId;
+    use ferry_mcp_core::channel::store::Channel;
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ferry_mcp_testkit::clock::Clock::new();
+    let master = SecretKey::generate().unwrap();
+    let agent_key = SecretKey::generate().unwrap();
+    let fang = name("fang");
+    let here = Channel::create(
+        &dir.path().join("here"),
+        &ProjectId::parse("here").unwrap(),
+        &master,
+        clock.now(),
+    )
+    .unwrap();
+    let there = Channel::create(
+        &dir.path().join("there"),
+        &ProjectId::parse("there").unwrap(),
+        &master,
+        clock.now(),
+    )
+    .unwrap();
+    for channel in [&here, &there] {
+        let mut writer = channel.writer(&fang, &agent_key).unwrap();
+        writer
+            .append(kinds::ROSTER_JOIN, json!({}), clock.now())
+            .unwrap();
+    }
+    let mut grant = there.writer(&AgentName::master(), &master).unwrap();
+    grant
+        .append(
+            kinds::GRANT,
+            grant_body("fang", &agent_key, Level::Orchestrator),
+            clock.now(),
+        )
+        .unwrap();
+    // Someone copies the master's log of `there` into `here`.
+    let master_log = there.log_path(&AgentName::master(), &master.public_key());
+    let target = here.log_path(&AgentName::master(), &master.public_key());
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(&master_log, &target).unwrap();
+
+    let mut identity = Identity::new(here.project().clone(), *here.genesis_master());
+    let batch = here.reader().poll();
+    identity.feed(&batch.entries);
+    assert_eq!(identity.standing(&fang, clock.now()).level, Level::Worker);
+    assert!(
+        batch
+            .problems
+            .iter()
+            .any(|p| p.kind == ferry_mcp_core::channel::reader::ProblemKind::WrongProject),
+        "{:?}",
+        batch.problems
+    );
+}
+
+#[test]
+fn a_name_that_changes_key_is_reported_against_the_first_key_this_machine_pinned() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let fang = name("fang");
+    let interloper = SecretKey::generate().unwrap();
+    write_raw(&temp, &fang, &interloper, kinds::ROSTER_JOIN, json!({}));
+    // The master (perhaps deceived) grants the interloper's key.
+    let request = GrantRequest {
+        level: Level::Member,
+        scopes: Vec::new(),
+        expires: None,
+        key: Some(interloper.public_key()),
+    };
+    ops::access_set(temp.home(), temp.project(), &fang, &request, temp.now()).unwrap();
+
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    let row = status.agents.iter().find(|row| row.name == fang).unwrap();
+    assert!(row.pin_changed);
+    assert!(
+        status
+            .problems
+            .iter()
+            .any(|p| p.starts_with("fang: the key holding the name differs")),
+        "{:?}",
+        status.problems
+    );
+    // The pin is kept, not replaced by the new key.
+    let pins = temp.home().pins(temp.project()).unwrap();
+    assert_ne!(pins.agents["fang"], interloper.public_key().to_string());
+}
+
+#[test]
+fn other_folds_admit_only_entries_whose_key_holds_the_name() {
+    let temp = TempChannel::with_each_level();
+    let member = name("member");
+    let member_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(member.clone()),
+            temp.now(),
+        )
+        .unwrap();
+    let stranger = SecretKey::generate().unwrap();
+    write_raw(
+        &temp,
+        &member,
+        &member_key,
+        "talk.post",
+        json!({"text": "real"}),
+    );
+    write_raw(
+        &temp,
+        &member,
+        &stranger,
+        "talk.post",
+        json!({"text": "forged"}),
+    );
+    let mut view = temp.view();
+    view.refresh().unwrap();
+    let posts: Vec<_> = ferry_mcp_core::channel::store::Channel::open(temp.channel_dir())
+        .unwrap()
+        .reader()
+        .poll()
+        .entries
+        .into_iter()
+        .filter(|e| e.kind() == "talk.post")
+        .collect();
+    assert_eq!(posts.len(), 2);
+    let admitted: Vec<_> = posts
+        .iter()
+        .filter(|e| view.identity.admits(e))
+        .map(|e| e.body()["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(admitted, vec!["real".to_owned()]);
+}
+
+#[test]
+fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems() {
+    let temp = TempChannel::with_each_level();
+    let member = name("member");
+    let interloper = SecretKey::generate().unwrap();
+    write_raw(&temp, &member, &interloper, kinds::ROSTER_JOIN, json!({}));
+    write_raw(
+        &temp,
+        &member,
+        &interloper,
+        "talk.post",
+        json!({"text": "x"}),
+    );
+    let worker_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(name("worker")),
+            temp.now(),
+        )
+        .unwrap();
+    write_raw(&temp, &name("worker"), &worker_key, kinds::GRANT, json!({}));
+
+    let channel = &temp.view().channel;
+    let entries = channel.reader().poll().entries;
+    // Another machine receives the logs in the opposite order (each log still in seq order).
+    let mut logs: Vec<Vec<ferry_mcp_core::channel::entry::VerifiedEntry>> = Vec::new();
+    for entry in &entries {
+        match logs.last_mut() {
+            Some(log) if log[0].author() == entry.author() && log[0].key() == entry.key() => {
+                log.push(entry.clone());
+            }
+            _ => logs.push(vec![entry.clone()]),
+        }
+    }
+    assert!(logs.len() >= 5);
+    let reversed: Vec<_> = logs.into_iter().rev().flatten().collect();
+
+    let fold = |entries: &[ferry_mcp_core::channel::entry::VerifiedEntry]| {
+        let mut identity = Identity::new(temp.project().clone(), *channel.genesis_master());
+        identity.feed(entries);
+        let roster: Vec<_> = identity
+            .names()
+            .map(|(n, seat)| (n.clone(), format!("{seat:?}")))
+            .collect();
+        let levels: Vec<_> = ["worker", "member", "orchestrator"]
+            .iter()
+            .map(|n| identity.standing(&name(n), temp.now()))
+            .collect();
+        (roster, levels, identity.problems())
+    };
+    let here = fold(&entries);
+    let there = fold(&reversed);
+    assert_eq!(here, there);
+    let kinds: Vec<_> = here.2.iter().map(|p| p.kind).collect();
+    assert!(kinds.contains(&FoldProblemKind::NameContested), "{kinds:?}");
+    assert!(kinds.contains(&FoldProblemKind::NotOnRoster), "{kinds:?}");
+    assert!(
+        kinds.contains(&FoldProblemKind::NotSignedByMaster),
+        "{kinds:?}"
+    );
+}
