@@ -5,7 +5,7 @@
 //! `ferry_mcp_core::channel::ops` or `home`, and print its result. Every bad input ends in
 //! one line on stderr and a non-zero exit (see `main`).
 
-mod paths;
+pub(crate) mod paths;
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;

@@ -4,6 +4,7 @@
 //! library. Errors become one line on stderr and a non-zero exit.
 
 mod admin;
+mod clock;
 mod mcp;
 
 use clap::{Parser, Subcommand};

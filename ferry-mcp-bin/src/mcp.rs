@@ -4,6 +4,7 @@
 //! state machine and runs the stdio loop ([`stdio`]). Everything the protocol decides lives
 //! in `ferry_mcp_core::protocol`; this module only turns arguments into a surface.
 
+mod demo;
 mod lines;
 mod stdio;
 
@@ -11,8 +12,16 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
+use ferry_mcp_core::channel::home::Home;
+use ferry_mcp_core::channel::levels::Operation;
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::{self, ProjectView};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
+use ferry_mcp_core::time::Timestamp;
+
+use crate::admin::paths;
+use crate::clock;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -32,8 +41,8 @@ struct ServeArgs {
     #[arg(long = "as", value_name = "AGENT")]
     agent: Option<String>,
     /// The project whose channel this server serves.
-    #[arg(long, value_name = "ID")]
-    project: String,
+    #[arg(long, value_name = "ID", required_unless_present = "demo")]
+    project: Option<String>,
     /// Tool groups to serve, comma-separated (an unknown name lists the known ones).
     #[arg(
         long,
@@ -45,6 +54,10 @@ struct ServeArgs {
     /// Serve only the tools that change nothing.
     #[arg(long)]
     read_only: bool,
+    /// Serve the demo project as its demo agent, creating both in the state folder first if
+    /// they do not exist yet (a working channel with nothing to set up).
+    #[arg(long, conflicts_with_all = ["project", "agent"])]
+    demo: bool,
 }
 
 /// A group that `--tools` can name.
@@ -58,26 +71,22 @@ struct Selectable {
 /// What `--tools` selects when it is not given.
 const DEFAULT_GROUPS: &str = "core";
 
-/// The agent tools. (The tools work fills this group in `ferry_mcp_tools`.)
-static CORE: Group = Group {
-    name: "core",
-    tools: &[],
-    resources: &[],
-};
-
-/// Every group `--tools` can name, sorted by name. `fixture` exercises every protocol path
-/// for the real-client tests and is served only when named.
-fn selectable_groups() -> [Selectable; 2] {
-    [
-        Selectable {
-            group: &CORE,
+/// Every group `--tools` can name, sorted by name: the tools crate's groups, and `fixture`,
+/// which exercises every protocol path for the real-client tests and is served only when named.
+fn selectable_groups() -> Vec<Selectable> {
+    let mut catalog: Vec<Selectable> = ferry_mcp_tools::GROUPS
+        .iter()
+        .map(|group| Selectable {
+            group,
             hidden: false,
-        },
-        Selectable {
-            group: &ferry_mcp_testkit::fixture::GROUP,
-            hidden: true,
-        },
-    ]
+        })
+        .collect();
+    catalog.push(Selectable {
+        group: &ferry_mcp_testkit::fixture::GROUP,
+        hidden: true,
+    });
+    catalog.sort_by_key(|entry| entry.group.name);
+    catalog
 }
 
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -88,23 +97,62 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let surface = assemble(&args.tools, args.read_only, &selectable_groups())?;
+    let home = paths::home()?;
+    let (project, agent) = if args.demo {
+        demo::ensure(&home, clock::now())?
+    } else {
+        let project = args.project.as_deref().unwrap_or_default();
+        let project =
+            ProjectId::parse(project).with_context(|| format!("bad project id `{project}`"))?;
+        let agent = args
+            .agent
+            .as_deref()
+            .map(|name| AgentName::parse(name).with_context(|| format!("bad agent name `{name}`")))
+            .transpose()?;
+        (project, agent)
+    };
+    // The server starts whatever the channel's state: an app shows a server that exits as a
+    // bare failure, while a running one can tell the agent what to do (ADR 0028, ferry_join).
     eprintln!(
-        "ferry mcp serve: project {} as {} with {} tools ({}{})",
-        args.project,
-        args.agent.as_deref().unwrap_or("(nobody)"),
+        "ferry mcp serve: {} tools ({}{}); {}",
         surface.tools().len(),
         args.tools.join(","),
         if args.read_only { ", read-only" } else { "" },
+        describe_seat(&home, &project, agent.as_ref(), clock::now()),
     );
     let config = ServerConfig {
         name: "ferry",
         version: concat!(env!("CARGO_PKG_VERSION"), "-beta"),
         instructions: ferry_mcp_tools::INSTRUCTIONS,
-        project: args.project,
+        project: project.to_string(),
     };
     let mut server = Server::new(config, surface);
     stdio::serve_stdio(&mut server)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line for stderr saying whom this server speaks for and whether it can act.
+fn describe_seat(
+    home: &Home,
+    project: &ProjectId,
+    agent: Option<&AgentName>,
+    now: Timestamp,
+) -> String {
+    let view = match ProjectView::open(home, project) {
+        Ok(view) => view,
+        Err(err) => {
+            return format!("cannot serve project {project} yet: {err}");
+        }
+    };
+    let problems = view.integrity.len();
+    let Some(agent) = agent else {
+        return format!("project {project}, no --as: read-only; {problems} integrity problems");
+    };
+    let standing = match ops::authorize(home, &view, agent, Operation::Read, None, now) {
+        Ok(level) => format!("seated as {agent} ({level})"),
+        Err(err) => format!("{agent} cannot act yet: {err}"),
+    };
+    format!("project {project}, {standing}; {problems} integrity problems")
 }
 
 /// The surface of the groups named by `--tools`. An unknown name is an error that lists the

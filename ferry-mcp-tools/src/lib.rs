@@ -15,3 +15,41 @@ Ferry channel: a signed folder shared by a fleet of agents; nothing needs to be 
 4. Never send secrets; anything that looks like one is refused.
 5. If the primary is silent: ferry_primary status, then follow its rule. Need a human decision: ferry_ask_human with a recommendation.
 Optional groups (--tools admin, --tools legacy) add search, get, status and the old read tools.";
+
+use ferry_mcp_core::registry::Group;
+
+/// The agent tools of ADR 0028 (`ferry_join`, `ferry_catchup`, `ferry_orders`, `ferry_talk`,
+/// `ferry_primary`, `ferry_ask_human`). Empty until the channel operations they wrap exist:
+/// an empty group serves an honest, empty `tools/list` rather than tools that do nothing.
+pub static CORE: Group = Group {
+    name: "core",
+    tools: &[],
+    resources: &[],
+};
+
+/// Every group this crate provides, sorted by name. A binary adds its own or a downstream
+/// crate's groups beside these and hands the whole list to `Registry::new`.
+pub static GROUPS: &[&Group] = &[&CORE];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_mcp_core::tokens;
+
+    #[test]
+    fn the_groups_are_sorted_by_name_without_duplicates() {
+        let names: Vec<&str> = GROUPS.iter().map(|group| group.name).collect();
+        assert!(names.windows(2).all(|pair| pair[0] < pair[1]), "{names:?}");
+    }
+
+    #[test]
+    fn the_groups_form_a_valid_registry() {
+        ferry_mcp_core::registry::Registry::new(GROUPS).unwrap();
+    }
+
+    #[test]
+    fn the_instructions_stay_within_the_t3_budget_of_250_tokens() {
+        let estimate = tokens::estimate(INSTRUCTIONS);
+        assert!(estimate <= 250, "instructions estimate {estimate} tokens");
+    }
+}

@@ -10,7 +10,6 @@
 use std::io::{self, Write};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use ferry_mcp_core::protocol::{MAX_LINE_BYTES, Server};
@@ -117,10 +116,7 @@ fn handle_run(server: &mut Server, run: &[&[u8]], now: Timestamp) -> Vec<String>
 
 /// Milliseconds since the Unix epoch; a clock set before 1970 reads as the epoch.
 fn wall_clock() -> Timestamp {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    Timestamp::from_millis(u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX))
+    crate::clock::now()
 }
 
 #[cfg(test)]
