@@ -263,6 +263,11 @@ pub(crate) fn cases() -> Vec<Case> {
             answer: "no answer",
         },
         Case {
+            state: V1125,
+            input: line(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}"#),
+            answer: "no answer",
+        },
+        Case {
             state: FRESH,
             input: line("   "),
             answer: "no answer",
