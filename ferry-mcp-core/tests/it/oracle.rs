@@ -43,18 +43,22 @@ fn result_as<T: DeserializeOwned>(out: &[String]) -> T {
 }
 
 #[test]
-fn rmcp_parses_the_initialize_result() {
-    let mut session = Session::fixture("demo");
-    let out = exchange(
-        &mut session,
-        "initialize",
-        json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } }),
-    );
-    let result: InitializeResult = result_as(&out);
-    assert_eq!(
-        result.instructions.as_deref(),
-        Some(ferry_mcp_testkit::fixture::INSTRUCTIONS)
-    );
+fn rmcp_parses_the_initialize_result_of_every_version() {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let mut session = Session::fixture("demo");
+        let out = exchange(
+            &mut session,
+            "initialize",
+            json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } }),
+        );
+        let result: InitializeResult = result_as(&out);
+        assert_eq!(result.protocol_version.to_string(), version);
+        assert_eq!(
+            result.instructions.as_deref(),
+            Some(ferry_mcp_testkit::fixture::INSTRUCTIONS)
+        );
+        assert_eq!(result.server_info.name, "ferry");
+    }
 }
 
 #[test]
