@@ -244,6 +244,19 @@ fn the_tools_list_bytes_are_the_tools_array_that_tools_list_answers() {
 }
 
 #[test]
+fn a_stateless_tools_list_answers_the_same_tools_bytes_after_its_cache_hints() {
+    let mut session = ferry_mcp_testkit::session::Session::fixture("demo");
+    let out = session.send_raw(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    );
+    let expected = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"complete","ttlMs":300000,"cacheScope":"public","tools":{}}}}}"#,
+        fixture::surface().tools_list_json()
+    );
+    assert_eq!(out, [expected]);
+}
+
+#[test]
 fn the_fixture_group_is_sorted_and_valid() {
     let registry = Registry::new(&[&fixture::GROUP]).unwrap();
     assert_eq!(registry.groups().len(), 1);
