@@ -211,6 +211,16 @@ impl Server {
         for item in items {
             match message::classify(item) {
                 Incoming::Batch(_) => unreachable!("classify never yields a batch"),
+                // 2025-03-26: "the initialize request MUST NOT be part of a JSON-RPC batch".
+                Incoming::Request { id, method, .. } if method == "initialize" => {
+                    answers.push(wire::error_line(
+                        &id,
+                        &RpcError::new(
+                            wire::INVALID_REQUEST,
+                            "invalid request: initialize cannot be part of a batch",
+                        ),
+                    ));
+                }
                 incoming @ (Incoming::Request { .. } | Incoming::Invalid { .. }) => {
                     let mut lines = Vec::new();
                     self.handle_incoming(incoming, now, &mut lines);

@@ -363,6 +363,18 @@ fn a_batch_is_served_as_one_array_under_2025_03_26() {
         out[0],
         r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"method not found: nope"}}]"#
     );
+    let initialize = r#"[{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}]"#;
+    assert_eq!(
+        session.send_raw(initialize.as_bytes()),
+        [
+            r#"[{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"invalid request: initialize cannot be part of a batch"}}]"#
+        ]
+    );
+    assert_eq!(
+        session.server().negotiated_version().map(|v| v.as_str()),
+        Some("2025-03-26"),
+        "a batched initialize negotiates nothing"
+    );
     let only_notifications = r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
     assert!(session.send_raw(only_notifications.as_bytes()).is_empty());
 }

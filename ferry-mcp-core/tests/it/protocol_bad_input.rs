@@ -148,6 +148,13 @@ pub(crate) fn cases() -> Vec<Case> {
         },
         Case {
             state: State::Initialized("2025-03-26"),
+            input: line(
+                r#"[{"jsonrpc":"2.0","id":31,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}]"#,
+            ),
+            answer: "batch of 1 answers",
+        },
+        Case {
+            state: State::Initialized("2025-03-26"),
             input: line("[]"),
             answer: "`-32600` invalid request: empty batch, id null",
         },
