@@ -2,12 +2,22 @@
 //! [`Surface`] one server serves.
 //!
 //! No registration magic: a group is a plain static list, a registry is a plain list of groups,
-//! and every rule (unique group names, sorted unique tool names, valid schemas) is checked when
-//! the registry or the surface is built, with a typed error naming the culprit. The surface also
-//! freezes the `tools/list` bytes once, spliced from the static definitions, so that they are
-//! identical on every run and for every agent, project and clock (ADR T8).
+//! and every structural rule (unique group names, sorted unique tool names, schemas that are JSON
+//! objects without line breaks) is checked when the registry or the surface is built, with a typed
+//! error naming the culprit. The surface also freezes the `tools/list` bytes once, spliced from the
+//! static definitions, so that they are identical on every run and for every agent, project and
+//! clock (ADR T8).
+//!
+//! Compiling JSON Schema validators is the one costly step: the first costs about 1.4 ms in a
+//! release build (jsonschema sets up its meta-schemas once; each further one costs microseconds),
+//! as much as the rest of start-up together, and agents drop a server that is slow to list its
+//! tools. So a tool's input validator is compiled on its first call, not when the surface is
+//! built (`tools/list` never needs one); that
+//! every schema compiles is proved by [`Surface::check_schemas`], which the tests of every group
+//! (and the testkit's session, on every surface it drives) run.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -134,6 +144,12 @@ impl Registry {
         self.groups.iter().copied().find(|group| group.name == name)
     }
 
+    /// Compiles every input and output schema of every group (see [`Surface::check_schemas`]):
+    /// the test a binary runs over all the groups it knows.
+    pub fn check_schemas(&self) -> Result<(), RegistryError> {
+        Surface::build(&self.groups, false)?.check_schemas()
+    }
+
     /// Assembles the surface of the selected groups (in any order; duplicates are ignored).
     pub fn surface(&self, selection: &Selection<'_>) -> Result<Surface, RegistryError> {
         let mut chosen: Vec<&'static Group> = Vec::new();
@@ -222,11 +238,13 @@ fn check_disjoint(first: &Group, second: &Group) -> Result<(), RegistryError> {
     Ok(())
 }
 
-/// The tools and resource kinds one server serves: tools sorted by name, input validators
-/// compiled once, and the `tools/list` bytes frozen.
+/// The tools and resource kinds one server serves: tools sorted by name, the `tools/list` bytes
+/// frozen, and each input validator compiled on the tool's first call.
 pub struct Surface {
     tools: Vec<&'static dyn Tool>,
-    validators: Vec<jsonschema::Validator>,
+    /// One slot per tool, in the order of `tools`: its compiled input validator, or why the
+    /// schema does not compile.
+    validators: Vec<OnceLock<Result<jsonschema::Validator, RegistryError>>>,
     /// The compact JSON of each tool definition, in the order of `tools`.
     tool_json: Vec<String>,
     /// `[` + the tool JSONs joined by `,` + `]`.
@@ -255,8 +273,28 @@ impl Default for Surface {
     }
 }
 
+/// One tool of a surface, as [`Surface::find`] gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct ServedTool<'a> {
+    surface: &'a Surface,
+    index: usize,
+}
+
+impl<'a> ServedTool<'a> {
+    pub fn tool(&self) -> &'static dyn Tool {
+        self.surface.tools[self.index]
+    }
+
+    /// The compiled validator of the tool's inputSchema: compiled on the first use, then kept.
+    pub fn input_validator(&self) -> Result<&'a jsonschema::Validator, RegistryError> {
+        self.surface.input_validator(self.index)
+    }
+}
+
 impl Surface {
     /// Builds a surface from groups directly (a [`Registry`] checks the groups first).
+    /// Checks the structure of every schema (a JSON object on one line; the input schema of
+    /// type `object`) but compiles none: see [`Surface::check_schemas`].
     pub fn build(groups: &[&'static Group], read_only: bool) -> Result<Self, RegistryError> {
         for group in groups {
             check_group_tools(group)?;
@@ -272,7 +310,6 @@ impl Surface {
             .filter(|tool| !read_only || tool.definition().annotations.read_only)
             .collect();
         tools.sort_by_key(|tool| tool.definition().name);
-        let mut validators = Vec::with_capacity(tools.len());
         let mut tool_json = Vec::with_capacity(tools.len());
         for tool in &tools {
             let definition = tool.definition();
@@ -285,13 +322,8 @@ impl Surface {
                 ));
             }
             if let Some(output) = definition.output_schema {
-                let output = parse_schema(definition, "outputSchema", output)?;
-                jsonschema::validator_for(&output)
-                    .map_err(|e| bad_schema(definition, "outputSchema", e.to_string()))?;
+                parse_schema(definition, "outputSchema", output)?;
             }
-            let validator = jsonschema::validator_for(&input)
-                .map_err(|e| bad_schema(definition, "inputSchema", e.to_string()))?;
-            validators.push(validator);
             tool_json.push(definition_json(definition));
         }
         let mut tools_json = String::from("[");
@@ -302,12 +334,27 @@ impl Surface {
             .flat_map(|group| group.resources.iter().copied())
             .collect();
         Ok(Self {
+            validators: tools.iter().map(|_| OnceLock::new()).collect(),
             tools,
-            validators,
             tool_json,
             tools_json,
             resources,
         })
+    }
+
+    /// Compiles every input schema (keeping the validators for the calls to come) and every
+    /// output schema, and names the first that is not valid JSON Schema.
+    pub fn check_schemas(&self) -> Result<(), RegistryError> {
+        for (index, tool) in self.tools.iter().enumerate() {
+            self.input_validator(index)?;
+            let definition = tool.definition();
+            if let Some(output) = definition.output_schema {
+                let output = parse_schema(definition, "outputSchema", output)?;
+                jsonschema::validator_for(&output)
+                    .map_err(|e| bad_schema(definition, "outputSchema", e.to_string()))?;
+            }
+        }
+        Ok(())
     }
 
     /// The served tools, sorted by name.
@@ -330,13 +377,36 @@ impl Surface {
         &self.tool_json[index]
     }
 
-    /// The tool called `name` and its compiled input validator.
-    pub fn find(&self, name: &str) -> Option<(&'static dyn Tool, &jsonschema::Validator)> {
+    /// The tool called `name`.
+    pub fn find(&self, name: &str) -> Option<ServedTool<'_>> {
         let index = self
             .tools
             .binary_search_by(|tool| tool.definition().name.cmp(name))
             .ok()?;
-        Some((self.tools[index], &self.validators[index]))
+        Some(ServedTool {
+            surface: self,
+            index,
+        })
+    }
+
+    /// How many input validators have been compiled so far (each on its tool's first call).
+    pub fn compiled_validators(&self) -> usize {
+        self.validators
+            .iter()
+            .filter(|slot| slot.get().is_some())
+            .count()
+    }
+
+    fn input_validator(&self, index: usize) -> Result<&jsonschema::Validator, RegistryError> {
+        self.validators[index]
+            .get_or_init(|| {
+                let definition = self.tools[index].definition();
+                let input = parse_schema(definition, "inputSchema", definition.input_schema)?;
+                jsonschema::validator_for(&input)
+                    .map_err(|e| bad_schema(definition, "inputSchema", e.to_string()))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The resource kind serving `<kind>` URIs.
@@ -347,7 +417,6 @@ impl Surface {
             .find(|resource| resource.template().kind == kind)
     }
 }
-
 fn bad_schema(definition: &ToolDefinition, which: &'static str, reason: String) -> RegistryError {
     RegistryError::BadSchema {
         tool: definition.name,

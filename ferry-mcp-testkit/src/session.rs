@@ -1,10 +1,17 @@
 //! A scripted JSON-RPC session over a protocol [`Server`]: send a request, get its parsed answer.
 //!
 //! The clock is a value the test controls ([`Session::now`], [`Session::advance`]), so every
-//! answer is reproducible. Every output line is checked to be one compact JSON message before it
-//! is parsed, so a test that drives a session also guards the wire rules.
+//! answer is reproducible. A session also guards the rules every tool must keep, so that any test
+//! that drives one checks them for every tool it calls:
+//! - every output line is one compact JSON message;
+//! - every schema of the surface compiles (checked when the session starts);
+//! - every `tools/call` result has a one-line text summary first, and a successful result of a
+//!   tool with an outputSchema carries structuredContent that validates against it and keeps the
+//!   ADR T4 caps ([`check_call_result`]).
 
 use ferry_mcp_core::protocol::Server;
+use ferry_mcp_core::registry::Surface;
+use ferry_mcp_core::shape;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::{Value, json};
 
@@ -30,7 +37,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// A session over `server`. Panics when a schema of its surface does not compile.
     pub fn new(server: Server) -> Self {
+        if let Err(error) = server.surface().check_schemas() {
+            panic!("the surface under test is broken: {error}");
+        }
         Self {
             server,
             now: START,
@@ -113,7 +124,13 @@ impl Session {
                 self.notifications.push(message);
             }
         }
-        answer.unwrap_or_else(|| panic!("no answer to {method} (id {id})"))
+        let answer = answer.unwrap_or_else(|| panic!("no answer to {method} (id {id})"));
+        if method == "tools/call"
+            && let (Some(result), Some(name)) = (answer.get("result"), params_name(&line))
+        {
+            check_call_result(self.server.surface(), &name, result);
+        }
+        answer
     }
 
     /// Sends a request and returns its `result`, panicking on an error answer.
@@ -198,4 +215,48 @@ pub fn check_wire_line(line: &str) {
         !line.starts_with(' ') && !line.ends_with(' '),
         "padded output: {line:?}"
     );
+}
+
+fn params_name(line: &str) -> Option<String> {
+    let request: Value = serde_json::from_str(line).ok()?;
+    Some(request["params"]["name"].as_str()?.to_owned())
+}
+
+/// Panics unless `result`, a `tools/call` result of the tool `name`, keeps the rules of response
+/// shaping: `content` starts with a non-empty one-line text summary; a successful result of a
+/// tool with an outputSchema carries `structuredContent` that validates against it (the check
+/// real clients make) and keeps the ADR T4 caps.
+pub fn check_call_result(surface: &Surface, name: &str, result: &Value) {
+    let summary = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        result["content"][0]["type"] == "text"
+            && !summary.is_empty()
+            && !summary.contains(['\n', '\r']),
+        "{name}: the result does not start with a one-line text summary: {result}"
+    );
+    if result["isError"] == true {
+        return;
+    }
+    let Some(tool) = surface.find(name) else {
+        return;
+    };
+    let Some(output) = tool.tool().definition().output_schema else {
+        return;
+    };
+    let structured = result.get("structuredContent").unwrap_or_else(|| {
+        panic!("{name} has an outputSchema but gave no structuredContent: {result}")
+    });
+    let schema: Value = serde_json::from_str(output).expect("checked by check_schemas");
+    let validator = jsonschema::validator_for(&schema).expect("checked by check_schemas");
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name}: structuredContent does not match the outputSchema: {errors:?} in {structured}"
+    );
+    if let Err(error) = shape::check_caps(structured) {
+        panic!("{name}: {error}");
+    }
 }

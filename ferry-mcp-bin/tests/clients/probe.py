@@ -66,7 +66,8 @@ def check_bad_arguments(result):
     print(ORDER_TOOL, BAD_ORDER_ARGS, "->", json.dumps(result))
     check(result.get("isError") is True, "arguments that do not match the inputSchema are a tool error")
     text = " ".join(c.get("text", "") for c in result.get("content", []))
-    check("id" in text, "the tool error names the field")
+    # "`id`", not "id": the word "invalid" holds "id" too.
+    check("`id`" in text and "string" in text, "the tool error names the field and what was expected")
 
 
 def missing_uri(link):

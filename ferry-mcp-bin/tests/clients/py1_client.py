@@ -46,7 +46,7 @@ async def probe():
                 check(False, "a missing resource is an error")
             except McpError as err:
                 print("missing resource ->", err.error.code, err.error.message)
-                check(True, "a missing resource is an error")
+                check(err.error.code == -32002, "a missing resource is error -32002 (initialize era)")
 
 
 run(lambda: asyncio.run(probe()))

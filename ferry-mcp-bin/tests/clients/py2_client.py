@@ -48,7 +48,8 @@ async def probe():
             check(False, "a missing resource is an error")
         except McpError as err:
             print("missing resource ->", err.error.code, err.error.message)
-            check(True, "a missing resource is an error")
+            code = -32002 if EXPECTED[MODE] == "2025-11-25" else -32602
+            check(err.error.code == code, f"a missing resource is error {code} under {EXPECTED[MODE]}")
 
 
 run(lambda: asyncio.run(probe()))

@@ -61,7 +61,8 @@ check(read.contents.length > 0 && read.contents[0].text, `resources/read serves 
 const bad = await client.callTool({ name: ORDER_TOOL, arguments: BAD_ORDER_ARGS });
 console.log(ORDER_TOOL, JSON.stringify(BAD_ORDER_ARGS), "->", JSON.stringify(bad));
 check(bad.isError === true, "arguments that do not match the inputSchema are a tool error");
-check(bad.content.some(c => c.type === "text" && c.text.includes("id")), "the tool error names the field");
+// "`id`", not "id": the word "invalid" holds "id" too.
+check(bad.content.some(c => c.type === "text" && c.text.includes("`id`") && c.text.includes("string")), "the tool error names the field and what was expected");
 
 try {
   const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
@@ -77,6 +78,6 @@ try {
   check(false, "a missing resource is an error");
 } catch (e) {
   console.log("missing resource ->", e.code, e.message);
-  check(typeof e.code === "number", "a missing resource is an error");
+  check(e.code === -32002, "a missing resource is error -32002 (initialize era)");
 }
 await client.close();

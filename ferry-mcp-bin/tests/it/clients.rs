@@ -101,6 +101,13 @@ fn the_python_sdk_2_3_in_legacy_mode_passes_the_probe() {
 }
 
 #[test]
+fn the_python_sdk_2_3_in_2026_07_28_mode_passes_the_probe() {
+    let Some(clients) = clients_dir() else { return };
+    let output = python_probe(&clients, "py2", "py2_client.py", Some("2026-07-28"));
+    assert_passed(&output, "python sdk 2.3 2026-07-28");
+}
+
+#[test]
 fn the_python_sdk_2_3_in_auto_mode_connects_through_discover_in_under_2_seconds() {
     let Some(clients) = clients_dir() else { return };
     let output = python_probe(&clients, "py2", "py2_client.py", Some("auto"));
@@ -232,7 +239,16 @@ fn the_inspector_cli_reports_an_unknown_tool_as_a_failure() {
         &clients,
         &["--method", "tools/call", "--tool-name", "no_such_tool"],
     );
-    // A protocol error makes the inspector exit 1; a tool error result would be `isError`.
-    let refused = !output.status.success() || stdout_json(&output)["isError"] == true;
-    assert!(refused, "the unknown tool was not refused");
+    // A protocol error makes the inspector exit 1 and print it; a failure to connect would
+    // exit 1 too, so the test also wants our error in the inspector's words.
+    assert!(!output.status.success(), "the unknown tool was not refused");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        said.contains("-32602") && said.contains("unknown tool: no_such_tool"),
+        "{said}"
+    );
 }

@@ -221,7 +221,10 @@ fn stdout_carries_only_json_rpc_lines_and_logs_go_to_stderr() {
     lines.extend(garbage);
     let output = run_session(Some("fixture"), &session(&lines));
     assert!(output.status.success());
-    for message in stdout_messages(&output) {
+    let messages = stdout_messages(&output);
+    // initialize, tools/list, and one error each for the five garbage lines that are not blank.
+    assert_eq!(messages.len(), 7, "{messages:?}");
+    for message in messages {
         assert_eq!(message["jsonrpc"], "2.0", "{message}");
         assert!(
             message.get("result").is_some() != message.get("error").is_some(),
@@ -233,6 +236,82 @@ fn stdout_carries_only_json_rpc_lines_and_logs_go_to_stderr() {
         stderr.contains("ferry mcp serve"),
         "the start is logged on stderr: {stderr}"
     );
+}
+
+/// The exact `tools/list` answer line of `ferry mcp serve --tools fixture` run as `agent` in
+/// `project` (a real process each time, so the wall clock differs between runs too).
+fn tools_list_line(agent: &str, project: &str) -> String {
+    let output = assert_cmd::Command::new(FERRY)
+        .args([
+            "mcp",
+            "serve",
+            "--as",
+            agent,
+            "--project",
+            project,
+            "--tools",
+            "fixture",
+        ])
+        .write_stdin(session(&[
+            INITIALIZE.as_bytes(),
+            INITIALIZED.as_bytes(),
+            TOOLS_LIST.as_bytes(),
+        ]))
+        .timeout(ANSWER_TIMEOUT)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{:?}", output.status);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with(r#"{"jsonrpc":"2.0","id":2,"#))
+        .unwrap_or_else(|| panic!("no tools/list answer in {stdout}"));
+    line.to_owned()
+}
+
+#[test]
+fn tools_list_bytes_do_not_change_with_the_agent_the_project_or_the_time() {
+    let first = tools_list_line("alice", "demo");
+    thread::sleep(Duration::from_millis(20));
+    let second = tools_list_line("bob-the-reviewer", "another-project");
+    assert!(first.contains(r#""name":"fixture_status""#), "{first}");
+    assert!(
+        !first.contains("alice") && !first.contains("demo"),
+        "a definition names the agent or the project: {first}"
+    );
+    assert_eq!(first.as_bytes(), second.as_bytes());
+}
+
+#[test]
+fn progress_notifications_and_the_answer_are_one_line_each() {
+    let call = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fixture_count","arguments":{"n":3},"_meta":{"progressToken":"p"}}}"#;
+    let output = run_session(
+        Some("fixture"),
+        &session(&[INITIALIZE.as_bytes(), INITIALIZED.as_bytes(), call]),
+    );
+    assert!(output.status.success());
+    assert_eq!(
+        output.stdout.iter().filter(|&&byte| byte == b'\n').count(),
+        5,
+        "initialize, three progress notifications, the result: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let messages = stdout_messages(&output);
+    let methods: Vec<&str> = messages
+        .iter()
+        .map(|message| message["method"].as_str().unwrap_or("answer"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "answer",
+            "notifications/progress",
+            "notifications/progress",
+            "notifications/progress",
+            "answer"
+        ]
+    );
+    assert_eq!(messages[4]["result"]["structuredContent"]["counted"], 3);
 }
 
 #[test]

@@ -63,16 +63,6 @@ pub(crate) fn classify(value: Value) -> Incoming {
             reason: "invalid request: jsonrpc must be \"2.0\"",
         };
     }
-    let params = match object.remove("params") {
-        None | Some(Value::Null) => None,
-        Some(params @ Value::Object(_)) => Some(params),
-        Some(_) => {
-            return Incoming::Invalid {
-                id: readable_id,
-                reason: "invalid request: params must be an object",
-            };
-        }
-    };
     let method = match object.remove("method") {
         Some(Value::String(method)) => method,
         Some(_) => {
@@ -88,6 +78,19 @@ pub(crate) fn classify(value: Value) -> Incoming {
             return Incoming::Invalid {
                 id: readable_id,
                 reason: "invalid request: no method",
+            };
+        }
+    };
+    let params = match object.remove("params") {
+        None | Some(Value::Null) => None,
+        Some(params @ Value::Object(_)) => Some(params),
+        // A notification is never answered, whatever it holds: one whose params we cannot use
+        // is a notification without params.
+        Some(_) if id.is_none() => None,
+        Some(_) => {
+            return Incoming::Invalid {
+                id: readable_id,
+                reason: "invalid request: params must be an object",
             };
         }
     };

@@ -115,7 +115,10 @@ impl Server {
 
     /// `server/discover` (2026-07-28): answered in any state, so probing clients never wait.
     fn discover(&self) -> String {
-        let versions: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+        let versions: Vec<&str> = ProtocolVersion::PER_REQUEST
+            .iter()
+            .map(|v| v.as_str())
+            .collect();
         let mut result = format!(
             "{{\"resultType\":\"complete\",\"supportedVersions\":{},\"capabilities\":{CAPABILITIES}",
             serde_json::to_string(&versions).unwrap_or_default()
@@ -181,10 +184,11 @@ impl Server {
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| invalid_params("missing tool name"))?;
-        let (tool, validator) = self
+        let served = self
             .surface
             .find(name)
             .ok_or_else(|| invalid_params(format!("unknown tool: {name}")))?;
+        let tool = served.tool();
         let empty = Value::Object(Map::new());
         let args = match params.get("arguments") {
             None | Some(Value::Null) => &empty,
@@ -198,6 +202,11 @@ impl Server {
                 version,
             ));
         };
+        // A schema that does not compile is our bug, not the caller's: an internal error (the
+        // tests of every group run `Surface::check_schemas`, so this is never reached).
+        let validator = served.input_validator().map_err(|error| {
+            RpcError::new(wire::INTERNAL_ERROR, format!("internal error: {error}"))
+        })?;
         let problems: Vec<String> = validator
             .iter_errors(args)
             .take(MAX_ARGUMENT_PROBLEMS)

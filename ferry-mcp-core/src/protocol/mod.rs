@@ -211,6 +211,16 @@ impl Server {
         for item in items {
             match message::classify(item) {
                 Incoming::Batch(_) => unreachable!("classify never yields a batch"),
+                // 2025-03-26: "the initialize request MUST NOT be part of a JSON-RPC batch".
+                Incoming::Request { id, method, .. } if method == "initialize" => {
+                    answers.push(wire::error_line(
+                        &id,
+                        &RpcError::new(
+                            wire::INVALID_REQUEST,
+                            "invalid request: initialize cannot be part of a batch",
+                        ),
+                    ));
+                }
                 incoming @ (Incoming::Request { .. } | Incoming::Invalid { .. }) => {
                     let mut lines = Vec::new();
                     self.handle_incoming(incoming, now, &mut lines);
@@ -229,25 +239,37 @@ impl Server {
     }
 
     /// The era a request is served under: the `_meta` version when present, else the session's.
+    /// A 2026-07-28 request must carry its client capabilities too (the spec's required pair).
     fn era(&self, params: Option<&Value>) -> Result<Era, RpcError> {
-        let requested = message::meta(params).and_then(|meta| meta.get(META_PROTOCOL_VERSION));
-        let Some(requested) = requested else {
+        let meta = message::meta(params);
+        let Some(requested) = meta.and_then(|meta| meta.get(META_PROTOCOL_VERSION)) else {
             return Ok(self.negotiated.map_or(Era::Fresh, Era::Initialized));
         };
-        if requested.as_str() == Some(ProtocolVersion::STATELESS.as_str()) {
+        let Some(requested) = requested.as_str() else {
+            // A shape defect, not a negotiation outcome: -32022 would tell the client to retry.
+            return Err(RpcError::new(
+                wire::INVALID_PARAMS,
+                format!("invalid params: _meta {META_PROTOCOL_VERSION} must be a string"),
+            ));
+        };
+        if requested == ProtocolVersion::STATELESS.as_str() {
+            if !meta
+                .and_then(|meta| meta.get(META_CLIENT_CAPABILITIES))
+                .is_some_and(Value::is_object)
+            {
+                return Err(RpcError::new(
+                    wire::INVALID_PARAMS,
+                    format!("invalid params: _meta lacks {META_CLIENT_CAPABILITIES}"),
+                ));
+            }
             return Ok(Era::Stateless);
         }
         if let Some(negotiated) = self.negotiated
-            && requested.as_str() == Some(negotiated.as_str())
+            && requested == negotiated.as_str()
         {
             return Ok(Era::Initialized(negotiated));
         }
-        let supported: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
-        Err(RpcError::new(
-            wire::UNSUPPORTED_PROTOCOL_VERSION,
-            "unsupported protocol version",
-        )
-        .with_data(serde_json::json!({ "supported": supported, "requested": requested })))
+        Err(unsupported_version(requested))
     }
 
     fn request(
@@ -263,4 +285,17 @@ impl Server {
             Err(error) => wire::error_line(id, &error),
         }
     }
+}
+
+/// `-32022` for a `_meta` version we cannot serve, naming the versions a request can name.
+fn unsupported_version(requested: &str) -> RpcError {
+    let supported: Vec<&str> = ProtocolVersion::PER_REQUEST
+        .iter()
+        .map(|version| version.as_str())
+        .collect();
+    RpcError::new(
+        wire::UNSUPPORTED_PROTOCOL_VERSION,
+        "unsupported protocol version",
+    )
+    .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
 }

@@ -15,7 +15,7 @@ pub enum ProtocolVersion {
 }
 
 impl ProtocolVersion {
-    /// Every revision served, newest first (`supportedVersions`, `-32022` data).
+    /// Every revision served, newest first.
     pub const ALL: [ProtocolVersion; 5] = [
         Self::V2026_07_28,
         Self::V2025_11_25,
@@ -23,6 +23,11 @@ impl ProtocolVersion {
         Self::V2025_03_26,
         Self::V2024_11_05,
     ];
+    /// The revisions a request can name in its `_meta`, newest first: what `server/discover`
+    /// lists as `supportedVersions` and `-32022` as `supported`. The initialize-era revisions are
+    /// not among them: a client picks one of these for its next requests, and a request naming
+    /// 2025-11-25 in `_meta` without an `initialize` has no meaning.
+    pub const PER_REQUEST: [ProtocolVersion; 1] = [Self::V2026_07_28];
     /// The newest revision that `initialize` can negotiate.
     pub const LATEST_INITIALIZE: ProtocolVersion = Self::V2025_11_25;
     /// The stateless revision.

@@ -1,9 +1,17 @@
 //! The official Rust SDK as an oracle: `rmcp`'s model types (default features off) parse every
-//! kind of message the core emits, each into the type a client would read it as.
+//! kind of message the core emits, each into the type a client would read it as: the initialize
+//! and server/discover results, ping's empty result, tools/list (whole and paged), call results
+//! (structured, isError, resource_link, and the text line older clients get), resources/read,
+//! resources/list and templates/list, stateless results with their cache hints, every error
+//! answer of the bad-input table, and progress notifications.
+//!
+//! One kind is outside the oracle: the JSON-RPC batch array answered under 2025-03-26. rmcp 3.11
+//! has no batch message type (its `JsonRpcMessage` is one request, response, notification or
+//! error), so the test parses each element of the array as a server message instead.
 
 use ferry_mcp_testkit::session::{Session, stateless_meta};
 use rmcp::model::{
-    CallToolResult, ContentBlock, DiscoverResult, InitializeResult, JsonRpcMessage,
+    CallToolResult, ContentBlock, DiscoverResult, EmptyResult, InitializeResult, JsonRpcMessage,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
     ServerJsonRpcMessage, ServerNotification,
 };
@@ -35,18 +43,22 @@ fn result_as<T: DeserializeOwned>(out: &[String]) -> T {
 }
 
 #[test]
-fn rmcp_parses_the_initialize_result() {
-    let mut session = Session::fixture("demo");
-    let out = exchange(
-        &mut session,
-        "initialize",
-        json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } }),
-    );
-    let result: InitializeResult = result_as(&out);
-    assert_eq!(
-        result.instructions.as_deref(),
-        Some(ferry_mcp_testkit::fixture::INSTRUCTIONS)
-    );
+fn rmcp_parses_the_initialize_result_of_every_version() {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let mut session = Session::fixture("demo");
+        let out = exchange(
+            &mut session,
+            "initialize",
+            json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } }),
+        );
+        let result: InitializeResult = result_as(&out);
+        assert_eq!(result.protocol_version.to_string(), version);
+        assert_eq!(
+            result.instructions.as_deref(),
+            Some(ferry_mcp_testkit::fixture::INSTRUCTIONS)
+        );
+        assert_eq!(result.server_info.name, "ferry");
+    }
 }
 
 #[test]
@@ -190,4 +202,85 @@ fn rmcp_parses_progress_notifications() {
             "{line}"
         );
     }
+}
+
+/// A stateless ping answers `{"resultType":"complete"}` (2026-07-28 puts `resultType` on every
+/// result); rmcp's `EmptyResult` denies unknown fields, so that one is checked as a server
+/// message with the field, not as `EmptyResult`.
+#[test]
+fn rmcp_parses_ping_as_an_empty_result() {
+    let mut session = Session::fixture("demo");
+    let _: EmptyResult = result_as(&exchange(&mut session, "ping", json!({})));
+    let out = exchange(&mut session, "ping", json!({ "_meta": stateless_meta() }));
+    let stateless: Value = serde_json::from_str(&out[0]).unwrap();
+    assert_eq!(stateless["result"], json!({ "resultType": "complete" }));
+}
+
+#[test]
+fn rmcp_parses_a_paged_tools_list_and_its_next_cursor() {
+    let server = ferry_mcp_testkit::fixture::server("demo").with_tools_page_size(2);
+    let mut session = Session::new(server);
+    session.initialize("2025-11-25");
+    let page: ListToolsResult = result_as(&exchange(&mut session, "tools/list", json!({})));
+    assert_eq!(page.tools.len(), 2);
+    let cursor = page.next_cursor.expect("a next cursor");
+    let next: ListToolsResult = result_as(&exchange(
+        &mut session,
+        "tools/list",
+        json!({ "cursor": cursor }),
+    ));
+    assert_eq!(next.tools.len(), 2);
+}
+
+#[test]
+fn rmcp_parses_a_stateless_call_result_and_the_text_link_older_clients_get() {
+    let mut session = Session::fixture("demo");
+    let stateless: CallToolResult = result_as(&exchange(
+        &mut session,
+        "tools/call",
+        json!({ "name": "fixture_order", "arguments": { "id": "2" }, "_meta": stateless_meta() }),
+    ));
+    assert!(stateless.structured_content.is_some());
+    assert!(
+        stateless
+            .content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ResourceLink(_)))
+    );
+    let mut old = Session::fixture_initialized("demo", "2024-11-05");
+    let linked: CallToolResult = result_as(&exchange(
+        &mut old,
+        "tools/call",
+        json!({ "name": "fixture_order", "arguments": { "id": "2" } }),
+    ));
+    assert!(
+        linked
+            .content
+            .iter()
+            .all(|block| matches!(block, ContentBlock::Text(_))),
+        "a 2024-11-05 client gets no resource_link block"
+    );
+}
+
+#[test]
+fn rmcp_parses_every_answer_of_the_bad_input_table() {
+    let mut parsed = 0;
+    for case in crate::protocol_bad_input::cases() {
+        for line in crate::protocol_bad_input::run(&case) {
+            let elements: Vec<String> = match serde_json::from_str::<Value>(&line).unwrap() {
+                // No batch type in rmcp: each answer of the array is parsed on its own.
+                Value::Array(items) => items.iter().map(Value::to_string).collect(),
+                _ => vec![line],
+            };
+            for element in elements {
+                let message = serde_json::from_str::<ServerJsonRpcMessage>(&element)
+                    .unwrap_or_else(|e| panic!("rmcp rejects ({e}): {element}"));
+                if element.contains(r#""error":"#) {
+                    assert!(matches!(message, JsonRpcMessage::Error(_)), "{element}");
+                }
+                parsed += 1;
+            }
+        }
+    }
+    assert!(parsed >= 30, "only {parsed} answers parsed");
 }

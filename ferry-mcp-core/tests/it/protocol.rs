@@ -57,13 +57,9 @@ fn server_discover_is_answered_at_once_with_versions_and_cache_hints() {
     let mut session = Session::fixture(PROJECT);
     let result = session.result("server/discover", json!({ "_meta": stateless_meta() }));
     assert_eq!(result["resultType"], "complete");
-    assert_eq!(result["supportedVersions"][0], "2026-07-28");
-    assert!(
-        result["supportedVersions"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("2024-11-05"))
-    );
+    // Only what a request can name in `_meta`: the initialize-era revisions are reached through
+    // `initialize`, and a client that picked one from this list would get -32022.
+    assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
     assert!(result["ttlMs"].is_u64());
     assert_eq!(result["cacheScope"], "public");
     assert_eq!(result["instructions"], fixture::INSTRUCTIONS);
@@ -103,7 +99,53 @@ fn an_unsupported_stateless_version_gets_32022_with_supported_and_requested() {
     let error = session.error("tools/list", params);
     assert_eq!(error["code"], -32022);
     assert_eq!(error["data"]["requested"], "2099-01-01");
-    assert_eq!(error["data"]["supported"][0], "2026-07-28");
+    assert_eq!(error["data"]["supported"], json!(["2026-07-28"]));
+}
+
+#[test]
+fn every_version_that_32022_and_discover_offer_is_served_when_a_request_names_it() {
+    let mut session = Session::fixture(PROJECT);
+    let offered = session.result("server/discover", json!({}))["supportedVersions"].clone();
+    let refused = session.error(
+        "tools/list",
+        json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {} } }),
+    );
+    assert_eq!(refused["data"]["supported"], offered);
+    for version in offered.as_array().unwrap() {
+        let params = json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": version, "io.modelcontextprotocol/clientCapabilities": {} } });
+        let answer = session.request("tools/list", params);
+        assert!(answer.get("result").is_some(), "{version}: {answer}");
+    }
+}
+
+#[test]
+fn a_stateless_request_needs_its_client_capabilities_and_a_string_version() {
+    let mut session = Session::fixture(PROJECT);
+    for meta in [
+        json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" }),
+        json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": [] }),
+        json!({ "io.modelcontextprotocol/protocolVersion": 2026, "io.modelcontextprotocol/clientCapabilities": {} }),
+    ] {
+        let error = session.error("tools/list", json!({ "_meta": meta }));
+        assert_eq!(error["code"], -32602, "{meta}");
+    }
+}
+
+#[test]
+fn the_negotiated_version_named_in_meta_is_served_on_its_connection() {
+    let mut session = initialized("2025-06-18");
+    let named =
+        |version: &str| json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": version } });
+    assert!(
+        session
+            .request("tools/list", named("2025-06-18"))
+            .get("result")
+            .is_some()
+    );
+    assert_eq!(
+        session.error("tools/list", named("2025-11-25"))["code"],
+        -32022
+    );
 }
 
 #[test]
@@ -320,6 +362,18 @@ fn a_batch_is_served_as_one_array_under_2025_03_26() {
     assert_eq!(
         out[0],
         r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"method not found: nope"}}]"#
+    );
+    let initialize = r#"[{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}]"#;
+    assert_eq!(
+        session.send_raw(initialize.as_bytes()),
+        [
+            r#"[{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"invalid request: initialize cannot be part of a batch"}}]"#
+        ]
+    );
+    assert_eq!(
+        session.server().negotiated_version().map(|v| v.as_str()),
+        Some("2025-03-26"),
+        "a batched initialize negotiates nothing"
     );
     let only_notifications = r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
     assert!(session.send_raw(only_notifications.as_bytes()).is_empty());

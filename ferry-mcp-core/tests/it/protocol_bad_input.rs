@@ -21,7 +21,7 @@ enum Input {
     Oversized(&'static str),
 }
 
-struct Case {
+pub(crate) struct Case {
     state: State,
     input: Input,
     answer: &'static str,
@@ -33,14 +33,21 @@ const fn line(bytes: &'static str) -> Input {
     Input::Line(bytes.as_bytes())
 }
 
+/// A request line whose params carry the 2026-07-28 `_meta` (after `params_before`, if any).
+fn stateless(id: u32, method: &str, params_before: &str) -> Input {
+    let params = if params_before.is_empty() {
+        format!("{{{STATELESS_META}}}")
+    } else {
+        format!("{{{params_before},{STATELESS_META}}}")
+    };
+    let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+    Input::Line(Box::leak(text.into_boxed_str()).as_bytes())
+}
+
 const FRESH: State = State::Fresh;
 const V1125: State = State::Initialized("2025-11-25");
 
-fn cases() -> Vec<Case> {
-    let stateless_missing: &'static str = Box::leak(
-        format!(r#"{{"jsonrpc":"2.0","id":22,"method":"resources/read","params":{{"uri":"ferry://demo/order/7",{STATELESS_META}}}}}"#)
-            .into_boxed_str(),
-    );
+pub(crate) fn cases() -> Vec<Case> {
     vec![
         Case {
             state: FRESH,
@@ -89,6 +96,18 @@ fn cases() -> Vec<Case> {
         },
         Case {
             state: FRESH,
+            input: line(
+                r#"{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"fixture_status","arguments":{}}}"#,
+            ),
+            answer: "`-32600` invalid request: server not initialized (send initialize first, or name protocol version 2026-07-28 in _meta), id 30",
+        },
+        Case {
+            state: FRESH,
+            input: line(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+            answer: "`-32600` invalid request: id must be a string or a number, id null",
+        },
+        Case {
+            state: FRESH,
             input: line(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/list"}"#),
             answer: "`-32601` method not found: prompts/list, id 5",
         },
@@ -108,6 +127,16 @@ fn cases() -> Vec<Case> {
             answer: "`-32600` invalid request: batches are not supported in this protocol version, id null",
         },
         Case {
+            state: State::Initialized("2024-11-05"),
+            input: line(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#),
+            answer: "`-32600` invalid request: batches are not supported in this protocol version, id null",
+        },
+        Case {
+            state: State::Initialized("2025-06-18"),
+            input: line(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#),
+            answer: "`-32600` invalid request: batches are not supported in this protocol version, id null",
+        },
+        Case {
             state: V1125,
             input: line(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#),
             answer: "`-32600` invalid request: batches are not supported in this protocol version, id null",
@@ -115,6 +144,13 @@ fn cases() -> Vec<Case> {
         Case {
             state: State::Initialized("2025-03-26"),
             input: line(r#"[{"jsonrpc":"2.0","id":7,"method":"ping"}]"#),
+            answer: "batch of 1 answers",
+        },
+        Case {
+            state: State::Initialized("2025-03-26"),
+            input: line(
+                r#"[{"jsonrpc":"2.0","id":31,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}]"#,
+            ),
             answer: "batch of 1 answers",
         },
         Case {
@@ -167,23 +203,75 @@ fn cases() -> Vec<Case> {
             input: line(
                 r#"{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"ferry://demo/order/7"}}"#,
             ),
-            answer: "`-32002` resource not found: ferry://demo/order/7, id 14",
+            answer: "`-32002` resource not found: ferry://demo/order/7, id 14, data `{\"uri\":\"ferry://demo/order/7\"}`",
         },
         Case {
             state: FRESH,
-            input: Input::Line(stateless_missing.as_bytes()),
-            answer: "`-32602` resource not found: ferry://demo/order/7, id 22",
+            input: stateless(22, "resources/read", r#""uri":"ferry://demo/order/7""#),
+            answer: "`-32602` resource not found: ferry://demo/order/7, id 22, data `{\"uri\":\"ferry://demo/order/7\"}`",
         },
         Case {
             state: FRESH,
             input: line(
                 r#"{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}"#,
             ),
-            answer: "`-32022` unsupported protocol version, id 15",
+            answer: "`-32022` unsupported protocol version, id 15, data `{\"requested\":\"2099-01-01\",\"supported\":[\"2026-07-28\"]}`",
+        },
+        Case {
+            state: FRESH,
+            input: line(
+                r#"{"jsonrpc":"2.0","id":23,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#,
+            ),
+            answer: "`-32022` unsupported protocol version, id 23, data `{\"requested\":\"2025-11-25\",\"supported\":[\"2026-07-28\"]}`",
+        },
+        Case {
+            state: FRESH,
+            input: line(
+                r#"{"jsonrpc":"2.0","id":24,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}}"#,
+            ),
+            answer: "`-32602` invalid params: _meta io.modelcontextprotocol/protocolVersion must be a string, id 24",
+        },
+        Case {
+            state: FRESH,
+            input: line(
+                r#"{"jsonrpc":"2.0","id":25,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            ),
+            answer: "`-32602` invalid params: _meta lacks io.modelcontextprotocol/clientCapabilities, id 25",
+        },
+        Case {
+            state: FRESH,
+            input: stateless(26, "prompts/list", ""),
+            answer: "`-32601` method not found: prompts/list, id 26",
+        },
+        Case {
+            state: FRESH,
+            input: stateless(27, "tools/call", r#""name":"nope""#),
+            answer: "`-32602` unknown tool: nope, id 27",
+        },
+        Case {
+            state: FRESH,
+            input: stateless(
+                28,
+                "tools/call",
+                r#""name":"fixture_order","arguments":{"id":7}"#,
+            ),
+            answer: "isError result: invalid arguments for fixture_order: `id`: 7 is not of type \"string\"",
+        },
+        Case {
+            state: FRESH,
+            input: line(
+                r#"[{"jsonrpc":"2.0","id":29,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}]"#,
+            ),
+            answer: "`-32600` invalid request: batches are not supported in this protocol version, id null",
         },
         Case {
             state: FRESH,
             input: line(r#"{"jsonrpc":"2.0","method":"no/such/notification"}"#),
+            answer: "no answer",
+        },
+        Case {
+            state: V1125,
+            input: line(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}"#),
             answer: "no answer",
         },
         Case {
@@ -231,7 +319,14 @@ fn describe(out: &[String]) -> String {
             }
             if let Some(error) = message.get("error") {
                 let message_text = error["message"].as_str().unwrap_or_default();
-                return format!("`{}` {message_text}, id {}", error["code"], message["id"]);
+                let data = error
+                    .get("data")
+                    .map(|data| format!(", data `{data}`"))
+                    .unwrap_or_default();
+                return format!(
+                    "`{}` {message_text}, id {}{data}",
+                    error["code"], message["id"]
+                );
             }
             let result = &message["result"];
             if result["isError"] == true {
@@ -264,13 +359,23 @@ fn shown(input: Input) -> String {
     text.replace('|', "\\|")
 }
 
-fn run(case: &Case) -> Vec<String> {
+pub(crate) fn run(case: &Case) -> Vec<String> {
     let mut session = Session::fixture("demo");
     if let State::Initialized(version) = case.state {
         session.initialize(version);
     }
     match case.input {
-        Input::Line(bytes) => session.send_raw(bytes),
+        Input::Line(bytes) => {
+            let out = session.send_raw(bytes);
+            let ping = session.send_raw(br#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#);
+            assert_eq!(
+                ping.last().map(String::as_str),
+                Some(r#"{"jsonrpc":"2.0","id":"after","result":{}}"#),
+                "the server stopped serving after {}",
+                shown(case.input)
+            );
+            out
+        }
         Input::Oversized(prefix) => {
             let out = ferry_mcp_testkit::fixture::server("demo")
                 .handle_oversized_line(prefix.as_bytes(), session.now());

@@ -37,6 +37,15 @@ static NEWLINE: ToolDefinition = definition("gamma", "{\"type\":\n\"object\"}");
 static NOT_OBJECT: ToolDefinition = definition("delta", r#"{"type":"string"}"#);
 static NOT_JSON: ToolDefinition = definition("epsilon", r#"{"type":"object""#);
 static BAD_NAME: ToolDefinition = definition("has space", OBJECT);
+/// Parses and is an object schema, but is not valid JSON Schema: only compiling finds it.
+static BAD_KEYWORD: ToolDefinition = definition(
+    "zeta",
+    r#"{"type":"object","properties":{"a":{"type":"bogus"}}}"#,
+);
+static BAD_OUTPUT: ToolDefinition = ToolDefinition {
+    output_schema: Some(r#"{"type":"object","required":"a"}"#),
+    ..definition("eta", OBJECT)
+};
 
 static SORTED: Group = Group {
     name: "sorted",
@@ -74,15 +83,18 @@ static BAD_GROUP_NAME: Group = Group {
     resources: &[],
 };
 
-fn schema_error(tool: &'static ToolDefinition) -> RegistryError {
+fn group_of(tool: &'static ToolDefinition) -> &'static Group {
     let named: &'static Named = Box::leak(Box::new(Named(tool)));
     let tools: &'static [&'static dyn Tool] = Box::leak(Box::new([named as &dyn Tool]));
-    let group: &'static Group = Box::leak(Box::new(Group {
+    Box::leak(Box::new(Group {
         name: "schemas",
         tools,
         resources: &[],
-    }));
-    Surface::build(&[group], false).unwrap_err()
+    }))
+}
+
+fn schema_error(tool: &'static ToolDefinition) -> RegistryError {
+    Surface::build(&[group_of(tool)], false).unwrap_err()
 }
 
 #[test]
@@ -232,6 +244,19 @@ fn the_tools_list_bytes_are_the_tools_array_that_tools_list_answers() {
 }
 
 #[test]
+fn a_stateless_tools_list_answers_the_same_tools_bytes_after_its_cache_hints() {
+    let mut session = ferry_mcp_testkit::session::Session::fixture("demo");
+    let out = session.send_raw(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    );
+    let expected = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"complete","ttlMs":300000,"cacheScope":"public","tools":{}}}}}"#,
+        fixture::surface().tools_list_json()
+    );
+    assert_eq!(out, [expected]);
+}
+
+#[test]
 fn the_fixture_group_is_sorted_and_valid() {
     let registry = Registry::new(&[&fixture::GROUP]).unwrap();
     assert_eq!(registry.groups().len(), 1);
@@ -243,4 +268,80 @@ fn the_fixture_group_is_sorted_and_valid() {
         .unwrap();
     assert_eq!(surface.tools().len(), fixture::GROUP.tools.len());
     assert!(surface.resource_kind("order").is_some());
+}
+
+#[test]
+fn check_schemas_names_a_schema_that_is_not_valid_json_schema() {
+    for (tool, which) in [(&BAD_KEYWORD, "inputSchema"), (&BAD_OUTPUT, "outputSchema")] {
+        let surface = Surface::build(&[group_of(tool)], false)
+            .expect("building checks structure only; compiling is check_schemas' job");
+        let error = surface.check_schemas().unwrap_err();
+        assert!(
+            matches!(error, RegistryError::BadSchema { tool: name, which: w, .. } if name == tool.name && w == which),
+            "{error:?}"
+        );
+        let registry = Registry::new(&[group_of(tool)]).unwrap();
+        assert!(registry.check_schemas().is_err(), "{}", tool.name);
+    }
+}
+
+#[test]
+fn every_schema_of_the_fixture_group_compiles() {
+    Registry::new(&[&fixture::GROUP])
+        .unwrap()
+        .check_schemas()
+        .unwrap();
+}
+
+#[test]
+fn building_a_surface_compiles_no_validator_and_a_call_compiles_only_its_tool() {
+    let mut server = fixture::server("demo");
+    assert_eq!(server.surface().compiled_validators(), 0);
+    let now = ferry_mcp_testkit::session::START;
+    server.handle_line(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        now,
+    );
+    server.handle_line(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, now);
+    assert_eq!(
+        server.surface().compiled_validators(),
+        0,
+        "listing compiles nothing"
+    );
+    for _ in 0..2 {
+        let out = server.handle_line(
+            br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fixture_post","arguments":{"body":42}}}"#,
+            now,
+        );
+        assert!(out[0].contains(r#""isError":true"#), "{out:?}");
+    }
+    assert_eq!(server.surface().compiled_validators(), 1);
+}
+
+#[test]
+fn a_tool_whose_schema_does_not_compile_is_an_internal_error_and_serving_goes_on() {
+    let surface = Surface::build(&[group_of(&BAD_KEYWORD)], false).unwrap();
+    let mut server = ferry_mcp_core::protocol::Server::new(fixture::config("demo"), surface);
+    let now = ferry_mcp_testkit::session::START;
+    server.handle_line(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        now,
+    );
+    for id in [2, 3] {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"zeta","arguments":{{}}}}}}"#
+        );
+        let out = server.handle_line(line.as_bytes(), now);
+        let answer: Value = serde_json::from_str(&out[0]).unwrap();
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("zeta"),
+            "{answer}"
+        );
+    }
+    let ping = server.handle_line(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#, now);
+    assert_eq!(ping, [r#"{"jsonrpc":"2.0","id":4,"result":{}}"#]);
 }

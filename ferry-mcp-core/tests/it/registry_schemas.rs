@@ -4,7 +4,7 @@
 use ferry_mcp_core::registry::Surface;
 use ferry_mcp_core::tool::{CallContext, Progress};
 use ferry_mcp_testkit::fixture;
-use ferry_mcp_testkit::session::START;
+use ferry_mcp_testkit::session::{START, Session, check_call_result};
 use serde_json::{Map, Value, json};
 
 /// The keywords both draft-07 and 2020-12 validators read the same way.
@@ -131,7 +131,9 @@ fn every_fixture_result_validates_against_its_output_schema() {
     let surface = fixture::surface();
     let mut checked = Vec::new();
     for (name, args) in sample_calls() {
-        let (tool, input) = surface.find(name).unwrap();
+        let served = surface.find(name).unwrap();
+        let tool = served.tool();
+        let input = served.input_validator().unwrap();
         assert!(input.is_valid(&args), "{name} sample arguments are invalid");
         let mut ignore = |_: Progress| {};
         let mut cx = CallContext {
@@ -161,4 +163,61 @@ fn every_fixture_result_validates_against_its_output_schema() {
         surface.tools().len(),
         "every fixture tool has a sample call"
     );
+}
+
+#[test]
+fn every_fixture_call_through_the_protocol_has_a_summary_and_valid_structured_content_in_every_era()
+{
+    for version in [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    ] {
+        let mut session = Session::fixture("demo");
+        if version != "2026-07-28" {
+            session.initialize(version);
+        }
+        for (name, args) in sample_calls() {
+            let params = json!({ "name": name, "arguments": args });
+            let answer = if version == "2026-07-28" {
+                session.stateless("tools/call", params)
+            } else {
+                session.request("tools/call", params)
+            };
+            let result = &answer["result"];
+            assert_ne!(result["isError"], true, "{version} {name}: {answer}");
+            check_call_result(&fixture::surface(), name, result);
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "does not match the outputSchema")]
+fn the_call_check_refuses_structured_content_that_breaks_the_output_schema() {
+    let result = json!({ "content": [{ "type": "text", "text": "posted" }], "structuredContent": { "chars": "two" } });
+    check_call_result(&fixture::surface(), "fixture_post", &result);
+}
+
+#[test]
+#[should_panic(expected = "gave no structuredContent")]
+fn the_call_check_refuses_a_result_without_structured_content() {
+    let result = json!({ "content": [{ "type": "text", "text": "posted" }] });
+    check_call_result(&fixture::surface(), "fixture_post", &result);
+}
+
+#[test]
+#[should_panic(expected = "one-line text summary")]
+fn the_call_check_refuses_a_result_without_a_one_line_summary() {
+    let result = json!({ "content": [{ "type": "text", "text": "two\nlines" }], "structuredContent": { "chars": 2 } });
+    check_call_result(&fixture::surface(), "fixture_post", &result);
+}
+
+#[test]
+#[should_panic(expected = "over 4000")]
+fn the_call_check_refuses_structured_content_over_the_caps() {
+    let long = "x".repeat(4_000);
+    let result = json!({ "content": [{ "type": "text", "text": "order 1" }], "structuredContent": { "id": "1", "title": long, "link": "ferry://demo/order/1" } });
+    check_call_result(&fixture::surface(), "fixture_order", &result);
 }

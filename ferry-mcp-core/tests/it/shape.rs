@@ -144,8 +144,10 @@ fn walking_a_truncated_tool_list_gives_every_row_once_within_the_caps() {
     let mut session = Session::fixture_initialized("demo", "2025-11-25");
     let mut seen = Vec::new();
     let mut args = json!({});
+    let mut pages = 0;
     for _ in 0..fixture::LIST_ROWS {
         let result = session.call("fixture_list", args.clone());
+        pages += 1;
         let structured = &result["structuredContent"];
         shape::check_caps(structured).unwrap();
         seen.extend(
@@ -160,11 +162,15 @@ fn walking_a_truncated_tool_list_gives_every_row_once_within_the_caps() {
                 assert_eq!(structured["truncated"], true);
                 args = json!({ "cursor": next });
             }
-            None => break,
+            None => {
+                assert_eq!(structured["truncated"], false, "{structured}");
+                break;
+            }
         }
     }
     let expected: Vec<u64> = (1..=fixture::LIST_ROWS as u64).collect();
     assert_eq!(seen, expected);
+    assert!(pages > 2, "the caps cut the list into pages: {pages}");
 }
 
 #[test]
