@@ -234,6 +234,15 @@ mod tests {
     }
 
     #[test]
+    fn every_schema_of_every_selectable_group_compiles() {
+        let groups: Vec<&'static Group> = selectable_groups()
+            .iter()
+            .map(|entry| entry.group)
+            .collect();
+        Registry::new(&groups).unwrap().check_schemas().unwrap();
+    }
+
+    #[test]
     fn the_group_catalog_is_sorted_without_duplicates() {
         let catalog = selectable_groups();
         let names: Vec<&str> = catalog.iter().map(|entry| entry.group.name).collect();

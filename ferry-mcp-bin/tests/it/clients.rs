@@ -19,16 +19,14 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
 /// on a probe (server/discover must be answered at once).
 const AUTO_MODE_CONNECT_LIMIT_MS: f64 = 2000.0;
 
-const SERVER_ARGS: [&str; 8] = [
-    "mcp",
-    "serve",
-    "--as",
-    "probe",
-    "--project",
-    "demo",
-    "--tools",
-    "fixture",
-];
+/// The demo channel (created in the test's own state folder on the first start) with the
+/// fixture group: the clients drive a real, seated agent's server.
+const SERVER_ARGS: [&str; 5] = ["mcp", "serve", "--demo", "--tools", "fixture"];
+
+/// A state folder of the test's own; the server creates the demo project in it.
+fn client_home() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
 
 fn clients_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("FERRY_CLIENTS_DIR") {
@@ -75,8 +73,10 @@ fn assert_passed(output: &Output, what: &str) {
 }
 
 fn python_probe(clients: &Path, venv: &str, script: &str, mode: Option<&str>) -> Output {
+    let home = client_home();
     let mut command = assert_cmd::Command::new(clients.join(venv).join("bin/python"));
     command
+        .env("FERRY_HOME", home.path())
         .arg(scripts_dir().join(script))
         .arg(FERRY)
         .args(SERVER_ARGS);
@@ -139,17 +139,26 @@ fn the_typescript_sdk_1_32_passes_the_probe() {
     .unwrap();
     let script = folder.path().join("ts_client.mjs");
     std::fs::copy(scripts_dir().join("ts_client.mjs"), &script).unwrap();
+    let home = client_home();
     let mut command = assert_cmd::Command::new("node");
-    command.arg(&script).arg(FERRY).args(SERVER_ARGS);
+    command
+        .env("FERRY_HOME", home.path())
+        .arg(&script)
+        .arg(FERRY)
+        .args(SERVER_ARGS);
     let output = run_client(command, "typescript sdk");
     assert_passed(&output, "typescript sdk 1.32.2");
 }
 
 /// `mcp-inspector --cli <server argv> --method ...`; exits 0 on success and 1 on any error.
 fn inspector(clients: &Path, method_args: &[&str]) -> Output {
+    let home = client_home();
     let mut command = assert_cmd::Command::new(clients.join("ts/node_modules/.bin/mcp-inspector"));
     command
+        .env("FERRY_HOME", home.path())
         .arg("--cli")
+        .arg("-e")
+        .arg(format!("FERRY_HOME={}", home.path().display()))
         .arg(FERRY)
         .args(SERVER_ARGS)
         .args(method_args);

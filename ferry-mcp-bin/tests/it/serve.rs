@@ -11,6 +11,9 @@ use ferry_mcp_core::protocol::MAX_LINE_BYTES;
 use serde_json::Value;
 
 const FERRY: &str = env!("CARGO_BIN_EXE_ferry");
+/// A state folder with no project in it: these tests serve a project this machine does not
+/// know, and must never read or write the real state folder.
+const UNSET_UP_HOME: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/serve-unset-up-home");
 /// How long a test waits for one answer before it calls the server stuck.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -37,6 +40,7 @@ struct Running {
 impl Running {
     fn start(tools: Option<&str>) -> Self {
         let mut child = Command::new(FERRY)
+            .env("FERRY_HOME", UNSET_UP_HOME)
             .args(serve_args(tools))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -86,6 +90,7 @@ impl Running {
 /// Runs a whole session: writes `input`, closes stdin, waits for the exit.
 fn run_session(tools: Option<&str>, input: &[u8]) -> std::process::Output {
     assert_cmd::Command::new(FERRY)
+        .env("FERRY_HOME", UNSET_UP_HOME)
         .args(serve_args(tools))
         .write_stdin(input.to_vec())
         .timeout(ANSWER_TIMEOUT)
@@ -242,6 +247,7 @@ fn stdout_carries_only_json_rpc_lines_and_logs_go_to_stderr() {
 /// `project` (a real process each time, so the wall clock differs between runs too).
 fn tools_list_line(agent: &str, project: &str) -> String {
     let output = assert_cmd::Command::new(FERRY)
+        .env("FERRY_HOME", UNSET_UP_HOME)
         .args([
             "mcp",
             "serve",
@@ -351,6 +357,7 @@ fn an_unknown_tool_group_is_a_one_line_error_and_a_failing_exit() {
 #[test]
 fn help_does_not_mention_the_hidden_fixture_group() {
     let output = Command::new(FERRY)
+        .env("FERRY_HOME", UNSET_UP_HOME)
         .args(["mcp", "serve", "--help"])
         .output()
         .unwrap();
@@ -387,6 +394,7 @@ fn a_scripted_session_answers_exactly_these_bytes() {
 #[test]
 fn a_client_that_stops_reading_ends_the_server_quietly() {
     let mut child = Command::new(FERRY)
+        .env("FERRY_HOME", UNSET_UP_HOME)
         .args(serve_args(Some("fixture")))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -402,4 +410,82 @@ fn a_client_that_stops_reading_ends_the_server_quietly() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
     assert!(stderr.contains("stdout closed"), "{stderr}");
+}
+
+fn initialize_and_list() -> Vec<u8> {
+    session(&[
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ])
+}
+
+fn serve_demo(home: &std::path::Path) -> std::process::Output {
+    assert_cmd::Command::new(FERRY)
+        .env("FERRY_HOME", home)
+        .args(["mcp", "serve", "--demo"])
+        .write_stdin(initialize_and_list())
+        .timeout(ANSWER_TIMEOUT)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_demo_creates_a_seated_member_agent_once_and_serves_it() {
+    let home = tempfile::tempdir().unwrap();
+    let first = serve_demo(home.path());
+    assert!(first.status.success(), "{first:?}");
+    let answers = stdout_messages(&first);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[1]["result"]["tools"], serde_json::json!([]));
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(stderr.contains("created project demo"), "{stderr}");
+    assert!(stderr.contains("seated as demo-agent (member)"), "{stderr}");
+
+    let again = serve_demo(home.path());
+    assert!(again.status.success(), "{again:?}");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!stderr.contains("created project"), "{stderr}");
+    assert!(stderr.contains("seated as demo-agent (member)"), "{stderr}");
+
+    let status = assert_cmd::Command::new(FERRY)
+        .env("FERRY_HOME", home.path())
+        .args(["channel", "status", "--project", "demo", "--json"])
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let agents = status["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1, "{status}");
+    assert_eq!(agents[0]["name"], "demo-agent");
+    assert_eq!(agents[0]["seat"], "seated");
+    assert_eq!(agents[0]["level"], "member");
+    assert_eq!(status["problems"], serde_json::json!([]));
+}
+
+#[test]
+fn serving_a_project_this_machine_does_not_know_still_serves_and_says_how_to_set_it_up() {
+    let output = run_session(None, &initialize_and_list());
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(stdout_messages(&output).len(), 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("ferry init --project"), "{stderr}");
+}
+
+#[test]
+fn a_bad_agent_name_is_a_one_line_error_and_a_failing_exit() {
+    let output = assert_cmd::Command::new(FERRY)
+        .env("FERRY_HOME", UNSET_UP_HOME)
+        .args(["mcp", "serve", "--as", "no/slash", "--project", "demo"])
+        .write_stdin(Vec::new())
+        .timeout(ANSWER_TIMEOUT)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("ferry: bad agent name `no/slash`"),
+        "{stderr}"
+    );
 }
