@@ -8,6 +8,7 @@ mod levels;
 mod oracle;
 mod protocol;
 mod protocol_bad_input;
+mod protocol_fuzz;
 mod registry;
 mod registry_schemas;
 mod shape;
