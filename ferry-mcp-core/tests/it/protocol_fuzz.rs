@@ -89,6 +89,14 @@ fn stateless_meta_params() -> Value {
     json!({ "_meta": stateless_meta() })
 }
 
+/// 256 cases by default; `PROPTEST_CASES` sets another count for a longer run.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(256)
+}
+
 fn ping_is_answered(session: &mut Session) {
     let answers = session.send_raw(br#"{"jsonrpc":"2.0","id":"still-alive","method":"ping"}"#);
     assert_eq!(answers.len(), 1, "{answers:?}");
@@ -98,7 +106,7 @@ fn ping_is_answered(session: &mut Session) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn arbitrary_bytes_are_answered_with_well_formed_lines_and_serving_goes_on(
