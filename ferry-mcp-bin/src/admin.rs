@@ -1,5 +1,5 @@
 //! The human's and operator's commands (`ferry init`, `ferry channel ...`, `ferry access ...`,
-//! `ferry key ...`, `ferry pause`, `ferry resume`).
+//! `ferry master ...`, `ferry key ...`, `ferry pause`, `ferry resume`).
 //!
 //! Glue only: parse arguments, resolve the state folder and the clock, call one function of
 //! `ferry_mcp_core::channel::ops` or `home`, and print its result. Every bad input ends in
@@ -29,6 +29,10 @@ fn project_id(raw: &str) -> Result<ProjectId, String> {
     ProjectId::parse(raw).map_err(|err| err.to_string())
 }
 
+fn public_key(raw: &str) -> Result<PublicKey, String> {
+    PublicKey::from_hex(raw).map_err(|err| err.to_string())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
     /// Create a project: its channel folder and the master key.
@@ -42,6 +46,11 @@ pub enum AdminCommand {
     Access {
         #[command(subcommand)]
         command: AccessCommand,
+    },
+    /// Hand mastership of a project on to another key (only the current master can).
+    Master {
+        #[command(subcommand)]
+        command: MasterCommand,
     },
     /// Seal, unlock or lock keys on this machine (passphrases are read from stdin).
     Key {
@@ -123,6 +132,26 @@ pub enum AccessCommand {
         /// The key to grant (hex), when several keys joined under the name.
         #[arg(long)]
         key: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MasterCommand {
+    /// Sign a handover to another key with the current master key on this machine.
+    Handover {
+        /// The next master's public key (hex, from `ferry master new-key` on its machine).
+        #[arg(long = "to-key", value_parser = public_key)]
+        to: PublicKey,
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+    },
+    /// Make a master key on this machine for the current master to hand mastership to.
+    NewKey {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        /// Seal the new key with a passphrase read from stdin.
+        #[arg(long)]
+        seal: bool,
     },
 }
 
@@ -335,6 +364,25 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     said.push_str(&format!(" for {secs} s"));
                 }
                 print(&said)?;
+            }
+        },
+        AdminCommand::Master { command } => match command {
+            MasterCommand::Handover { to, project } => {
+                let former = ops::master_handover(&home, &project, &to, now)?;
+                print(&format!(
+                    "handed mastership of {project} on to {to} (this machine's key {former} is now a former master's)"
+                ))?;
+            }
+            MasterCommand::NewKey { project, seal } => {
+                let passphrase = if seal { Some(read_passphrase()?) } else { None };
+                let key = ops::new_master_key(
+                    &home,
+                    &project,
+                    passphrase.as_deref().map(|p| (p, SealCost::default())),
+                )?;
+                print(&format!(
+                    "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --project {project}`"
+                ))?;
             }
         },
         AdminCommand::Key { command } => match command {
