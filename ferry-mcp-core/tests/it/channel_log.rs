@@ -317,6 +317,30 @@ fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
 }
 
 #[test]
+fn a_copy_of_an_older_line_appended_to_a_log_does_not_set_back_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    append_notes(&channel, "alice", &key(1), 5);
+    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    // Someone with write access to the synced folder replays alice's second line.
+    let text = fs::read_to_string(&path).unwrap();
+    let second = text.lines().nth(1).unwrap().to_owned();
+    fs::write(&path, format!("{text}{second}\n")).unwrap();
+
+    let mut writer = channel.writer(&name("alice"), &key(1)).unwrap();
+    assert_eq!(
+        writer.append("note", json!({"n": 6}), NOW).unwrap().seq(),
+        6
+    );
+    let batch = channel.reader().poll();
+    let alice: Vec<u64> = batch.entries.iter().map(|e| e.seq()).collect();
+    assert_eq!(alice, vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(batch.entries[5].prev(), Some(batch.entries[4].hash()));
+    assert_eq!(kinds(&batch), vec![ProblemKind::DuplicateSeq]);
+    assert_eq!(batch.problems[0].line, Some(6));
+}
+
+#[test]
 fn an_entry_that_lost_only_its_newline_is_completed_not_forked() {
     let dir = tempfile::tempdir().unwrap();
     let channel = demo_channel(dir.path());

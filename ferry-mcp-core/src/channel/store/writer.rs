@@ -162,7 +162,10 @@ impl LogWriter {
         Ok(signed.entry)
     }
 
-    /// Scans back from the end for the last line that is a valid entry of this log.
+    /// Scans back from the end for the valid entries of this log and takes the one with the
+    /// highest seq (the first of equals, as readers do). Not simply the last line: anyone who
+    /// can write to the synced folder could append a copy of an older line, and a tip taken
+    /// from it would give every later entry a seq that readers exclude as a duplicate.
     fn find_tip(&mut self, len: u64) -> io::Result<Tip> {
         let mut window: u64 = 64 * 1024;
         loop {
@@ -177,6 +180,7 @@ impl LogWriter {
             if start > 0 {
                 pieces.remove(0);
             }
+            let mut best: Option<(u64, EntryHash)> = None;
             for piece in pieces.iter().rev() {
                 if piece.is_empty() {
                     continue;
@@ -190,12 +194,17 @@ impl LogWriter {
                 {
                     continue;
                 }
+                if best.is_none_or(|(seq, _)| found.seq() >= seq) {
+                    best = Some((found.seq(), *found.hash()));
+                }
+            }
+            if let Some((seq, hash)) = best {
                 // A complete entry that lost only its newline in a crash is the tip: the
                 // newline written before the next line completes it.
                 return Ok(Tip {
                     len,
-                    seq: found.seq(),
-                    hash: Some(*found.hash()),
+                    seq,
+                    hash: Some(hash),
                     needs_newline,
                 });
             }
