@@ -185,6 +185,12 @@ impl LogWriter {
                 if piece.is_empty() {
                     continue;
                 }
+                // Verifying is the cost: skip lines that cannot beat the tip found so far.
+                if let (Some((tip_seq, _)), Some(claim)) = (best, claimed_seq(piece))
+                    && claim < tip_seq
+                {
+                    continue;
+                }
                 let Ok(found) = entry::decode_line(piece) else {
                     continue;
                 };
@@ -219,6 +225,19 @@ impl LogWriter {
             window = window.saturating_mul(4);
         }
     }
+}
+
+/// The seq a line claims, read without parsing or verifying it (the reference writer puts
+/// `"seq"` before every free-text field). Only used to skip lines that cannot raise the tip;
+/// a line is never trusted on its claim.
+fn claimed_seq(line: &[u8]) -> Option<u64> {
+    const FIELD: &[u8] = b",\"seq\":";
+    let at = line.windows(FIELD.len()).position(|w| w == FIELD)? + FIELD.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
 }
 
 fn is_symlink(path: &Path) -> bool {
