@@ -760,6 +760,12 @@ fn a_contested_name_and_a_changed_key_are_reported_by_channel_status() {
         &["access", "set", "fang", "member", "--project", "demo"],
     );
     insta::assert_snapshot!(err, @"ferry: fang is contested by several keys; pick one with --key");
+    // Joining again does not claim a seat the name does not give.
+    let err = run_err(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: fang joined, but 2 keys joined under this name: no key holds it until the master grants one (`ferry access set fang LEVEL --key HEX --project demo`)");
 
     // The master picks the second machine's key: this machine pinned the first one.
     run_ok(

@@ -43,6 +43,14 @@ pub enum OpsError {
     NotSeated { name: AgentName, project: ProjectId },
     #[error("{name} is contested by several keys; pick one with --key")]
     Contested { name: AgentName },
+    #[error(
+        "{name} joined, but {keys} keys joined under this name: no key holds it until the master grants one (`ferry access set {name} LEVEL --key HEX --project {project}`)"
+    )]
+    JoinContested {
+        name: AgentName,
+        keys: usize,
+        project: ProjectId,
+    },
     #[error("key {key} has not joined as {name}")]
     KeyNotJoined { name: AgentName, key: String },
     #[error("this machine does not hold the current master key of project {0}")]
@@ -254,14 +262,33 @@ pub fn join(
             if taken(&public) {
                 return Err(OpsError::NameTaken { name: name.clone() });
             }
-            if view.identity.seat(name) == Seat::Seated(&public) {
-                home.pin_agent(project, name, &public)?;
-                return Ok((Joined::AlreadySeated, public));
+            match view.identity.seat(name) {
+                Seat::Seated(held) if *held == public => {
+                    home.pin_agent(project, name, &public)?;
+                    return Ok((Joined::AlreadySeated, public));
+                }
+                // Already a candidate: another roster entry would change nothing.
+                Seat::Contested(keys) => {
+                    return Err(OpsError::JoinContested {
+                        name: name.clone(),
+                        keys: keys.len(),
+                        project: project.clone(),
+                    });
+                }
+                _ => {}
             }
             home.load_key(project, &holder, now)?
         }
     };
     view.append(name, &key, kinds::ROSTER_JOIN, json!({}), now)?;
+    // A roster entry another machine wrote for this name may have synced meanwhile.
+    if let Seat::Contested(keys) = view.identity.seat(name) {
+        return Err(OpsError::JoinContested {
+            name: name.clone(),
+            keys: keys.len(),
+            project: project.clone(),
+        });
+    }
     home.pin_agent(project, name, &key.public_key())?;
     Ok((Joined::Seated, key.public_key()))
 }
