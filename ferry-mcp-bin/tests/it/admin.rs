@@ -799,3 +799,40 @@ fn a_contested_name_and_a_changed_key_are_reported_by_channel_status() {
     let pins = std::fs::read_to_string(home.join("projects/demo/pins.json")).unwrap();
     assert!(pins.contains(&first) && !pins.contains(&second), "{pins}");
 }
+
+#[test]
+fn a_channel_whose_genesis_names_another_master_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    // Someone creates a look-alike project `demo` with their own master key and puts its
+    // (validly signed) genesis file in place of ours.
+    let forger_home = dir.path().join("forger-home");
+    let forged = dir.path().join("forged");
+    run_ok(
+        &forger_home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            forged.to_str().unwrap(),
+        ],
+    );
+    std::fs::copy(
+        forged.join("genesis.json"),
+        dir.path().join("channel/genesis.json"),
+    )
+    .unwrap();
+    for args in [
+        &["channel", "status", "--project", "demo"][..],
+        &["channel", "join", "--as", "fang", "--project", "demo"][..],
+        &["access", "show", "--project", "demo"][..],
+    ] {
+        let err = run_err(&home, args);
+        assert_eq!(
+            err,
+            "ferry: the genesis master key of project demo differs from the one pinned on this machine",
+            "{args:?}"
+        );
+    }
+}
