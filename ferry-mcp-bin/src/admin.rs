@@ -199,6 +199,11 @@ fn now() -> Timestamp {
     Timestamp::from_millis(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// `secs` seconds after `now`; an absurdly large count means "never" rather than overflowing.
+fn after_seconds(now: Timestamp, secs: u64) -> Timestamp {
+    Timestamp::from_millis(now.as_millis().saturating_add(secs.saturating_mul(1000)))
+}
+
 /// The first line of stdin, without its line ending.
 fn read_passphrase() -> anyhow::Result<Vec<u8>> {
     let mut line = String::new();
@@ -349,8 +354,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 let request = GrantRequest {
                     level,
                     scopes,
-                    expires: expires_in
-                        .map(|secs| Timestamp::from_millis(now.as_millis() + secs * 1000)),
+                    expires: expires_in.map(|secs| after_seconds(now, secs)),
                     key: key
                         .map(|hex| PublicKey::from_hex(&hex).context("--key"))
                         .transpose()?,
@@ -398,8 +402,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             }
             KeyCommand::Unlock { target, seconds } => {
                 let passphrase = read_passphrase()?;
-                let until =
-                    (seconds > 0).then(|| Timestamp::from_millis(now.as_millis() + seconds * 1000));
+                let until = (seconds > 0).then(|| after_seconds(now, seconds));
                 home.unlock_key(&target.project, &target.holder(), &passphrase, until)?;
                 print(&format!("unlocked the key of {}", target.holder()))?;
             }

@@ -836,3 +836,49 @@ fn a_channel_whose_genesis_names_another_master_is_refused() {
         );
     }
 }
+
+#[test]
+fn an_enormous_expiry_or_unlock_time_does_not_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let max = u64::MAX.to_string();
+    let set = run_ok(
+        &home,
+        &[
+            "access",
+            "set",
+            "fang",
+            "member",
+            "--project",
+            "demo",
+            "--expires-in",
+            &max,
+        ],
+    );
+    assert_eq!(set, format!("fang is now member for {max} s\n"));
+    assert_eq!(status_json(&home)["agents"][0]["level"], "member");
+    ferry(&home)
+        .args(["key", "seal", "--as", "fang", "--project", "demo"])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    ferry(&home)
+        .args([
+            "key",
+            "unlock",
+            "--as",
+            "fang",
+            "--project",
+            "demo",
+            "--for",
+            &max,
+        ])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    assert_eq!(status_json(&home)["agents"][0]["local_key"], "ready");
+}
