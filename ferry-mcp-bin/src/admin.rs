@@ -29,6 +29,21 @@ fn project_id(raw: &str) -> Result<ProjectId, String> {
     ProjectId::parse(raw).map_err(|err| err.to_string())
 }
 
+/// A project scope as granted: a non-empty word without spaces, commas or control characters
+/// (scopes are listed comma-separated in the agent table).
+fn scope(raw: &str) -> Result<String, String> {
+    if raw.is_empty() {
+        return Err("a scope cannot be empty".into());
+    }
+    if let Some(bad) = raw
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || *c == ',')
+    {
+        return Err(format!("a scope cannot contain {bad:?}"));
+    }
+    Ok(raw.to_owned())
+}
+
 fn public_key(raw: &str) -> Result<PublicKey, String> {
     PublicKey::from_hex(raw).map_err(|err| err.to_string())
 }
@@ -124,14 +139,14 @@ pub enum AccessCommand {
         #[arg(long, value_parser = project_id)]
         project: ProjectId,
         /// Limit the level to a project scope (repeatable).
-        #[arg(long = "scope")]
+        #[arg(long = "scope", value_parser = scope)]
         scopes: Vec<String>,
         /// The grant lapses after this many seconds.
         #[arg(long)]
         expires_in: Option<u64>,
         /// The key to grant (hex), when several keys joined under the name.
-        #[arg(long)]
-        key: Option<String>,
+        #[arg(long, value_parser = public_key)]
+        key: Option<PublicKey>,
     },
 }
 
@@ -355,9 +370,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     level,
                     scopes,
                     expires: expires_in.map(|secs| after_seconds(now, secs)),
-                    key: key
-                        .map(|hex| PublicKey::from_hex(&hex).context("--key"))
-                        .transpose()?,
+                    key,
                 };
                 let grant = ops::access_set(&home, &project, &name, &request, now)?;
                 let mut said = format!("{} is now {}", grant.agent, grant.level);

@@ -882,3 +882,27 @@ fn an_enormous_expiry_or_unlock_time_does_not_crash() {
         .success();
     assert_eq!(status_json(&home)["agents"][0]["local_key"], "ready");
 }
+
+#[test]
+fn a_bad_scope_or_key_for_a_grant_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let grant = |extra: &[&str]| {
+        let mut args = vec!["access", "set", "fang", "member", "--project", "demo"];
+        args.extend_from_slice(extra);
+        run_err(&home, &args)
+    };
+    insta::assert_snapshot!(grant(&["--scope", ""]), @"ferry: invalid value '' for '--scope <SCOPES>': a scope cannot be empty (see --help)");
+    insta::assert_snapshot!(grant(&["--scope", "a,b"]), @"ferry: invalid value 'a,b' for '--scope <SCOPES>': a scope cannot contain ',' (see --help)");
+    let err = grant(&["--key", "XYZ"]);
+    assert!(
+        err.starts_with("ferry: invalid value 'XYZ' for '--key <KEY>'"),
+        "{err}"
+    );
+    // Nothing was granted.
+    assert_eq!(status_json(&home)["agents"][0]["grant"], "none");
+}
