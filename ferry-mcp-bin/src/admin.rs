@@ -44,8 +44,11 @@ fn scope(raw: &str) -> Result<String, String> {
     Ok(raw.to_owned())
 }
 
-fn public_key(raw: &str) -> Result<PublicKey, String> {
-    PublicKey::from_hex(raw).map_err(|err| err.to_string())
+/// Boxed: a parsed key is large next to the other arguments.
+fn public_key(raw: &str) -> Result<Box<PublicKey>, String> {
+    PublicKey::from_hex(raw)
+        .map(Box::new)
+        .map_err(|err| err.to_string())
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,7 +149,7 @@ pub enum AccessCommand {
         expires_in: Option<u64>,
         /// The key to grant (hex), when several keys joined under the name.
         #[arg(long, value_parser = public_key)]
-        key: Option<PublicKey>,
+        key: Option<Box<PublicKey>>,
     },
 }
 
@@ -156,7 +159,7 @@ pub enum MasterCommand {
     Handover {
         /// The next master's public key (hex, from `ferry master new-key` on its machine).
         #[arg(long = "to-key", value_parser = public_key)]
-        to: PublicKey,
+        to: Box<PublicKey>,
         #[arg(long, value_parser = project_id)]
         project: ProjectId,
     },
@@ -370,7 +373,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     level,
                     scopes,
                     expires: expires_in.map(|secs| after_seconds(now, secs)),
-                    key,
+                    key: key.map(|key| *key),
                 };
                 let grant = ops::access_set(&home, &project, &name, &request, now)?;
                 let mut said = format!("{} is now {}", grant.agent, grant.level);
