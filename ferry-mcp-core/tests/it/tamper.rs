@@ -76,6 +76,7 @@ fn an_edited_entry_is_excluded_and_reported_as_a_bad_signature() {
     assert_eq!(problem_at(&problems, 3), ProblemKind::BadSignature);
     // The gap the excluded entry leaves is reported too.
     assert_eq!(problem_at(&problems, 4), ProblemKind::MissingEntries);
+    assert_eq!(problems.len(), 2, "{problems:?}");
 }
 
 #[test]
@@ -107,6 +108,7 @@ fn swapped_lines_exclude_the_late_entry_as_out_of_order() {
     assert_eq!(alice, vec![1, 2, 4, 5]);
     assert_eq!(problem_at(&problems, 3), ProblemKind::MissingEntries);
     assert_eq!(problem_at(&problems, 4), ProblemKind::OutOfOrder);
+    assert_eq!(problems.len(), 2, "{problems:?}");
 }
 
 #[test]
@@ -129,6 +131,8 @@ fn a_forged_signature_is_excluded_and_reported() {
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
     assert_eq!(problem_at(&problems, 3), ProblemKind::BadSignature);
+    assert_eq!(problem_at(&problems, 4), ProblemKind::MissingEntries);
+    assert_eq!(problems.len(), 2, "{problems:?}");
 }
 
 #[test]
@@ -339,6 +343,7 @@ fn a_torn_last_line_is_excluded_and_reported() {
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 3, 4]);
     assert_eq!(problem_at(&problems, 5), ProblemKind::TornLine);
+    assert_eq!(problems.len(), 1, "{problems:?}");
 }
 
 #[test]
