@@ -548,3 +548,56 @@ fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems()
         "{kinds:?}"
     );
 }
+
+#[test]
+fn a_former_master_s_entries_count_up_to_its_handover_and_not_after() {
+    let temp = TempChannel::with_each_level();
+    let old_master = master_key(&temp);
+    let next_master = SecretKey::generate().unwrap();
+    let master = AgentName::master();
+    write_raw(
+        &temp,
+        &master,
+        &old_master,
+        "answer",
+        json!({"n": "before"}),
+    );
+    write_raw(
+        &temp,
+        &master,
+        &old_master,
+        kinds::MASTER_HANDOVER,
+        json!({"key": next_master.public_key()}),
+    );
+    write_raw(&temp, &master, &old_master, "answer", json!({"n": "after"}));
+    write_raw(&temp, &master, &next_master, "answer", json!({"n": "new"}));
+    write_raw(
+        &temp,
+        &master,
+        &SecretKey::generate().unwrap(),
+        "answer",
+        json!({"n": "stranger"}),
+    );
+
+    let view = temp.view();
+    assert_eq!(view.identity.master(), &next_master.public_key());
+    let entries = ferry_mcp_core::channel::store::Channel::open(temp.channel_dir())
+        .unwrap()
+        .reader()
+        .poll()
+        .entries;
+    let mut admitted: Vec<String> = entries
+        .iter()
+        .filter(|e| e.kind() == "answer" && view.identity.admits(e))
+        .map(|e| e.body()["n"].as_str().unwrap().to_owned())
+        .collect();
+    admitted.sort();
+    assert_eq!(admitted, vec!["before".to_owned(), "new".to_owned()]);
+    // The orchestrator's grant by the former master still counts.
+    assert_eq!(
+        view.identity
+            .standing(&name("orchestrator"), temp.now())
+            .level,
+        Level::Orchestrator
+    );
+}
