@@ -294,6 +294,28 @@ fn a_blob_is_stored_by_its_hash_and_checked_when_read() {
     ));
 }
 
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_in_place_of_a_blob_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    // Even a link to a file with exactly the right bytes is refused: nothing outside the
+    // channel folder is read (a link to /dev/zero would never end).
+    let target = outside.path().join("secret");
+    fs::write(&target, b"outside").unwrap();
+    let id = BlobId::of(b"outside");
+    std::os::unix::fs::symlink(&target, dir.path().join("blobs").join(id.to_hex())).unwrap();
+    assert!(matches!(
+        channel.get_blob(&id),
+        Err(StoreError::BlobCorrupt(_))
+    ));
+    // Storing the blob replaces the link with the real file.
+    assert_eq!(channel.put_blob(b"outside").unwrap(), id);
+    assert_eq!(channel.get_blob(&id).unwrap(), b"outside");
+    assert_eq!(fs::read(&target).unwrap(), b"outside");
+}
+
 #[test]
 fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
     let dir = tempfile::tempdir().unwrap();
