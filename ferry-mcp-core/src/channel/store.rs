@@ -187,6 +187,10 @@ impl Channel {
     /// it names.
     pub fn open(dir: &Path) -> Result<Channel, StoreError> {
         let path = dir.join(GENESIS_FILE);
+        // Never follow a link out of the channel (or into an endless device).
+        if fs::symlink_metadata(&path).is_ok_and(|meta| !meta.file_type().is_file()) {
+            return Err(StoreError::BadGenesis("not a regular file".to_owned()));
+        }
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -316,6 +316,25 @@ fn a_symbolic_link_in_place_of_a_blob_is_not_followed() {
     assert_eq!(fs::read(&target).unwrap(), b"outside");
 }
 
+#[cfg(unix)]
+#[test]
+fn a_genesis_file_that_is_a_symbolic_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = tempfile::tempdir().unwrap();
+    demo_channel(real.path());
+    fs::create_dir_all(dir.path().join("logs")).unwrap();
+    std::os::unix::fs::symlink(
+        real.path().join("genesis.json"),
+        dir.path().join("genesis.json"),
+    )
+    .unwrap();
+    let err = Channel::open(dir.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "genesis.json is malformed: not a regular file"
+    );
+}
+
 #[test]
 fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
     let dir = tempfile::tempdir().unwrap();
