@@ -136,6 +136,20 @@ fn an_unknown_project_is_a_one_line_error() {
     let home = project(&dir);
     let err = run_err(&home, &["channel", "status", "--project", "nope"]);
     insta::assert_snapshot!(err, @"ferry: unknown project nope (run `ferry init --project nope`)");
+    let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    for args in [
+        &["channel", "join", "--as", "fang", "--project", "nope"][..],
+        &["access", "show", "--project", "nope"][..],
+        &["access", "set", "fang", "member", "--project", "nope"][..],
+        &["master", "handover", "--to-key", key, "--project", "nope"][..],
+        &["master", "new-key", "--project", "nope"][..],
+    ] {
+        assert_eq!(
+            run_err(&home, args),
+            "ferry: unknown project nope (run `ferry init --project nope`)",
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
