@@ -601,3 +601,82 @@ fn a_former_master_s_entries_count_up_to_its_handover_and_not_after() {
         Level::Orchestrator
     );
 }
+
+#[test]
+fn an_interloper_joining_a_name_unseats_only_an_agent_without_a_grant() {
+    let temp = TempChannel::with_each_level();
+    let interloper = SecretKey::generate().unwrap();
+    for agent in ["worker", "member"] {
+        write_raw(
+            &temp,
+            &name(agent),
+            &interloper,
+            kinds::ROSTER_JOIN,
+            json!({}),
+        );
+    }
+    let view = temp.view();
+    let member_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(name("member")),
+            temp.now(),
+        )
+        .unwrap();
+    // The member's grant names its key: it keeps the seat and its level.
+    assert_eq!(
+        view.identity.seat(&name("member")),
+        Seat::Seated(&member_key.public_key())
+    );
+    assert_eq!(
+        view.identity.standing(&name("member"), temp.now()).level,
+        Level::Member
+    );
+    // The worker has no grant: the name is contested and held by no one.
+    assert!(matches!(
+        view.identity.seat(&name("worker")),
+        Seat::Contested(keys) if keys.len() == 2
+    ));
+    assert_eq!(
+        problem_kinds(&temp),
+        vec![
+            FoldProblemKind::NameContested,
+            FoldProblemKind::NameContested,
+            FoldProblemKind::NameContested
+        ]
+    );
+    // A worker grant picking the worker's key settles it without raising the level.
+    let request = GrantRequest {
+        level: Level::Worker,
+        scopes: Vec::new(),
+        expires: None,
+        key: Some(
+            temp.home()
+                .load_key(
+                    temp.project(),
+                    &KeyHolder::Agent(name("worker")),
+                    temp.now(),
+                )
+                .unwrap()
+                .public_key(),
+        ),
+    };
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("worker"),
+        &request,
+        temp.now(),
+    )
+    .unwrap();
+    let view = temp.view();
+    assert!(matches!(
+        view.identity.seat(&name("worker")),
+        Seat::Seated(_)
+    ));
+    assert_eq!(
+        view.identity.standing(&name("worker"), temp.now()).level,
+        Level::Worker
+    );
+}
