@@ -1,5 +1,5 @@
 //! The human's and operator's commands (`ferry init`, `ferry channel ...`, `ferry access ...`,
-//! `ferry key ...`, `ferry pause`, `ferry resume`).
+//! `ferry master ...`, `ferry key ...`, `ferry pause`, `ferry resume`).
 //!
 //! Glue only: parse arguments, resolve the state folder and the clock, call one function of
 //! `ferry_mcp_core::channel::ops` or `home`, and print its result. Every bad input ends in
@@ -29,6 +29,28 @@ fn project_id(raw: &str) -> Result<ProjectId, String> {
     ProjectId::parse(raw).map_err(|err| err.to_string())
 }
 
+/// A project scope as granted: a non-empty word without spaces, commas or control characters
+/// (scopes are listed comma-separated in the agent table).
+fn scope(raw: &str) -> Result<String, String> {
+    if raw.is_empty() {
+        return Err("a scope cannot be empty".into());
+    }
+    if let Some(bad) = raw
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || *c == ',')
+    {
+        return Err(format!("a scope cannot contain {bad:?}"));
+    }
+    Ok(raw.to_owned())
+}
+
+/// Boxed: a parsed key is large next to the other arguments.
+fn public_key(raw: &str) -> Result<Box<PublicKey>, String> {
+    PublicKey::from_hex(raw)
+        .map(Box::new)
+        .map_err(|err| err.to_string())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
     /// Create a project: its channel folder and the master key.
@@ -42,6 +64,11 @@ pub enum AdminCommand {
     Access {
         #[command(subcommand)]
         command: AccessCommand,
+    },
+    /// Hand mastership of a project on to another key (only the current master can).
+    Master {
+        #[command(subcommand)]
+        command: MasterCommand,
     },
     /// Seal, unlock or lock keys on this machine (passphrases are read from stdin).
     Key {
@@ -115,14 +142,34 @@ pub enum AccessCommand {
         #[arg(long, value_parser = project_id)]
         project: ProjectId,
         /// Limit the level to a project scope (repeatable).
-        #[arg(long = "scope")]
+        #[arg(long = "scope", value_parser = scope)]
         scopes: Vec<String>,
         /// The grant lapses after this many seconds.
         #[arg(long)]
         expires_in: Option<u64>,
         /// The key to grant (hex), when several keys joined under the name.
+        #[arg(long, value_parser = public_key)]
+        key: Option<Box<PublicKey>>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MasterCommand {
+    /// Sign a handover to another key with the current master key on this machine.
+    Handover {
+        /// The next master's public key (hex, from `ferry master new-key` on its machine).
+        #[arg(long = "to-key", value_parser = public_key)]
+        to: Box<PublicKey>,
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+    },
+    /// Make a master key on this machine for the current master to hand mastership to.
+    NewKey {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        /// Seal the new key with a passphrase read from stdin.
         #[arg(long)]
-        key: Option<String>,
+        seal: bool,
     },
 }
 
@@ -168,6 +215,11 @@ fn now() -> Timestamp {
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO);
     Timestamp::from_millis(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `secs` seconds after `now`; an absurdly large count means "never" rather than overflowing.
+fn after_seconds(now: Timestamp, secs: u64) -> Timestamp {
+    Timestamp::from_millis(now.as_millis().saturating_add(secs.saturating_mul(1000)))
 }
 
 /// The first line of stdin, without its line ending.
@@ -320,11 +372,8 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 let request = GrantRequest {
                     level,
                     scopes,
-                    expires: expires_in
-                        .map(|secs| Timestamp::from_millis(now.as_millis() + secs * 1000)),
-                    key: key
-                        .map(|hex| PublicKey::from_hex(&hex).context("--key"))
-                        .transpose()?,
+                    expires: expires_in.map(|secs| after_seconds(now, secs)),
+                    key: key.map(|key| *key),
                 };
                 let grant = ops::access_set(&home, &project, &name, &request, now)?;
                 let mut said = format!("{} is now {}", grant.agent, grant.level);
@@ -335,6 +384,25 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     said.push_str(&format!(" for {secs} s"));
                 }
                 print(&said)?;
+            }
+        },
+        AdminCommand::Master { command } => match command {
+            MasterCommand::Handover { to, project } => {
+                let former = ops::master_handover(&home, &project, &to, now)?;
+                print(&format!(
+                    "handed mastership of {project} on to {to} (this machine's key {former} is now a former master's)"
+                ))?;
+            }
+            MasterCommand::NewKey { project, seal } => {
+                let passphrase = if seal { Some(read_passphrase()?) } else { None };
+                let key = ops::new_master_key(
+                    &home,
+                    &project,
+                    passphrase.as_deref().map(|p| (p, SealCost::default())),
+                )?;
+                print(&format!(
+                    "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --project {project}`"
+                ))?;
             }
         },
         AdminCommand::Key { command } => match command {
@@ -350,8 +418,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             }
             KeyCommand::Unlock { target, seconds } => {
                 let passphrase = read_passphrase()?;
-                let until =
-                    (seconds > 0).then(|| Timestamp::from_millis(now.as_millis() + seconds * 1000));
+                let until = (seconds > 0).then(|| after_seconds(now, seconds));
                 home.unlock_key(&target.project, &target.holder(), &passphrase, until)?;
                 print(&format!("unlocked the key of {}", target.holder()))?;
             }

@@ -136,6 +136,20 @@ fn an_unknown_project_is_a_one_line_error() {
     let home = project(&dir);
     let err = run_err(&home, &["channel", "status", "--project", "nope"]);
     insta::assert_snapshot!(err, @"ferry: unknown project nope (run `ferry init --project nope`)");
+    let key = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    for args in [
+        &["channel", "join", "--as", "fang", "--project", "nope"][..],
+        &["access", "show", "--project", "nope"][..],
+        &["access", "set", "fang", "member", "--project", "nope"][..],
+        &["master", "handover", "--to-key", key, "--project", "nope"][..],
+        &["master", "new-key", "--project", "nope"][..],
+    ] {
+        assert_eq!(
+            run_err(&home, args),
+            "ferry: unknown project nope (run `ferry init --project nope`)",
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
@@ -393,7 +407,9 @@ fn a_sealed_master_key_must_be_unlocked_before_granting() {
 fn help_lists_the_admin_commands_and_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
     let help = run_ok(dir.path(), &["--help"]);
-    for command in ["init", "channel", "access", "key", "pause", "resume"] {
+    for command in [
+        "init", "channel", "access", "master", "key", "pause", "resume",
+    ] {
         assert!(help.contains(&format!("  {command} ")), "{command}: {help}");
     }
 }
@@ -436,4 +452,471 @@ fn init_on_an_existing_channel_points_to_channel_add() {
             channel.to_str().unwrap(),
         ],
     );
+}
+
+/// Runs a command that must fail, with `stdin`, and returns its one-line error.
+fn run_err_with_stdin(home: &Path, args: &[&str], stdin: &str) -> String {
+    let out = ferry(home).args(args).write_stdin(stdin).output().unwrap();
+    assert!(!out.status.success(), "ferry {args:?} succeeded");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr.trim_end().to_owned()
+}
+
+fn status_json(home: &Path) -> serde_json::Value {
+    let status = run_ok(home, &["channel", "status", "--project", "demo", "--json"]);
+    serde_json::from_str(&status).unwrap()
+}
+
+/// A second machine (its own state folder) that registered the same channel folder.
+fn second_machine(dir: &tempfile::TempDir, channel: &Path) -> std::path::PathBuf {
+    let other = dir.path().join("other-home");
+    run_ok(
+        &other,
+        &[
+            "channel",
+            "add",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    other
+}
+
+/// The hex key in `... key <hex> ...` or `... master key <hex> ...` output.
+fn key_in(output: &str) -> String {
+    output
+        .split(|c: char| !c.is_ascii_hexdigit())
+        .find(|word| word.len() == 64)
+        .unwrap_or_else(|| panic!("no key in {output}"))
+        .to_owned()
+}
+
+#[test]
+fn a_wrong_passphrase_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    ferry(&home)
+        .args(["channel", "join", "--as", "fang", "--project", "demo"])
+        .args(["--seal"])
+        .write_stdin("right\n")
+        .assert()
+        .success();
+    let err = run_err_with_stdin(
+        &home,
+        &["key", "unlock", "--as", "fang", "--project", "demo"],
+        "wrong\n",
+    );
+    insta::assert_snapshot!(err, @"ferry: wrong passphrase");
+    // Nothing was unlocked: the key is still reported locked.
+    let status = status_json(&home);
+    assert_eq!(status["agents"][0]["local_key"], "locked");
+}
+
+#[test]
+fn names_are_case_folded_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "Fang", "--project", "demo"],
+    );
+    assert_eq!(
+        run_ok(
+            &home,
+            &["access", "set", "FANG", "member", "--project", "demo"]
+        ),
+        "fang is now member\n"
+    );
+    let show = run_ok(&home, &["access", "show", "fAnG", "--project", "demo"]);
+    let row: Vec<&str> = show.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..3], ["fang", "member", "seated"]);
+    let again = run_ok(
+        &home,
+        &["channel", "join", "--as", "FANG", "--project", "demo"],
+    );
+    assert!(again.starts_with("fang already seated"), "{again}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ferry_home_overrides_the_state_folder_and_key_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let user_home = dir.path().join("user");
+    let xdg_state = dir.path().join("xdg-state");
+    let xdg_runtime = dir.path().join("xdg-runtime");
+    let ferry_home = dir.path().join("ferry-home");
+    let channel = dir.path().join("channel");
+    for (args, stdin) in [
+        (
+            vec![
+                "init",
+                "--project",
+                "demo",
+                "--channel",
+                channel.to_str().unwrap(),
+            ],
+            "",
+        ),
+        (
+            vec![
+                "channel",
+                "join",
+                "--as",
+                "fang",
+                "--project",
+                "demo",
+                "--seal",
+            ],
+            "pw\n",
+        ),
+        (
+            vec!["key", "unlock", "--as", "fang", "--project", "demo"],
+            "pw\n",
+        ),
+        (vec!["pause"], ""),
+    ] {
+        Command::cargo_bin("ferry")
+            .unwrap()
+            .env("FERRY_HOME", &ferry_home)
+            .env("HOME", &user_home)
+            .env("XDG_STATE_HOME", &xdg_state)
+            .env("XDG_RUNTIME_DIR", &xdg_runtime)
+            .args(&args)
+            .write_stdin(stdin)
+            .assert()
+            .success();
+    }
+    for untouched in [&user_home, &xdg_state, &xdg_runtime] {
+        assert!(!untouched.exists(), "{} was written", untouched.display());
+    }
+    let keys = ferry_home.join("projects/demo/keys");
+    for file in ["master.key", "fang.key"] {
+        let mode = std::fs::metadata(keys.join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    let unlocked = ferry_home.join("run");
+    assert!(
+        unlocked.is_dir(),
+        "the unlocked copy stays inside FERRY_HOME"
+    );
+    assert!(ferry_home.join("pause.json").is_file());
+}
+
+#[test]
+fn only_the_current_master_hands_mastership_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let channel = dir.path().join("channel");
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let old_master = status_json(&home)["master"].as_str().unwrap().to_owned();
+    let other = second_machine(&dir, &channel);
+    let new_master = key_in(&run_ok(&other, &["master", "new-key", "--project", "demo"]));
+    assert_eq!(status_json(&other)["master_key_here"], "not_master");
+
+    // The second machine's key is not master yet: it can neither grant nor hand on.
+    let err = run_err(
+        &other,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
+    let err = run_err(
+        &other,
+        &[
+            "master",
+            "handover",
+            "--to-key",
+            &new_master,
+            "--project",
+            "demo",
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
+
+    let said = run_ok(
+        &home,
+        &[
+            "master",
+            "handover",
+            "--to-key",
+            &new_master,
+            "--project",
+            "demo",
+        ],
+    );
+    assert!(
+        said.starts_with(&format!("handed mastership of demo on to {new_master}")),
+        "{said}"
+    );
+
+    // Now the first machine holds a former master's key.
+    let status = status_json(&home);
+    assert_eq!(status["master"], new_master.as_str());
+    assert_eq!(status["master_key_here"], "former");
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "orchestrator", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
+    let err = run_err(
+        &home,
+        &[
+            "master",
+            "handover",
+            "--to-key",
+            &new_master,
+            "--project",
+            "demo",
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
+
+    // The new master grants, and can never hand mastership back.
+    assert_eq!(status_json(&other)["master_key_here"], "ready");
+    run_ok(
+        &other,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    let err = run_err(
+        &other,
+        &[
+            "master",
+            "handover",
+            "--to-key",
+            &old_master,
+            "--project",
+            "demo",
+        ],
+    );
+    let err = err.replace(&old_master, "[OLD]");
+    insta::assert_snapshot!(err, @"ferry: key [OLD] has been master of this project before; mastership is never handed back");
+    let status = status_json(&home);
+    assert_eq!(status["agents"][0]["level"], "member");
+    assert_eq!(status["problems"], serde_json::json!([]));
+}
+
+#[test]
+fn a_bad_key_for_a_handover_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let err = run_err(
+        &home,
+        &["master", "handover", "--to-key", "ABC", "--project", "demo"],
+    );
+    assert!(
+        err.starts_with("ferry: invalid value 'ABC' for '--to-key"),
+        "{err}"
+    );
+}
+
+/// Copies every file under `from` into `to` that `to` does not have (a one-way sync).
+fn sync_into(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            sync_into(&entry.path(), &target);
+        } else if !target.exists() {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_contested_name_and_a_changed_key_are_reported_by_channel_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    let channel = dir.path().join("channel");
+    // A second machine with its own copy of the channel, before the copies sync.
+    let copy = dir.path().join("channel-copy");
+    std::fs::create_dir(&copy).unwrap();
+    sync_into(&channel, &copy);
+    let other = second_machine(&dir, &copy);
+    let first = key_in(&run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    ));
+    let second = key_in(&run_ok(
+        &other,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    ));
+    sync_into(&copy, &channel);
+
+    // Two keys joined as fang: no key holds the name until the master picks one.
+    let status = status_json(&home);
+    assert_eq!(status["agents"][0]["seat"], "contested");
+    let problems: Vec<&str> = status["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .all(|p| p.contains("2 keys joined as fang; the master must grant one")),
+        "{problems:?}"
+    );
+    let err = run_err(
+        &home,
+        &["access", "set", "fang", "member", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: fang is contested by several keys; pick one with --key");
+    // Joining again does not claim a seat the name does not give.
+    let err = run_err(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    insta::assert_snapshot!(err, @"ferry: fang joined, but 2 keys joined under this name: no key holds it until the master grants one (`ferry access set fang LEVEL --key HEX --project demo`)");
+
+    // The master picks the second machine's key: this machine pinned the first one.
+    run_ok(
+        &home,
+        &[
+            "access",
+            "set",
+            "fang",
+            "member",
+            "--project",
+            "demo",
+            "--key",
+            &second,
+        ],
+    );
+    let status = status_json(&home);
+    assert_eq!(status["agents"][0]["seat"], "seated");
+    assert_eq!(status["agents"][0]["keys"], serde_json::json!([second]));
+    assert_eq!(status["agents"][0]["pin_changed"], true);
+    let problems = status["problems"].as_array().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p
+                == "fang: the key holding the name differs from the key pinned on this machine"),
+        "{problems:?}"
+    );
+    let text = run_ok(&home, &["channel", "status", "--project", "demo"]);
+    assert!(text.contains("KEY CHANGED"), "{text}");
+    // The pin is kept: the change stays reported.
+    let pins = std::fs::read_to_string(home.join("projects/demo/pins.json")).unwrap();
+    assert!(pins.contains(&first) && !pins.contains(&second), "{pins}");
+}
+
+#[test]
+fn a_channel_whose_genesis_names_another_master_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    // Someone creates a look-alike project `demo` with their own master key and puts its
+    // (validly signed) genesis file in place of ours.
+    let forger_home = dir.path().join("forger-home");
+    let forged = dir.path().join("forged");
+    run_ok(
+        &forger_home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            forged.to_str().unwrap(),
+        ],
+    );
+    std::fs::copy(
+        forged.join("genesis.json"),
+        dir.path().join("channel/genesis.json"),
+    )
+    .unwrap();
+    for args in [
+        &["channel", "status", "--project", "demo"][..],
+        &["channel", "join", "--as", "fang", "--project", "demo"][..],
+        &["access", "show", "--project", "demo"][..],
+    ] {
+        let err = run_err(&home, args);
+        assert_eq!(
+            err,
+            "ferry: the genesis master key of project demo differs from the one pinned on this machine",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn an_enormous_expiry_or_unlock_time_does_not_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let max = u64::MAX.to_string();
+    let set = run_ok(
+        &home,
+        &[
+            "access",
+            "set",
+            "fang",
+            "member",
+            "--project",
+            "demo",
+            "--expires-in",
+            &max,
+        ],
+    );
+    assert_eq!(set, format!("fang is now member for {max} s\n"));
+    assert_eq!(status_json(&home)["agents"][0]["level"], "member");
+    ferry(&home)
+        .args(["key", "seal", "--as", "fang", "--project", "demo"])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    ferry(&home)
+        .args([
+            "key",
+            "unlock",
+            "--as",
+            "fang",
+            "--project",
+            "demo",
+            "--for",
+            &max,
+        ])
+        .write_stdin("pw\n")
+        .assert()
+        .success();
+    assert_eq!(status_json(&home)["agents"][0]["local_key"], "ready");
+}
+
+#[test]
+fn a_bad_scope_or_key_for_a_grant_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(
+        &home,
+        &["channel", "join", "--as", "fang", "--project", "demo"],
+    );
+    let grant = |extra: &[&str]| {
+        let mut args = vec!["access", "set", "fang", "member", "--project", "demo"];
+        args.extend_from_slice(extra);
+        run_err(&home, &args)
+    };
+    insta::assert_snapshot!(grant(&["--scope", ""]), @"ferry: invalid value '' for '--scope <SCOPES>': a scope cannot be empty (see --help)");
+    insta::assert_snapshot!(grant(&["--scope", "a,b"]), @"ferry: invalid value 'a,b' for '--scope <SCOPES>': a scope cannot contain ',' (see --help)");
+    let err = grant(&["--key", "XYZ"]);
+    assert!(
+        err.starts_with("ferry: invalid value 'XYZ' for '--key <KEY>'"),
+        "{err}"
+    );
+    // Nothing was granted.
+    assert_eq!(status_json(&home)["agents"][0]["grant"], "none");
 }

@@ -310,7 +310,16 @@ impl Home {
                 }
             }
         };
-        write_key_file(&path, &file)
+        // Not clobbering: two processes creating one key at once must not both believe
+        // their key is stored (one of them would sign a roster entry with a lost key).
+        let bytes = serde_json::to_vec_pretty(&file).expect("a key file serializes");
+        if !atomic::write_new(&path, &bytes)? {
+            return Err(HomeError::KeyExists {
+                project: project.clone(),
+                holder: holder.to_string(),
+            });
+        }
+        Ok(())
     }
 
     fn read_key_file(&self, path: &Path) -> Result<Option<KeyFile>, HomeError> {

@@ -336,11 +336,18 @@ impl Identity {
         }
     }
 
-    /// Whether an agent entry of another kind counts: its key must hold its author's name.
-    /// Other folds (orders, talk, ...) call this for every agent entry they apply.
+    /// Whether an entry of another kind counts. An agent's: its key must hold its author's
+    /// name. A master's: its key was master when it signed it, i.e. the current master, or a
+    /// former one up to and including its handover (what a master signed in its own era
+    /// stays valid, as its grants do). Other folds (orders, talk, answers, ...) call this for
+    /// every entry they apply.
     pub fn admits(&self, entry: &VerifiedEntry) -> bool {
         if entry.author().is_master() {
-            entry.key() == self.master()
+            match self.masters.iter().position(|key| key == entry.key()) {
+                Some(era) if era + 1 == self.masters.len() => true,
+                Some(era) => entry.seq() <= self.handed_over_at[era],
+                None => false,
+            }
         } else {
             self.seat(entry.author()) == Seat::Seated(entry.key())
         }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::identity::{GrantStanding, Identity, Seat};
 use super::keys::PublicKey;
-use super::names::AgentName;
+use super::names::{AgentName, ProjectId};
 use crate::time::Timestamp;
 
 /// What an agent may do, in increasing order of trust.
@@ -193,8 +193,11 @@ pub struct PauseReason(pub String);
 pub enum Refusal {
     #[error("{agent} is not seated: {why}")]
     Unseated { agent: AgentName, why: String },
-    #[error("{agent}'s key is locked: run `ferry key unlock --as {agent}`")]
-    Locked { agent: AgentName },
+    #[error("{agent}'s key is locked: run `ferry key unlock --as {agent} --project {project}`")]
+    Locked {
+        agent: AgentName,
+        project: ProjectId,
+    },
     #[error("the machine is paused ({reason}): {operation} is refused until `ferry resume`")]
     Paused {
         operation: Operation,
@@ -251,12 +254,14 @@ impl Refusal {
 /// be unexpired and cover the scope) reaches the operation's.
 pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Refusal> {
     let agent = request.agent;
+    let project = identity.project();
+    let join = format!("run `ferry channel join --as {agent} --project {project}`");
     let local = request
         .local_key
         .public()
         .ok_or_else(|| Refusal::Unseated {
             agent: agent.clone(),
-            why: "no key for it on this machine (run `ferry channel join`)".into(),
+            why: format!("no key for it on this machine ({join})"),
         })?;
     match identity.seat(agent) {
         Seat::Seated(key) if key == local => {}
@@ -275,13 +280,14 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
         Seat::Vacant => {
             return Err(Refusal::Unseated {
                 agent: agent.clone(),
-                why: "no roster entry in the channel (run `ferry channel join`)".into(),
+                why: format!("no roster entry in the channel ({join})"),
             });
         }
     }
     if matches!(request.local_key, LocalKey::Locked(_)) {
         return Err(Refusal::Locked {
             agent: agent.clone(),
+            project: project.clone(),
         });
     }
     let needed = match request.operation.requirement() {

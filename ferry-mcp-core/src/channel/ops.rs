@@ -1,5 +1,6 @@
 //! The channel operations the `ferry` commands (and later the MCP tools) call: create a
-//! project, seat an agent, show and set levels, pause and resume, and report status.
+//! project, seat an agent, show and set levels, hand mastership on, pause and resume, and
+//! report status.
 //!
 //! Each operation is a plain function over a [`Home`] (machine state) and the channel it
 //! registers; the caller passes `now`. Nothing here prints: results are values the caller
@@ -12,7 +13,7 @@ use serde_json::json;
 
 use super::entry::VerifiedEntry;
 use super::home::{Home, HomeError, KeyHolder, Pause, PinOutcome, SealCost};
-use super::identity::{FoldProblem, GrantBody, GrantStanding, Identity, Seat, kinds};
+use super::identity::{FoldProblem, GrantBody, GrantStanding, HandoverBody, Identity, Seat, kinds};
 use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Refusal, Request};
 use super::names::{AgentName, ProjectId};
@@ -42,6 +43,14 @@ pub enum OpsError {
     NotSeated { name: AgentName, project: ProjectId },
     #[error("{name} is contested by several keys; pick one with --key")]
     Contested { name: AgentName },
+    #[error(
+        "{name} joined, but {keys} keys joined under this name: no key holds it until the master grants one (`ferry access set {name} LEVEL --key HEX --project {project}`)"
+    )]
+    JoinContested {
+        name: AgentName,
+        keys: usize,
+        project: ProjectId,
+    },
     #[error("key {key} has not joined as {name}")]
     KeyNotJoined { name: AgentName, key: String },
     #[error("this machine does not hold the current master key of project {0}")]
@@ -50,6 +59,8 @@ pub enum OpsError {
         "the genesis master key of project {project} differs from the one pinned on this machine"
     )]
     MasterPinChanged { project: ProjectId },
+    #[error("key {0} has been master of this project before; mastership is never handed back")]
+    FormerMaster(String),
     #[error("no random bytes for a new key: {0}")]
     Random(String),
     #[error(transparent)]
@@ -251,14 +262,33 @@ pub fn join(
             if taken(&public) {
                 return Err(OpsError::NameTaken { name: name.clone() });
             }
-            if view.identity.seat(name) == Seat::Seated(&public) {
-                home.pin_agent(project, name, &public)?;
-                return Ok((Joined::AlreadySeated, public));
+            match view.identity.seat(name) {
+                Seat::Seated(held) if *held == public => {
+                    home.pin_agent(project, name, &public)?;
+                    return Ok((Joined::AlreadySeated, public));
+                }
+                // Already a candidate: another roster entry would change nothing.
+                Seat::Contested(keys) => {
+                    return Err(OpsError::JoinContested {
+                        name: name.clone(),
+                        keys: keys.len(),
+                        project: project.clone(),
+                    });
+                }
+                _ => {}
             }
             home.load_key(project, &holder, now)?
         }
     };
     view.append(name, &key, kinds::ROSTER_JOIN, json!({}), now)?;
+    // A roster entry another machine wrote for this name may have synced meanwhile.
+    if let Seat::Contested(keys) = view.identity.seat(name) {
+        return Err(OpsError::JoinContested {
+            name: name.clone(),
+            keys: keys.len(),
+            project: project.clone(),
+        });
+    }
     home.pin_agent(project, name, &key.public_key())?;
     Ok((Joined::Seated, key.public_key()))
 }
@@ -379,14 +409,7 @@ pub fn access_set(
     now: Timestamp,
 ) -> Result<GrantBody, OpsError> {
     let mut view = ProjectView::open(home, project)?;
-    let master = match home.load_key(project, &KeyHolder::Master, now) {
-        Ok(master) => master,
-        Err(HomeError::KeyMissing { .. }) => return Err(OpsError::NotTheMaster(project.clone())),
-        Err(other) => return Err(other.into()),
-    };
-    if master.public_key() != *view.identity.master() {
-        return Err(OpsError::NotTheMaster(project.clone()));
-    }
+    let master = current_master_key(home, &view, now)?;
     let key = match (view.identity.seat(name), &request.key) {
         (Seat::Vacant, _) => {
             return Err(OpsError::NotSeated {
@@ -428,6 +451,66 @@ pub fn access_set(
     Ok(body)
 }
 
+/// The current master key on this machine, or [`OpsError::NotTheMaster`].
+fn current_master_key(
+    home: &Home,
+    view: &ProjectView,
+    now: Timestamp,
+) -> Result<SecretKey, OpsError> {
+    let master = match home.load_key(&view.project, &KeyHolder::Master, now) {
+        Ok(master) => master,
+        Err(HomeError::KeyMissing { .. }) => {
+            return Err(OpsError::NotTheMaster(view.project.clone()));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    if master.public_key() != *view.identity.master() {
+        return Err(OpsError::NotTheMaster(view.project.clone()));
+    }
+    Ok(master)
+}
+
+/// Hands mastership of `project` on to `to`, by a `master.handover` entry signed with the
+/// current master key on this machine. Afterwards this machine's master key is a former
+/// master's: its grants are void and it can never be master again.
+pub fn master_handover(
+    home: &Home,
+    project: &ProjectId,
+    to: &PublicKey,
+    now: Timestamp,
+) -> Result<PublicKey, OpsError> {
+    let mut view = ProjectView::open(home, project)?;
+    let master = current_master_key(home, &view, now)?;
+    if view.identity.masters().contains(to) {
+        return Err(OpsError::FormerMaster(to.to_string()));
+    }
+    let body =
+        serde_json::to_value(HandoverBody { key: *to }).expect("a handover body always serializes");
+    view.append(
+        &AgentName::master(),
+        &master,
+        kinds::MASTER_HANDOVER,
+        body,
+        now,
+    )?;
+    debug_assert_eq!(view.identity.master(), to);
+    Ok(master.public_key())
+}
+
+/// Creates a master key on this machine for a registered project whose master will hand
+/// mastership to it (`ferry master handover --to-key` on the master's machine). The key
+/// is master only once that handover is in the channel.
+pub fn new_master_key(
+    home: &Home,
+    project: &ProjectId,
+    passphrase: Option<(&[u8], SealCost)>,
+) -> Result<PublicKey, OpsError> {
+    home.channel_dir(project)?;
+    let key = generate_key()?;
+    home.store_key(project, &KeyHolder::Master, &key, passphrase)?;
+    Ok(key.public_key())
+}
+
 /// Pauses every agent on this machine.
 pub fn pause(home: &Home, reason: &str, now: Timestamp) -> Result<(), OpsError> {
     Ok(home.pause(reason, now)?)
@@ -444,8 +527,9 @@ pub struct Status {
     pub project: ProjectId,
     pub channel: PathBuf,
     pub master: String,
-    /// The current master key on this machine: `missing`, `locked`, `ready`, or `former`
-    /// (this machine holds a key that handed mastership on).
+    /// The current master key on this machine: `missing`, `locked`, `ready`, `former` (this
+    /// machine holds a key that handed mastership on) or `not_master` (a key made with
+    /// `ferry master new-key` that no handover names yet).
     pub master_key_here: &'static str,
     pub paused: Option<Pause>,
     pub agents: Vec<AgentRow>,
@@ -470,7 +554,11 @@ pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status
     let master_key_here = match home.key_state(project, &KeyHolder::Master, now) {
         Ok(LocalKey::Missing) => "missing",
         Ok(LocalKey::Locked(key) | LocalKey::Ready(key)) if key != *view.identity.master() => {
-            "former"
+            if view.identity.masters().contains(&key) {
+                "former"
+            } else {
+                "not_master"
+            }
         }
         Ok(LocalKey::Locked(_)) => "locked",
         Ok(LocalKey::Ready(_)) => "ready",

@@ -187,6 +187,10 @@ impl Channel {
     /// it names.
     pub fn open(dir: &Path) -> Result<Channel, StoreError> {
         let path = dir.join(GENESIS_FILE);
+        // Never follow a link out of the channel (or into an endless device).
+        if fs::symlink_metadata(&path).is_ok_and(|meta| !meta.file_type().is_file()) {
+            return Err(StoreError::BadGenesis("not a regular file".to_owned()));
+        }
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -252,7 +256,8 @@ impl Channel {
         let id = BlobId::of(bytes);
         let dir = self.dir.join(BLOBS_DIR);
         let name = id.to_hex();
-        if dir.join(&name).is_file() {
+        // Not `is_file`, which follows links: a planted link is replaced, never trusted.
+        if fs::symlink_metadata(dir.join(&name)).is_ok_and(|meta| meta.file_type().is_file()) {
             return Ok(id);
         }
         durable::create_dir_durably(&dir).map_err(StoreError::io(&dir))?;
@@ -261,9 +266,15 @@ impl Channel {
         Ok(id)
     }
 
-    /// Reads a blob and checks that its bytes still hash to its id.
+    /// Reads a blob and checks that its bytes still hash to its id. A symbolic link or other
+    /// non-regular file in its place is refused unread: it could point outside the channel
+    /// (or at an endless device).
     pub fn get_blob(&self, id: &BlobId) -> Result<Vec<u8>, StoreError> {
         let path = self.dir.join(BLOBS_DIR).join(id.to_hex());
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if !meta.file_type().is_file() => return Err(StoreError::BlobCorrupt(*id)),
+            _ => {}
+        }
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

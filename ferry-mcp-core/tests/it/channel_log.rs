@@ -294,6 +294,47 @@ fn a_blob_is_stored_by_its_hash_and_checked_when_read() {
     ));
 }
 
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_in_place_of_a_blob_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    // Even a link to a file with exactly the right bytes is refused: nothing outside the
+    // channel folder is read (a link to /dev/zero would never end).
+    let target = outside.path().join("secret");
+    fs::write(&target, b"outside").unwrap();
+    let id = BlobId::of(b"outside");
+    std::os::unix::fs::symlink(&target, dir.path().join("blobs").join(id.to_hex())).unwrap();
+    assert!(matches!(
+        channel.get_blob(&id),
+        Err(StoreError::BlobCorrupt(_))
+    ));
+    // Storing the blob replaces the link with the real file.
+    assert_eq!(channel.put_blob(b"outside").unwrap(), id);
+    assert_eq!(channel.get_blob(&id).unwrap(), b"outside");
+    assert_eq!(fs::read(&target).unwrap(), b"outside");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_genesis_file_that_is_a_symbolic_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = tempfile::tempdir().unwrap();
+    demo_channel(real.path());
+    fs::create_dir_all(dir.path().join("logs")).unwrap();
+    std::os::unix::fs::symlink(
+        real.path().join("genesis.json"),
+        dir.path().join("genesis.json"),
+    )
+    .unwrap();
+    let err = Channel::open(dir.path()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "genesis.json is malformed: not a regular file"
+    );
+}
+
 #[test]
 fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
     let dir = tempfile::tempdir().unwrap();
@@ -314,6 +355,30 @@ fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
     assert_eq!(batch.entries[2].prev(), Some(batch.entries[1].hash()));
     assert_eq!(kinds(&batch), vec![ProblemKind::TornLine]);
     assert_eq!(batch.problems[0].line, Some(3));
+}
+
+#[test]
+fn a_copy_of_an_older_line_appended_to_a_log_does_not_set_back_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let channel = demo_channel(dir.path());
+    append_notes(&channel, "alice", &key(1), 5);
+    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    // Someone with write access to the synced folder replays alice's second line.
+    let text = fs::read_to_string(&path).unwrap();
+    let second = text.lines().nth(1).unwrap().to_owned();
+    fs::write(&path, format!("{text}{second}\n")).unwrap();
+
+    let mut writer = channel.writer(&name("alice"), &key(1)).unwrap();
+    assert_eq!(
+        writer.append("note", json!({"n": 6}), NOW).unwrap().seq(),
+        6
+    );
+    let batch = channel.reader().poll();
+    let alice: Vec<u64> = batch.entries.iter().map(|e| e.seq()).collect();
+    assert_eq!(alice, vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(batch.entries[5].prev(), Some(batch.entries[4].hash()));
+    assert_eq!(kinds(&batch), vec![ProblemKind::DuplicateSeq]);
+    assert_eq!(batch.problems[0].line, Some(6));
 }
 
 #[test]

@@ -259,3 +259,31 @@ fn names_pinned_at_once_by_several_processes_are_all_kept() {
     });
     assert_eq!(home.pins(&project).unwrap().agents.len(), 16);
 }
+
+#[test]
+fn of_keys_stored_at_once_for_one_holder_exactly_one_is_kept_and_it_is_the_one_reported_stored() {
+    let (_dir, home, project) = setup();
+    let clock = Clock::new();
+    for round in 0..20 {
+        let holder = agent(&format!("racer{round}"));
+        let keys: Vec<SecretKey> = (0..4).map(|_| SecretKey::generate().unwrap()).collect();
+        let stored: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> = keys
+                .iter()
+                .map(|key| scope.spawn(|| home.store_key(&project, &holder, key, None)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| match handle.join().unwrap() {
+                    Ok(()) => true,
+                    Err(HomeError::KeyExists { .. }) => false,
+                    Err(other) => panic!("{other}"),
+                })
+                .collect()
+        });
+        assert_eq!(stored.iter().filter(|ok| **ok).count(), 1, "{stored:?}");
+        let winner = stored.iter().position(|ok| *ok).unwrap();
+        let kept = home.load_key(&project, &holder, clock.now()).unwrap();
+        assert_eq!(kept.public_key(), keys[winner].public_key());
+    }
+}

@@ -548,3 +548,135 @@ fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems()
         "{kinds:?}"
     );
 }
+
+#[test]
+fn a_former_master_s_entries_count_up_to_its_handover_and_not_after() {
+    let temp = TempChannel::with_each_level();
+    let old_master = master_key(&temp);
+    let next_master = SecretKey::generate().unwrap();
+    let master = AgentName::master();
+    write_raw(
+        &temp,
+        &master,
+        &old_master,
+        "answer",
+        json!({"n": "before"}),
+    );
+    write_raw(
+        &temp,
+        &master,
+        &old_master,
+        kinds::MASTER_HANDOVER,
+        json!({"key": next_master.public_key()}),
+    );
+    write_raw(&temp, &master, &old_master, "answer", json!({"n": "after"}));
+    write_raw(&temp, &master, &next_master, "answer", json!({"n": "new"}));
+    write_raw(
+        &temp,
+        &master,
+        &SecretKey::generate().unwrap(),
+        "answer",
+        json!({"n": "stranger"}),
+    );
+
+    let view = temp.view();
+    assert_eq!(view.identity.master(), &next_master.public_key());
+    let entries = ferry_mcp_core::channel::store::Channel::open(temp.channel_dir())
+        .unwrap()
+        .reader()
+        .poll()
+        .entries;
+    let mut admitted: Vec<String> = entries
+        .iter()
+        .filter(|e| e.kind() == "answer" && view.identity.admits(e))
+        .map(|e| e.body()["n"].as_str().unwrap().to_owned())
+        .collect();
+    admitted.sort();
+    assert_eq!(admitted, vec!["before".to_owned(), "new".to_owned()]);
+    // The orchestrator's grant by the former master still counts.
+    assert_eq!(
+        view.identity
+            .standing(&name("orchestrator"), temp.now())
+            .level,
+        Level::Orchestrator
+    );
+}
+
+#[test]
+fn an_interloper_joining_a_name_unseats_only_an_agent_without_a_grant() {
+    let temp = TempChannel::with_each_level();
+    let interloper = SecretKey::generate().unwrap();
+    for agent in ["worker", "member"] {
+        write_raw(
+            &temp,
+            &name(agent),
+            &interloper,
+            kinds::ROSTER_JOIN,
+            json!({}),
+        );
+    }
+    let view = temp.view();
+    let member_key = temp
+        .home()
+        .load_key(
+            temp.project(),
+            &KeyHolder::Agent(name("member")),
+            temp.now(),
+        )
+        .unwrap();
+    // The member's grant names its key: it keeps the seat and its level.
+    assert_eq!(
+        view.identity.seat(&name("member")),
+        Seat::Seated(&member_key.public_key())
+    );
+    assert_eq!(
+        view.identity.standing(&name("member"), temp.now()).level,
+        Level::Member
+    );
+    // The worker has no grant: the name is contested and held by no one.
+    assert!(matches!(
+        view.identity.seat(&name("worker")),
+        Seat::Contested(keys) if keys.len() == 2
+    ));
+    assert_eq!(
+        problem_kinds(&temp),
+        vec![
+            FoldProblemKind::NameContested,
+            FoldProblemKind::NameContested,
+            FoldProblemKind::NameContested
+        ]
+    );
+    // A worker grant picking the worker's key settles it without raising the level.
+    let request = GrantRequest {
+        level: Level::Worker,
+        scopes: Vec::new(),
+        expires: None,
+        key: Some(
+            temp.home()
+                .load_key(
+                    temp.project(),
+                    &KeyHolder::Agent(name("worker")),
+                    temp.now(),
+                )
+                .unwrap()
+                .public_key(),
+        ),
+    };
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("worker"),
+        &request,
+        temp.now(),
+    )
+    .unwrap();
+    let view = temp.view();
+    assert!(matches!(
+        view.identity.seat(&name("worker")),
+        Seat::Seated(_)
+    ));
+    assert_eq!(
+        view.identity.standing(&name("worker"), temp.now()).level,
+        Level::Worker
+    );
+}

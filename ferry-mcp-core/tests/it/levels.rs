@@ -56,6 +56,7 @@ fn grant(
 }
 
 /// `seeds/MCP.md`, "What an agent may do": (operation, worker, member, orchestrator).
+/// The level an operation needs is the lowest whose column says yes.
 const TABLE: [(Operation, bool, bool, bool); 11] = [
     (Operation::Read, true, true, true),
     (Operation::HandIn, true, true, true),
@@ -85,15 +86,25 @@ fn the_level_table_of_the_mcp_page_holds_for_every_operation_and_level() {
             ("orchestrator", Level::Orchestrator, orchestrator),
         ] {
             let answer = may(&temp, name, op);
+            let lowest = [worker, member, orchestrator]
+                .iter()
+                .position(|yes| *yes)
+                .map(|at| Level::ALL[at]);
             if allowed {
                 assert_eq!(answer, Ok(level), "{name} may {op}");
             } else if op == Operation::Approve {
                 assert_eq!(answer, Err(Refusal::MasterOnly { operation: op }));
             } else {
                 match answer {
-                    Err(Refusal::MissingLevel { needed, has, .. }) => {
-                        assert!(needed > level, "{name} {op}");
-                        assert_eq!(has, level);
+                    Err(Refusal::MissingLevel {
+                        needed,
+                        has,
+                        operation,
+                        agent,
+                    }) => {
+                        assert_eq!(Some(needed), lowest, "{name} {op}");
+                        assert_eq!((has, operation), (level, op));
+                        assert_eq!(agent.as_str(), name);
                     }
                     other => panic!("{name} {op}: {other:?}"),
                 }
@@ -173,7 +184,8 @@ fn a_sealed_key_without_an_unlock_is_refused_as_locked() {
     assert_eq!(
         may(&temp, "member", Operation::Read),
         Err(Refusal::Locked {
-            agent: TempChannel::agent("member")
+            agent: TempChannel::agent("member"),
+            project: temp.project().clone(),
         })
     );
     temp.home()
@@ -233,4 +245,44 @@ fn a_later_grant_supersedes_an_earlier_one() {
         may(&temp, "orchestrator", Operation::Review),
         Ok(Level::Orchestrator)
     );
+}
+
+#[test]
+fn every_refusal_names_the_missing_level_scope_or_condition() {
+    let temp = TempChannel::with_each_level();
+    let mut said = Vec::new();
+    let mut refuse = |name: &str, op: Operation, scope: Option<&str>| {
+        said.push(may_in(&temp, name, op, scope).unwrap_err().to_string());
+    };
+    refuse("stranger", Operation::Read, None);
+    refuse("worker", Operation::Post, None);
+    refuse("member", Operation::TakeOver, None);
+    refuse("orchestrator", Operation::Approve, None);
+    grant(&temp, "worker", Level::Member, &["docs"], None);
+    refuse("worker", Operation::Claim, Some("backend"));
+    let soon = Timestamp::from_millis(temp.now().as_millis() + 1_000);
+    grant(&temp, "member", Level::Orchestrator, &[], Some(soon));
+    temp.clock().advance_secs(2);
+    refuse("member", Operation::Review, None);
+    ops::pause(temp.home(), "release freeze", temp.now()).unwrap();
+    refuse("orchestrator", Operation::TakeOver, None);
+    ops::resume(temp.home()).unwrap();
+    let holder = KeyHolder::Agent(TempChannel::agent("orchestrator"));
+    temp.home()
+        .seal_key(temp.project(), &holder, b"pw", TEST_SEAL_COST)
+        .unwrap();
+    refuse("orchestrator", Operation::Read, None);
+    std::fs::remove_file(temp.home_dir().join("projects/demo/keys/orchestrator.key")).unwrap();
+    refuse("orchestrator", Operation::Read, None);
+    insta::assert_snapshot!(said.join("\n"), @r"
+    stranger is not seated: no key for it on this machine (run `ferry channel join --as stranger --project demo`)
+    post needs member; worker is worker
+    take over needs orchestrator; member is member
+    only the human (master key) may approve
+    claim needs member in scope backend; worker's grant covers docs
+    review needs orchestrator; member's orchestrator grant expired
+    the machine is paused (release freeze): take over is refused until `ferry resume`
+    orchestrator's key is locked: run `ferry key unlock --as orchestrator --project demo`
+    orchestrator is not seated: no key for it on this machine (run `ferry channel join --as orchestrator --project demo`)
+    ");
 }

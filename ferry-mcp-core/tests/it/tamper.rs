@@ -4,13 +4,17 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::entry::Entry;
+use ferry_mcp_core::channel::entry::{Entry, VerifiedEntry};
+use ferry_mcp_core::channel::identity::{FoldProblem, GrantBody, Identity, kinds};
+use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::store::Channel;
 use serde_json::json;
 
-use crate::channel_log::{NOW, append_notes, demo_channel, key, kinds, name, project, seqs};
+use crate::channel_log::kinds as problem_kinds;
+use crate::channel_log::{NOW, append_notes, demo_channel, key, name, project, seqs};
 
 fn lines(path: &Path) -> Vec<String> {
     fs::read_to_string(path)
@@ -72,6 +76,7 @@ fn an_edited_entry_is_excluded_and_reported_as_a_bad_signature() {
     assert_eq!(problem_at(&problems, 3), ProblemKind::BadSignature);
     // The gap the excluded entry leaves is reported too.
     assert_eq!(problem_at(&problems, 4), ProblemKind::MissingEntries);
+    assert_eq!(problems.len(), 2, "{problems:?}");
 }
 
 #[test]
@@ -85,7 +90,7 @@ fn a_removed_entry_is_reported_as_missing_and_later_entries_still_read() {
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
     assert_eq!(
-        kinds(&channel.reader().poll()),
+        problem_kinds(&channel.reader().poll()),
         vec![ProblemKind::MissingEntries]
     );
     assert_eq!(problems[0].detail, "entry 3 is missing");
@@ -103,6 +108,7 @@ fn swapped_lines_exclude_the_late_entry_as_out_of_order() {
     assert_eq!(alice, vec![1, 2, 4, 5]);
     assert_eq!(problem_at(&problems, 3), ProblemKind::MissingEntries);
     assert_eq!(problem_at(&problems, 4), ProblemKind::OutOfOrder);
+    assert_eq!(problems.len(), 2, "{problems:?}");
 }
 
 #[test]
@@ -125,6 +131,8 @@ fn a_forged_signature_is_excluded_and_reported() {
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
     assert_eq!(problem_at(&problems, 3), ProblemKind::BadSignature);
+    assert_eq!(problem_at(&problems, 4), ProblemKind::MissingEntries);
+    assert_eq!(problems.len(), 2, "{problems:?}");
 }
 
 #[test]
@@ -173,7 +181,7 @@ fn an_entry_naming_another_actor_than_its_signer_is_excluded() {
             .count(),
         5
     );
-    assert_eq!(kinds(&batch), vec![ProblemKind::ForgedAuthor]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::ForgedAuthor]);
     assert_eq!(batch.problems[0].line, Some(2));
 }
 
@@ -205,41 +213,124 @@ fn an_entry_signed_by_another_key_than_its_log_is_excluded() {
     assert_eq!(problem_at(&problems, 6), ProblemKind::WrongKey);
 }
 
+/// Seats bob (key seed 2) in `channel` and has its master (`master`) grant him `levels` in order.
+fn seat_and_grant(channel: &Channel, master: &SecretKey, levels: &[Level]) {
+    let mut bob = channel.writer(&name("bob"), &key(2)).unwrap();
+    bob.append(kinds::ROSTER_JOIN, json!({}), NOW).unwrap();
+    let mut writer = channel.writer(&AgentName::master(), master).unwrap();
+    for level in levels {
+        let body = Identity::grant_body(&GrantBody {
+            agent: name("bob"),
+            key: key(2).public_key(),
+            level: *level,
+            scopes: Vec::new(),
+            expires: None,
+        });
+        writer.append(kinds::GRANT, body, NOW).unwrap();
+    }
+}
+
+/// Bob's level in `channel` after folding `entries`, and the fold's problems.
+fn bob_level(channel: &Channel, entries: &[VerifiedEntry]) -> (Level, Vec<FoldProblem>) {
+    let mut identity = Identity::new(channel.project().clone(), *channel.genesis_master());
+    identity.feed(entries);
+    (
+        identity.standing(&name("bob"), NOW).level,
+        identity.problems(),
+    )
+}
+
 #[test]
-fn a_grant_replayed_from_another_project_is_excluded() {
+fn a_grant_replayed_from_another_project_is_excluded_and_leaves_the_level_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+    // One human, one master key, two projects; bob uses one key in both.
+    let master = key(100);
+    let channel = demo_channel(dir.path());
+    let other = Channel::create(other_dir.path(), &project("other"), &master, NOW).unwrap();
+    append_notes(&channel, "alice", &key(1), 3);
+    seat_and_grant(&channel, &master, &[Level::Member]);
+    seat_and_grant(&other, &master, &[Level::Member, Level::Orchestrator]);
+    // In its own project the grant counts: only the project field keeps it out of demo.
+    let there = other.reader().poll();
+    assert_eq!(bob_level(&other, &there.entries).0, Level::Orchestrator);
+
+    // Copy the master-signed orchestrator grant of `other` (its seq 2, exactly the seq the
+    // next entry of demo's master log would have) into demo's master log.
+    let master_log =
+        |channel: &Channel| channel.log_path(&AgentName::master(), &master.public_key());
+    let replayed = lines(&master_log(&other))[1].clone();
+    assert!(replayed.contains("\"orchestrator\""), "{replayed}");
+    let mut here = lines(&master_log(&channel));
+    here.push(replayed);
+    write_lines(&master_log(&channel), &here);
+
+    let mut reader = channel.reader();
+    let batch = reader.poll();
+    assert!(
+        batch.entries.iter().all(|e| e.project().as_str() == "demo"),
+        "the replayed entry was delivered"
+    );
+    assert_eq!(
+        seqs(&batch),
+        vec![
+            ("alice".to_owned(), 1),
+            ("alice".to_owned(), 2),
+            ("alice".to_owned(), 3),
+            ("bob".to_owned(), 1),
+            ("master".to_owned(), 1),
+        ]
+    );
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::WrongProject]);
+    let problem = &batch.problems[0];
+    assert_eq!(problem.line, Some(2));
+    assert_eq!(
+        problem.path,
+        Path::new("logs/master").join(format!("{}.jsonl", master.public_key()))
+    );
+    let (level, fold_problems) = bob_level(&channel, &batch.entries);
+    assert_eq!(
+        level,
+        Level::Member,
+        "the replayed grant changed bob's level"
+    );
+    // (alice's notes are by a key that never joined: the only fold problem.)
+    assert!(
+        fold_problems.iter().all(|p| p.author.as_str() == "alice"),
+        "{fold_problems:?}"
+    );
+
+    // The master's next entry still chains onto its own last entry, past the foreign line.
+    seat_and_grant(&channel, &master, &[Level::Worker]);
+    let next = reader.poll();
+    assert_eq!(next.problems, vec![]);
+    let grant = next
+        .entries
+        .iter()
+        .find(|e| e.author().is_master())
+        .unwrap();
+    assert_eq!(grant.seq(), 2);
+}
+
+#[test]
+fn a_master_log_copied_from_a_project_with_another_master_is_excluded() {
     let dir = tempfile::tempdir().unwrap();
     let other_dir = tempfile::tempdir().unwrap();
     let channel = demo_channel(dir.path());
-    // The human uses the same master key for a second project and grants there.
-    let other = Channel::create(other_dir.path(), &project("other"), &key(100), NOW).unwrap();
-    let mut master_here = channel.writer(&AgentName::master(), &key(100)).unwrap();
-    master_here
-        .append("grant", json!({"agent": "bob", "level": "member"}), NOW)
-        .unwrap();
-    let mut master_there = other.writer(&AgentName::master(), &key(100)).unwrap();
-    master_there
-        .append("grant", json!({"agent": "bob", "level": "member"}), NOW)
-        .unwrap();
-    master_there
-        .append(
-            "grant",
-            json!({"agent": "alice", "level": "orchestrator"}),
-            NOW,
-        )
-        .unwrap();
-
-    // Replay the second grant of `other` (seq 2, chained) into this project's master log.
-    let there = lines(&other.log_path(&AgentName::master(), &key(100).public_key()));
-    let here_path = channel.log_path(&AgentName::master(), &key(100).public_key());
-    let mut here = lines(&here_path);
-    here.push(there[1].clone());
-    write_lines(&here_path, &here);
+    let other_master = key(101);
+    let other = Channel::create(other_dir.path(), &project("other"), &other_master, NOW).unwrap();
+    seat_and_grant(&channel, &key(100), &[]);
+    seat_and_grant(&other, &other_master, &[Level::Orchestrator]);
+    let from = other.log_path(&AgentName::master(), &other_master.public_key());
+    let to = channel.log_path(&AgentName::master(), &other_master.public_key());
+    fs::create_dir_all(to.parent().unwrap()).unwrap();
+    fs::copy(&from, &to).unwrap();
 
     let batch = channel.reader().poll();
-    assert_eq!(batch.entries.len(), 1);
-    assert_eq!(batch.entries[0].body()["agent"], "bob");
-    assert_eq!(kinds(&batch), vec![ProblemKind::WrongProject]);
-    assert_eq!(batch.problems[0].line, Some(2));
+    assert_eq!(seqs(&batch), vec![("bob".to_owned(), 1)]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::WrongProject]);
+    assert_eq!(batch.problems[0].line, Some(1));
+    assert_eq!(bob_level(&channel, &batch.entries).0, Level::Worker);
 }
 
 #[test]
@@ -252,6 +343,7 @@ fn a_torn_last_line_is_excluded_and_reported() {
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 3, 4]);
     assert_eq!(problem_at(&problems, 5), ProblemKind::TornLine);
+    assert_eq!(problems.len(), 1, "{problems:?}");
 }
 
 #[test]
@@ -283,7 +375,7 @@ fn a_forked_log_keeps_the_first_entry_of_a_seq() {
         .collect();
     assert_eq!(fifth.len(), 1);
     assert_eq!(fifth[0].body(), &json!({"n": 5}));
-    assert_eq!(kinds(&batch), vec![ProblemKind::DuplicateSeq]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::DuplicateSeq]);
 }
 
 #[test]
@@ -341,7 +433,7 @@ fn a_truncated_log_is_reported_and_not_delivered_twice() {
 
     let batch = reader.poll();
     assert_eq!(batch.entries, vec![]);
-    assert_eq!(kinds(&batch), vec![ProblemKind::Truncated]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::Truncated]);
 }
 
 #[test]
@@ -370,7 +462,7 @@ fn a_log_that_disappears_is_reported_once() {
     fs::remove_file(&path).unwrap();
 
     let batch = reader.poll();
-    assert_eq!(kinds(&batch), vec![ProblemKind::Unreadable]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::Unreadable]);
     assert_eq!(reader.poll().problems, vec![]);
 }
 
@@ -460,5 +552,5 @@ fn a_symbolic_link_in_place_of_a_log_is_not_followed() {
 
     let batch = channel.reader().poll();
     assert_eq!(batch.entries, vec![]);
-    assert_eq!(kinds(&batch), vec![ProblemKind::UnknownFile]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::UnknownFile]);
 }

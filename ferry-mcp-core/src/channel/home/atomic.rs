@@ -42,6 +42,16 @@ fn sync_dir(dir: &Path) -> Result<(), HomeError> {
 
 /// Replaces `path` with `bytes`, durably and atomically, as a 0600 file.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), HomeError> {
+    write_inner(path, bytes, true).map(drop)
+}
+
+/// Creates `path` with `bytes` like [`write`], unless a file is already there (even one
+/// created a moment ago by another process): returns whether this call created it.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, HomeError> {
+    write_inner(path, bytes, false)
+}
+
+fn write_inner(path: &Path, bytes: &[u8], replace: bool) -> Result<bool, HomeError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let mut temp = tempfile::Builder::new()
@@ -58,8 +68,17 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), HomeError> {
     temp.write_all(bytes)
         .and_then(|()| temp.as_file().sync_all())
         .map_err(|err| io_err(path, err))?;
-    temp.persist(path).map_err(|err| io_err(path, err.error))?;
-    sync_dir(dir)
+    if replace {
+        temp.persist(path).map_err(|err| io_err(path, err.error))?;
+    } else {
+        match temp.persist_noclobber(path) {
+            Ok(_) => {}
+            Err(err) if err.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(err) => return Err(io_err(path, err.error)),
+        }
+    }
+    sync_dir(dir)?;
+    Ok(true)
 }
 
 /// Removes `path` durably; returns whether it existed.

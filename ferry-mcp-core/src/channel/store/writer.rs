@@ -162,7 +162,10 @@ impl LogWriter {
         Ok(signed.entry)
     }
 
-    /// Scans back from the end for the last line that is a valid entry of this log.
+    /// Scans back from the end for the valid entries of this log and takes the one with the
+    /// highest seq (the first of equals, as readers do). Not simply the last line: anyone who
+    /// can write to the synced folder could append a copy of an older line, and a tip taken
+    /// from it would give every later entry a seq that readers exclude as a duplicate.
     fn find_tip(&mut self, len: u64) -> io::Result<Tip> {
         let mut window: u64 = 64 * 1024;
         loop {
@@ -177,8 +180,15 @@ impl LogWriter {
             if start > 0 {
                 pieces.remove(0);
             }
+            let mut best: Option<(u64, EntryHash)> = None;
             for piece in pieces.iter().rev() {
                 if piece.is_empty() {
+                    continue;
+                }
+                // Verifying is the cost: skip lines that cannot beat the tip found so far.
+                if let (Some((tip_seq, _)), Some(claim)) = (best, claimed_seq(piece))
+                    && claim < tip_seq
+                {
                     continue;
                 }
                 let Ok(found) = entry::decode_line(piece) else {
@@ -190,12 +200,17 @@ impl LogWriter {
                 {
                     continue;
                 }
+                if best.is_none_or(|(seq, _)| found.seq() >= seq) {
+                    best = Some((found.seq(), *found.hash()));
+                }
+            }
+            if let Some((seq, hash)) = best {
                 // A complete entry that lost only its newline in a crash is the tip: the
                 // newline written before the next line completes it.
                 return Ok(Tip {
                     len,
-                    seq: found.seq(),
-                    hash: Some(*found.hash()),
+                    seq,
+                    hash: Some(hash),
                     needs_newline,
                 });
             }
@@ -210,6 +225,19 @@ impl LogWriter {
             window = window.saturating_mul(4);
         }
     }
+}
+
+/// The seq a line claims, read without parsing or verifying it (the reference writer puts
+/// `"seq"` before every free-text field). Only used to skip lines that cannot raise the tip;
+/// a line is never trusted on its claim.
+fn claimed_seq(line: &[u8]) -> Option<u64> {
+    const FIELD: &[u8] = b",\"seq\":";
+    let at = line.windows(FIELD.len()).position(|w| w == FIELD)? + FIELD.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
 }
 
 fn is_symlink(path: &Path) -> bool {
