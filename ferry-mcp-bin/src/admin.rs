@@ -5,15 +5,14 @@
 //! `ferry_mcp_core::channel::ops` or `home`, and print its result. Every bad input ends in
 //! one line on stderr and a non-zero exit (see `main`).
 
-pub(crate) mod paths;
-
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+
+use crate::paths;
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::PublicKey;
 use ferry_mcp_core::channel::levels::Level;
@@ -210,13 +209,6 @@ pub enum KeyCommand {
     Lock(KeyTarget),
 }
 
-fn now() -> Timestamp {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    Timestamp::from_millis(u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// `secs` seconds after `now`; an absurdly large count means "never" rather than overflowing.
 fn after_seconds(now: Timestamp, secs: u64) -> Timestamp {
     Timestamp::from_millis(now.as_millis().saturating_add(secs.saturating_mul(1000)))
@@ -276,13 +268,13 @@ fn table(rows: &[AgentRow]) -> String {
 
 pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
-    let now = now();
+    let now = crate::clock::now();
     match cmd {
         AdminCommand::Init(args) => {
             let channel = match args.channel {
                 Some(dir) => std::path::absolute(&dir)
                     .with_context(|| format!("resolving {}", dir.display()))?,
-                None => home.root().join("channels").join(args.project.as_str()),
+                None => home.default_channel_dir(&args.project),
             };
             let passphrase = if args.seal {
                 Some(read_passphrase()?)

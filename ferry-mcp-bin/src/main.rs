@@ -6,6 +6,7 @@
 mod admin;
 mod clock;
 mod mcp;
+mod paths;
 
 use clap::{Parser, Subcommand};
 

@@ -20,8 +20,8 @@ use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
 use ferry_mcp_core::time::Timestamp;
 
-use crate::admin::paths;
 use crate::clock;
+use crate::paths;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {

@@ -20,7 +20,7 @@ pub fn ensure(home: &Home, now: Timestamp) -> anyhow::Result<(ProjectId, Option<
     let project = ProjectId::parse(PROJECT).context("the demo project id")?;
     let agent = AgentName::parse(AGENT).context("the demo agent name")?;
     if home.channel_dir(&project).is_err() {
-        let channel = home.root().join("channels").join(PROJECT);
+        let channel = home.default_channel_dir(&project);
         let created = ops::init(home, &project, &channel, None, now)
             .context("cannot create the demo project")?;
         eprintln!(

@@ -190,6 +190,11 @@ impl Home {
         }
     }
 
+    /// Where `ferry init` puts a project's channel folder when none is named.
+    pub fn default_channel_dir(&self, project: &ProjectId) -> PathBuf {
+        self.root.join("channels").join(project.as_str())
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }
