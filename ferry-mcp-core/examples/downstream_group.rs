@@ -107,6 +107,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for line in lines {
         for answer in server.handle_line(line.as_bytes(), now) {
             println!("{answer}");
+            // CI runs this example: a refused request or a tool error fails it.
+            let message: Value = serde_json::from_str(&answer)?;
+            if message.get("result").is_none() || message["result"]["isError"] == true {
+                return Err(format!("the downstream group was not served: {answer}").into());
+            }
         }
     }
     let names: Vec<&str> = server
