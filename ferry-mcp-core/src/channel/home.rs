@@ -341,6 +341,22 @@ impl Home {
         Ok(Some(file))
     }
 
+    /// `holder`'s key file and its path, or [`HomeError::KeyMissing`] when there is none.
+    fn existing_key_file(
+        &self,
+        project: &ProjectId,
+        holder: &KeyHolder,
+    ) -> Result<(PathBuf, KeyFile), HomeError> {
+        let path = self.key_path(project, holder);
+        match self.read_key_file(&path)? {
+            Some(file) => Ok((path, file)),
+            None => Err(HomeError::KeyMissing {
+                project: project.clone(),
+                holder: holder.to_string(),
+            }),
+        }
+    }
+
     fn public_of(path: &Path, file: &KeyFile) -> Result<PublicKey, HomeError> {
         file.public.parse().map_err(|_| HomeError::BadFile {
             path: path.to_owned(),
@@ -417,13 +433,7 @@ impl Home {
         holder: &KeyHolder,
         now: Timestamp,
     ) -> Result<SecretKey, HomeError> {
-        let path = self.key_path(project, holder);
-        let file = self
-            .read_key_file(&path)?
-            .ok_or_else(|| HomeError::KeyMissing {
-                project: project.clone(),
-                holder: holder.to_string(),
-            })?;
+        let (path, file) = self.existing_key_file(project, holder)?;
         match &file.secret {
             Some(secret) => Self::secret_of(&path, &file, secret),
             None => self
@@ -445,13 +455,7 @@ impl Home {
         passphrase: &[u8],
         until: Option<Timestamp>,
     ) -> Result<PublicKey, HomeError> {
-        let path = self.key_path(project, holder);
-        let file = self
-            .read_key_file(&path)?
-            .ok_or_else(|| HomeError::KeyMissing {
-                project: project.clone(),
-                holder: holder.to_string(),
-            })?;
+        let (path, file) = self.existing_key_file(project, holder)?;
         let Some(sealed) = &file.sealed else {
             return Err(HomeError::NotSealed {
                 holder: holder.to_string(),
@@ -482,13 +486,7 @@ impl Home {
         passphrase: &[u8],
         cost: SealCost,
     ) -> Result<(), HomeError> {
-        let path = self.key_path(project, holder);
-        let file = self
-            .read_key_file(&path)?
-            .ok_or_else(|| HomeError::KeyMissing {
-                project: project.clone(),
-                holder: holder.to_string(),
-            })?;
+        let (path, file) = self.existing_key_file(project, holder)?;
         let Some(secret) = &file.secret else {
             return Err(HomeError::AlreadySealed {
                 holder: holder.to_string(),
