@@ -13,6 +13,7 @@
 //! <home>/projects/<project>/keys/<agent>.key      an agent's key (`master` is reserved)
 //! <home>/projects/<project>/pins.json      first-seen roster keys, and the genesis master
 //! <home>/projects/<project>/pins.lock      held while pins are updated
+//! <home>/channels/<project>/              the channel `ferry init` makes when none is named
 //! <runtime>/<project>/<agent>.key          an unlocked copy of a sealed key (see below)
 //! ```
 //!
