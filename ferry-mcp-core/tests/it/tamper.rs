@@ -14,7 +14,7 @@ use ferry_mcp_core::channel::store::Channel;
 use serde_json::{Value, json};
 
 use crate::channel_log::kinds as problem_kinds;
-use crate::channel_log::{NOW, append_notes, demo_channel, key, name, project, seqs};
+use crate::channel_log::{NOW, alice_notes, append_notes, demo_channel, key, name, project, seqs};
 
 fn lines(path: &Path) -> Vec<String> {
     fs::read_to_string(path)
@@ -53,10 +53,8 @@ fn note_by_alice(signer: &SecretKey, seq: u64, prev: EntryHash, body: Value) -> 
 
 /// A channel where alice has written five notes; returns it and alice's log path.
 fn alice_with_five_notes(dir: &Path) -> (Channel, PathBuf) {
-    let channel = demo_channel(dir);
-    append_notes(&channel, "alice", &key(1), 5);
+    let (channel, path) = alice_notes(dir, 5);
     append_notes(&channel, "bob", &key(2), 2);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
     (channel, path)
 }
 
