@@ -71,7 +71,6 @@ pub enum OpsError {
 #[derive(Debug)]
 pub struct ProjectView {
     pub project: ProjectId,
-    pub channel_dir: PathBuf,
     pub channel: Channel,
     reader: Reader,
     pub identity: Identity,
@@ -101,7 +100,6 @@ impl ProjectView {
         let reader = channel.reader();
         let mut view = Self {
             project: project.clone(),
-            channel_dir,
             channel,
             reader,
             identity: Identity::new(project.clone(), genesis),
@@ -570,7 +568,7 @@ pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status
     Ok(Status {
         master_key_here,
         project: project.clone(),
-        channel: view.channel_dir.clone(),
+        channel: view.channel.dir().to_owned(),
         master: view.identity.master().to_string(),
         paused: home.pause_state()?,
         agents,
