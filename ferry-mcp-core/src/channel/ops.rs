@@ -106,7 +106,7 @@ impl ProjectView {
             integrity: Vec::new(),
             local_problems: Vec::new(),
         };
-        view.refresh()?;
+        view.refresh();
         if let Err(err) = view.pin_roster(home) {
             view.local_problems.push(err.to_string());
         }
@@ -127,12 +127,13 @@ impl ProjectView {
         Ok(changed)
     }
 
-    /// Reads and folds what is new in the channel; returns the new entries.
-    pub fn refresh(&mut self) -> Result<Vec<VerifiedEntry>, OpsError> {
+    /// Reads and folds what is new in the channel; returns the new entries. It cannot fail:
+    /// what does not read is kept in [`ProjectView::integrity`].
+    pub fn refresh(&mut self) -> Vec<VerifiedEntry> {
         let batch = self.reader.poll();
         self.identity.feed(&batch.entries);
         self.integrity.extend(batch.problems);
-        Ok(batch.entries)
+        batch.entries
     }
 
     fn append(
@@ -145,7 +146,7 @@ impl ProjectView {
     ) -> Result<VerifiedEntry, OpsError> {
         let mut writer = self.channel.writer(author, key)?;
         let entry = writer.append(kind, body, now)?;
-        self.refresh()?;
+        self.refresh();
         Ok(entry)
     }
 }
