@@ -214,6 +214,16 @@ fn after_seconds(now: Timestamp, secs: u64) -> Timestamp {
     Timestamp::from_millis(now.as_millis().saturating_add(secs.saturating_mul(1000)))
 }
 
+/// The passphrase to seal a new key with: read from stdin when `--seal` is given.
+fn seal_passphrase(seal: bool) -> anyhow::Result<Option<Vec<u8>>> {
+    seal.then(read_passphrase).transpose()
+}
+
+/// What the core takes to seal a new key: the passphrase, if any, at the default cost.
+fn sealing(passphrase: &Option<Vec<u8>>) -> Option<(&[u8], SealCost)> {
+    passphrase.as_deref().map(|p| (p, SealCost::default()))
+}
+
 /// The first line of stdin, without its line ending.
 fn read_passphrase() -> anyhow::Result<Vec<u8>> {
     let mut line = String::new();
@@ -276,18 +286,8 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("resolving {}", dir.display()))?,
                 None => home.default_channel_dir(&args.project),
             };
-            let passphrase = if args.seal {
-                Some(read_passphrase()?)
-            } else {
-                None
-            };
-            let created = ops::init(
-                &home,
-                &args.project,
-                &channel,
-                passphrase.as_deref().map(|p| (p, SealCost::default())),
-                now,
-            )?;
+            let passphrase = seal_passphrase(args.seal)?;
+            let created = ops::init(&home, &args.project, &channel, sealing(&passphrase), now)?;
             print(&format!(
                 "created project {} in {} (master key {})",
                 created.project,
@@ -301,14 +301,8 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 project,
                 seal,
             } => {
-                let passphrase = if seal { Some(read_passphrase()?) } else { None };
-                let (joined, key) = ops::join(
-                    &home,
-                    &project,
-                    &name,
-                    passphrase.as_deref().map(|p| (p, SealCost::default())),
-                    now,
-                )?;
+                let passphrase = seal_passphrase(seal)?;
+                let (joined, key) = ops::join(&home, &project, &name, sealing(&passphrase), now)?;
                 let what = match joined {
                     Joined::Seated => "seated",
                     Joined::AlreadySeated => "already seated",
@@ -386,12 +380,8 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 ))?;
             }
             MasterCommand::NewKey { project, seal } => {
-                let passphrase = if seal { Some(read_passphrase()?) } else { None };
-                let key = ops::new_master_key(
-                    &home,
-                    &project,
-                    passphrase.as_deref().map(|p| (p, SealCost::default())),
-                )?;
+                let passphrase = seal_passphrase(seal)?;
+                let key = ops::new_master_key(&home, &project, sealing(&passphrase))?;
                 print(&format!(
                     "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --project {project}`"
                 ))?;
