@@ -6,7 +6,7 @@
 //! one line on stderr and a non-zero exit (see `main`).
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -17,7 +17,7 @@ use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::PublicKey;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined};
+use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
 use ferry_mcp_core::time::Timestamp;
 
 fn agent_name(raw: &str) -> Result<AgentName, String> {
@@ -276,14 +276,39 @@ fn table(rows: &[AgentRow]) -> String {
     lines.join("\n")
 }
 
+/// `ferry channel status` for a human: the project, the master, the pause, the agents and
+/// every problem.
+fn status_text(status: &Status) -> String {
+    let mut text = format!(
+        "project {} ({})\nmaster {} (on this machine: {})\n",
+        status.project,
+        status.channel.display(),
+        status.master,
+        status.master_key_here
+    );
+    if let Some(pause) = &status.paused {
+        text.push_str(&format!("PAUSED: {}\n", pause.reason.0));
+    }
+    text.push_str(&table(&status.agents));
+    text.push_str(&format!("\n{} problem(s)", status.problems.len()));
+    for problem in &status.problems {
+        text.push_str(&format!("\n  {problem}"));
+    }
+    text
+}
+
+/// `dir` made absolute (against the working folder), as the project registry stores it.
+fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))
+}
+
 pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
     let now = crate::clock::now();
     match cmd {
         AdminCommand::Init(args) => {
             let channel = match args.channel {
-                Some(dir) => std::path::absolute(&dir)
-                    .with_context(|| format!("resolving {}", dir.display()))?,
+                Some(dir) => absolute(&dir)?,
                 None => home.default_channel_dir(&args.project),
             };
             let passphrase = seal_passphrase(args.seal)?;
@@ -310,8 +335,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 print(&format!("{name} {what} in {project} (key {key})"))?;
             }
             ChannelCommand::Add { project, channel } => {
-                let channel = std::path::absolute(&channel)
-                    .with_context(|| format!("resolving {}", channel.display()))?;
+                let channel = absolute(&channel)?;
                 let master = ops::add_existing(&home, &project, &channel)?;
                 print(&format!(
                     "added project {project} from {} (master key {master})",
@@ -323,22 +347,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 if json {
                     print(&serde_json::to_string(&status)?)?;
                 } else {
-                    let mut text = format!(
-                        "project {} ({})\nmaster {} (on this machine: {})\n",
-                        status.project,
-                        status.channel.display(),
-                        status.master,
-                        status.master_key_here
-                    );
-                    if let Some(pause) = &status.paused {
-                        text.push_str(&format!("PAUSED: {}\n", pause.reason.0));
-                    }
-                    text.push_str(&table(&status.agents));
-                    text.push_str(&format!("\n{} problem(s)", status.problems.len()));
-                    for problem in &status.problems {
-                        text.push_str(&format!("\n  {problem}"));
-                    }
-                    print(&text)?;
+                    print(&status_text(&status))?;
                 }
             }
         },
