@@ -100,7 +100,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
     let now = clock::now();
     let (project, agent) = if args.demo {
-        demo::ensure(&home, now)?
+        let (project, agent) = demo::ensure(&home, now)?;
+        (project, Some(agent))
     } else {
         let project = args.project.as_deref().unwrap_or_default();
         let project =
