@@ -59,6 +59,11 @@ fn join_args(name: &str) -> [&str; 6] {
     ["channel", "join", "--as", name, "--project", "demo"]
 }
 
+/// `ferry access set NAME LEVEL --project demo`.
+fn set_args<'a>(name: &'a str, level: &'a str) -> [&'a str; 6] {
+    ["access", "set", name, level, "--project", "demo"]
+}
+
 /// `ferry master handover --to-key KEY --project demo`.
 fn handover_args(key: &str) -> [&str; 6] {
     ["master", "handover", "--to-key", key, "--project", "demo"]
@@ -81,10 +86,7 @@ fn init_join_grant_and_status_work_together() {
     let again = run_ok(&home, &join_args("fang"));
     assert!(again.starts_with("fang already seated in demo"), "{again}");
     run_ok(&home, &join_args("bolt"));
-    let set = run_ok(
-        &home,
-        &["access", "set", "fang", "orchestrator", "--project", "demo"],
-    );
+    let set = run_ok(&home, &set_args("fang", "orchestrator"));
     assert_eq!(set, "fang is now orchestrator\n");
 
     let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
@@ -164,10 +166,7 @@ fn a_bad_agent_name_is_a_one_line_error() {
     insta::assert_snapshot!(err, @"ferry: invalid value 'a/b' for '--as <NAME>': name contains '/'; only ASCII letters, digits, '.', '-' and '_' are allowed (see --help)");
     let err = run_err(&home, &join_args("master"));
     insta::assert_snapshot!(err, @"ferry: invalid value 'master' for '--as <NAME>': the name 'master' is reserved for the human's log (see --help)");
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "boss", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "boss"));
     insta::assert_snapshot!(err, @r#"ferry: invalid value 'boss' for '<LEVEL>': unknown level "boss" (expected worker, member or orchestrator) (see --help)"#);
 }
 
@@ -187,10 +186,7 @@ fn setting_a_level_without_the_master_key_is_a_one_line_error() {
     let home = project(&dir);
     run_ok(&home, &join_args("fang"));
     std::fs::remove_file(home.join("projects/demo/keys/master.key")).unwrap();
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 }
 
@@ -198,10 +194,7 @@ fn setting_a_level_without_the_master_key_is_a_one_line_error() {
 fn setting_a_level_for_an_unseated_agent_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    let err = run_err(
-        &home,
-        &["access", "set", "ghost", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("ghost", "member"));
     insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
 }
 
@@ -330,20 +323,14 @@ fn a_sealed_master_key_must_be_unlocked_before_granting() {
         .assert()
         .success();
     run_ok(&home, &join_args("fang"));
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: the key for the master is locked (run `ferry key unlock --master --project demo`)");
     ferry(&home)
         .args(["key", "unlock", "--master", "--project", "demo"])
         .write_stdin("pw\n")
         .assert()
         .success();
-    run_ok(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    run_ok(&home, &set_args("fang", "member"));
 }
 
 #[test]
@@ -435,10 +422,7 @@ fn names_are_case_folded_in_every_command() {
     let home = project(&dir);
     run_ok(&home, &join_args("Fang"));
     assert_eq!(
-        run_ok(
-            &home,
-            &["access", "set", "FANG", "member", "--project", "demo"]
-        ),
+        run_ok(&home, &set_args("FANG", "member")),
         "fang is now member\n"
     );
     let show = run_ok(&home, &["access", "show", "fAnG", "--project", "demo"]);
@@ -530,10 +514,7 @@ fn only_the_current_master_hands_mastership_on() {
     assert_eq!(status_json(&other)["master_key_here"], "not_master");
 
     // The second machine's key is not master yet: it can neither grant nor hand on.
-    let err = run_err(
-        &other,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&other, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
     let err = run_err(&other, &handover_args(&new_master));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
@@ -548,20 +529,14 @@ fn only_the_current_master_hands_mastership_on() {
     let status = status_json(&home);
     assert_eq!(status["master"], new_master.as_str());
     assert_eq!(status["master_key_here"], "former");
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "orchestrator", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "orchestrator"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
     let err = run_err(&home, &handover_args(&new_master));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 
     // The new master grants, and can never hand mastership back.
     assert_eq!(status_json(&other)["master_key_here"], "ready");
-    run_ok(
-        &other,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    run_ok(&other, &set_args("fang", "member"));
     let err = run_err(&other, &handover_args(&old_master));
     let err = err.replace(&old_master, "[OLD]");
     insta::assert_snapshot!(err, @"ferry: key [OLD] has been master of this project before; mastership is never handed back");
@@ -628,10 +603,7 @@ fn a_contested_name_and_a_changed_key_are_reported_by_channel_status() {
             .all(|p| p.contains("2 keys joined as fang; the master must grant one")),
         "{problems:?}"
     );
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: fang is contested by several keys; pick one with --key");
     // Joining again does not claim a seat the name does not give.
     let err = run_err(&home, &join_args("fang"));
@@ -747,7 +719,7 @@ fn a_bad_scope_or_key_for_a_grant_is_a_one_line_error() {
     let home = project(&dir);
     run_ok(&home, &join_args("fang"));
     let grant = |extra: &[&str]| {
-        let mut args = vec!["access", "set", "fang", "member", "--project", "demo"];
+        let mut args = set_args("fang", "member").to_vec();
         args.extend_from_slice(extra);
         run_err(&home, &args)
     };
