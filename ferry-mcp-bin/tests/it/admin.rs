@@ -89,8 +89,7 @@ fn init_join_grant_and_status_work_together() {
     let set = run_ok(&home, &set_args("fang", "orchestrator"));
     assert_eq!(set, "fang is now orchestrator\n");
 
-    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = status_json(&home);
     let levels: Vec<(String, String)> = status["agents"]
         .as_array()
         .unwrap()
@@ -261,8 +260,7 @@ fn status_reports_an_edited_log_entry_as_a_problem() {
         .path();
     let text = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text.replace("roster.join", "roster.jxin")).unwrap();
-    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = status_json(&home);
     let problems = status["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
