@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::HomeError;
+use crate::channel::store::durable;
 
 fn io_err(path: &Path, source: io::Error) -> HomeError {
     HomeError::Io {
@@ -29,15 +30,7 @@ pub fn create_private_dir(dir: &Path) -> Result<(), HomeError> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), HomeError> {
-    #[cfg(unix)]
-    {
-        fs::File::open(dir)
-            .and_then(|folder| folder.sync_all())
-            .map_err(|err| io_err(dir, err))?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    durable::sync_dir(dir).map_err(|err| io_err(dir, err))
 }
 
 /// Replaces `path` with `bytes`, durably and atomically, as a 0600 file.
