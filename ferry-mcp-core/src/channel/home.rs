@@ -290,11 +290,12 @@ impl Home {
         passphrase: Option<(&[u8], SealCost)>,
     ) -> Result<(), HomeError> {
         let path = self.key_path(project, holder);
+        let exists = || HomeError::KeyExists {
+            project: project.clone(),
+            holder: holder.to_string(),
+        };
         if path.exists() {
-            return Err(HomeError::KeyExists {
-                project: project.clone(),
-                holder: holder.to_string(),
-            });
+            return Err(exists());
         }
         let public = key.public_key().to_string();
         let file = match passphrase {
@@ -320,10 +321,7 @@ impl Home {
         // their key is stored (one of them would sign a roster entry with a lost key).
         let bytes = serde_json::to_vec_pretty(&file).expect("a key file serializes");
         if !atomic::write_new(&path, &bytes)? {
-            return Err(HomeError::KeyExists {
-                project: project.clone(),
-                holder: holder.to_string(),
-            });
+            return Err(exists());
         }
         Ok(())
     }
