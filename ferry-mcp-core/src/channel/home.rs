@@ -298,24 +298,19 @@ impl Home {
             return Err(exists());
         }
         let public = key.public_key().to_string();
-        let file = match passphrase {
-            None => KeyFile {
-                format: KEY_FORMAT.into(),
-                public,
-                secret: Some(hex::encode(key.to_bytes())),
-                sealed: None,
-                until: None,
-            },
-            Some((passphrase, cost)) => {
-                let sealed = seal::seal(&key.to_bytes(), &public, passphrase, cost)?;
-                KeyFile {
-                    format: KEY_FORMAT.into(),
-                    public,
-                    secret: None,
-                    sealed: Some(sealed),
-                    until: None,
-                }
-            }
+        let (secret, sealed) = match passphrase {
+            None => (Some(hex::encode(key.to_bytes())), None),
+            Some((passphrase, cost)) => (
+                None,
+                Some(seal::seal(&key.to_bytes(), &public, passphrase, cost)?),
+            ),
+        };
+        let file = KeyFile {
+            format: KEY_FORMAT.into(),
+            public,
+            secret,
+            sealed,
+            until: None,
         };
         // Not clobbering: two processes creating one key at once must not both believe
         // their key is stored (one of them would sign a roster entry with a lost key).
