@@ -6,7 +6,7 @@
 //! one line on stderr and a non-zero exit (see `main`).
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -17,7 +17,7 @@ use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::PublicKey;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined};
+use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
 use ferry_mcp_core::time::Timestamp;
 
 fn agent_name(raw: &str) -> Result<AgentName, String> {
@@ -214,6 +214,16 @@ fn after_seconds(now: Timestamp, secs: u64) -> Timestamp {
     Timestamp::from_millis(now.as_millis().saturating_add(secs.saturating_mul(1000)))
 }
 
+/// The passphrase to seal a new key with: read from stdin when `--seal` is given.
+fn seal_passphrase(seal: bool) -> anyhow::Result<Option<Vec<u8>>> {
+    seal.then(read_passphrase).transpose()
+}
+
+/// What the core takes to seal a new key: the passphrase, if any, at the default cost.
+fn sealing(passphrase: &Option<Vec<u8>>) -> Option<(&[u8], SealCost)> {
+    passphrase.as_deref().map(|p| (p, SealCost::default()))
+}
+
 /// The first line of stdin, without its line ending.
 fn read_passphrase() -> anyhow::Result<Vec<u8>> {
     let mut line = String::new();
@@ -266,28 +276,43 @@ fn table(rows: &[AgentRow]) -> String {
     lines.join("\n")
 }
 
+/// `ferry channel status` for a human: the project, the master, the pause, the agents and
+/// every problem.
+fn status_text(status: &Status) -> String {
+    let mut text = format!(
+        "project {} ({})\nmaster {} (on this machine: {})\n",
+        status.project,
+        status.channel.display(),
+        status.master,
+        status.master_key_here
+    );
+    if let Some(pause) = &status.paused {
+        text.push_str(&format!("PAUSED: {}\n", pause.reason.0));
+    }
+    text.push_str(&table(&status.agents));
+    text.push_str(&format!("\n{} problem(s)", status.problems.len()));
+    for problem in &status.problems {
+        text.push_str(&format!("\n  {problem}"));
+    }
+    text
+}
+
+/// `dir` made absolute (against the working folder), as the project registry stores it.
+fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))
+}
+
 pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
     let now = crate::clock::now();
     match cmd {
         AdminCommand::Init(args) => {
             let channel = match args.channel {
-                Some(dir) => std::path::absolute(&dir)
-                    .with_context(|| format!("resolving {}", dir.display()))?,
+                Some(dir) => absolute(&dir)?,
                 None => home.default_channel_dir(&args.project),
             };
-            let passphrase = if args.seal {
-                Some(read_passphrase()?)
-            } else {
-                None
-            };
-            let created = ops::init(
-                &home,
-                &args.project,
-                &channel,
-                passphrase.as_deref().map(|p| (p, SealCost::default())),
-                now,
-            )?;
+            let passphrase = seal_passphrase(args.seal)?;
+            let created = ops::init(&home, &args.project, &channel, sealing(&passphrase), now)?;
             print(&format!(
                 "created project {} in {} (master key {})",
                 created.project,
@@ -301,14 +326,8 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 project,
                 seal,
             } => {
-                let passphrase = if seal { Some(read_passphrase()?) } else { None };
-                let (joined, key) = ops::join(
-                    &home,
-                    &project,
-                    &name,
-                    passphrase.as_deref().map(|p| (p, SealCost::default())),
-                    now,
-                )?;
+                let passphrase = seal_passphrase(seal)?;
+                let (joined, key) = ops::join(&home, &project, &name, sealing(&passphrase), now)?;
                 let what = match joined {
                     Joined::Seated => "seated",
                     Joined::AlreadySeated => "already seated",
@@ -316,8 +335,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 print(&format!("{name} {what} in {project} (key {key})"))?;
             }
             ChannelCommand::Add { project, channel } => {
-                let channel = std::path::absolute(&channel)
-                    .with_context(|| format!("resolving {}", channel.display()))?;
+                let channel = absolute(&channel)?;
                 let master = ops::add_existing(&home, &project, &channel)?;
                 print(&format!(
                     "added project {project} from {} (master key {master})",
@@ -329,22 +347,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 if json {
                     print(&serde_json::to_string(&status)?)?;
                 } else {
-                    let mut text = format!(
-                        "project {} ({})\nmaster {} (on this machine: {})\n",
-                        status.project,
-                        status.channel.display(),
-                        status.master,
-                        status.master_key_here
-                    );
-                    if let Some(pause) = &status.paused {
-                        text.push_str(&format!("PAUSED: {}\n", pause.reason.0));
-                    }
-                    text.push_str(&table(&status.agents));
-                    text.push_str(&format!("\n{} problem(s)", status.problems.len()));
-                    for problem in &status.problems {
-                        text.push_str(&format!("\n  {problem}"));
-                    }
-                    print(&text)?;
+                    print(&status_text(&status))?;
                 }
             }
         },
@@ -386,12 +389,8 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 ))?;
             }
             MasterCommand::NewKey { project, seal } => {
-                let passphrase = if seal { Some(read_passphrase()?) } else { None };
-                let key = ops::new_master_key(
-                    &home,
-                    &project,
-                    passphrase.as_deref().map(|p| (p, SealCost::default())),
-                )?;
+                let passphrase = seal_passphrase(seal)?;
+                let key = ops::new_master_key(&home, &project, sealing(&passphrase))?;
                 print(&format!(
                     "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --project {project}`"
                 ))?;

@@ -98,8 +98,10 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let surface = assemble(&args.tools, args.read_only, &selectable_groups())?;
     let home = paths::home()?;
+    let now = clock::now();
     let (project, agent) = if args.demo {
-        demo::ensure(&home, clock::now())?
+        let (project, agent) = demo::ensure(&home, now)?;
+        (project, Some(agent))
     } else {
         let project = args.project.as_deref().unwrap_or_default();
         let project =
@@ -118,7 +120,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         surface.tools().len(),
         args.tools.join(","),
         if args.read_only { ", read-only" } else { "" },
-        describe_seat(&home, &project, agent.as_ref(), clock::now()),
+        describe_seat(&home, &project, agent.as_ref(), now),
     );
     let config = ServerConfig {
         name: "ferry",

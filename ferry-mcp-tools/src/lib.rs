@@ -1,4 +1,5 @@
-//! The ferry MCP tool groups: `core` (the six agent tools), `admin` and `legacy`.
+//! The ferry MCP tool groups: `core` (the six agent tools, still empty); the optional
+//! `admin` and `legacy` groups are still to come.
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the

@@ -12,11 +12,11 @@ use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined};
 use ferry_mcp_core::time::Timestamp;
 
-pub const PROJECT: &str = "demo";
-pub const AGENT: &str = "demo-agent";
+const PROJECT: &str = "demo";
+const AGENT: &str = "demo-agent";
 
 /// Makes sure the demo project exists with its agent seated; returns both names.
-pub fn ensure(home: &Home, now: Timestamp) -> anyhow::Result<(ProjectId, Option<AgentName>)> {
+pub fn ensure(home: &Home, now: Timestamp) -> anyhow::Result<(ProjectId, AgentName)> {
     let project = ProjectId::parse(PROJECT).context("the demo project id")?;
     let agent = AgentName::parse(AGENT).context("the demo agent name")?;
     if home.channel_dir(&project).is_err() {
@@ -42,5 +42,5 @@ pub fn ensure(home: &Home, now: Timestamp) -> anyhow::Result<(ProjectId, Option<
             .context("cannot grant the demo agent the member level")?;
         eprintln!("ferry: seated {agent} in {project} as a member");
     }
-    Ok((project, Some(agent)))
+    Ok((project, agent))
 }

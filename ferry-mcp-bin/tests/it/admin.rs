@@ -42,19 +42,37 @@ fn key_here(show: &str) -> String {
     row[4].to_owned()
 }
 
+/// `ferry init --project demo --channel CHANNEL`.
+fn init_args(channel: &Path) -> [&str; 5] {
+    let channel = channel.to_str().unwrap();
+    ["init", "--project", "demo", "--channel", channel]
+}
+
+/// `ferry channel add --project demo --channel CHANNEL`.
+fn add_args(channel: &Path) -> [&str; 6] {
+    let channel = channel.to_str().unwrap();
+    ["channel", "add", "--project", "demo", "--channel", channel]
+}
+
+/// `ferry channel join --as NAME --project demo`.
+fn join_args(name: &str) -> [&str; 6] {
+    ["channel", "join", "--as", name, "--project", "demo"]
+}
+
+/// `ferry access set NAME LEVEL --project demo`.
+fn set_args<'a>(name: &'a str, level: &'a str) -> [&'a str; 6] {
+    ["access", "set", name, level, "--project", "demo"]
+}
+
+/// `ferry master handover --to-key KEY --project demo`.
+fn handover_args(key: &str) -> [&str; 6] {
+    ["master", "handover", "--to-key", key, "--project", "demo"]
+}
+
+/// Project `demo` with its channel in `dir/channel`; returns the state folder `dir/home`.
 fn project(dir: &tempfile::TempDir) -> std::path::PathBuf {
     let home = dir.path().join("home");
-    let channel = dir.path().join("channel");
-    run_ok(
-        &home,
-        &[
-            "init",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
+    run_ok(&home, &init_args(&dir.path().join("channel")));
     home
 }
 
@@ -63,28 +81,15 @@ fn init_join_grant_and_status_work_together() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
     assert!(dir.path().join("channel").is_dir());
-    let joined = run_ok(
-        &home,
-        &["channel", "join", "--as", "Fang", "--project", "demo"],
-    );
+    let joined = run_ok(&home, &join_args("Fang"));
     assert!(joined.starts_with("fang seated in demo"), "{joined}");
-    let again = run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    let again = run_ok(&home, &join_args("fang"));
     assert!(again.starts_with("fang already seated in demo"), "{again}");
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "bolt", "--project", "demo"],
-    );
-    let set = run_ok(
-        &home,
-        &["access", "set", "fang", "orchestrator", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("bolt"));
+    let set = run_ok(&home, &set_args("fang", "orchestrator"));
     assert_eq!(set, "fang is now orchestrator\n");
 
-    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = status_json(&home);
     let levels: Vec<(String, String)> = status["agents"]
         .as_array()
         .unwrap()
@@ -156,20 +161,11 @@ fn an_unknown_project_is_a_one_line_error() {
 fn a_bad_agent_name_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    let err = run_err(
-        &home,
-        &["channel", "join", "--as", "a/b", "--project", "demo"],
-    );
+    let err = run_err(&home, &join_args("a/b"));
     insta::assert_snapshot!(err, @"ferry: invalid value 'a/b' for '--as <NAME>': name contains '/'; only ASCII letters, digits, '.', '-' and '_' are allowed (see --help)");
-    let err = run_err(
-        &home,
-        &["channel", "join", "--as", "master", "--project", "demo"],
-    );
+    let err = run_err(&home, &join_args("master"));
     insta::assert_snapshot!(err, @"ferry: invalid value 'master' for '--as <NAME>': the name 'master' is reserved for the human's log (see --help)");
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "boss", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "boss"));
     insta::assert_snapshot!(err, @r#"ferry: invalid value 'boss' for '<LEVEL>': unknown level "boss" (expected worker, member or orchestrator) (see --help)"#);
 }
 
@@ -177,28 +173,9 @@ fn a_bad_agent_name_is_a_one_line_error() {
 fn a_name_taken_by_another_key_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
-    // A second machine (its own state folder) on the same channel.
-    let other = dir.path().join("other-home");
-    let channel = dir.path().join("channel");
-    run_ok(
-        &other,
-        &[
-            "channel",
-            "add",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
-    let err = run_err(
-        &other,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
+    let other = second_machine(&dir, &dir.path().join("channel"));
+    let err = run_err(&other, &join_args("fang"));
     insta::assert_snapshot!(err, @"ferry: the name fang is taken by another key");
 }
 
@@ -206,15 +183,9 @@ fn a_name_taken_by_another_key_is_a_one_line_error() {
 fn setting_a_level_without_the_master_key_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
     std::fs::remove_file(home.join("projects/demo/keys/master.key")).unwrap();
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 }
 
@@ -222,10 +193,7 @@ fn setting_a_level_without_the_master_key_is_a_one_line_error() {
 fn setting_a_level_for_an_unseated_agent_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    let err = run_err(
-        &home,
-        &["access", "set", "ghost", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("ghost", "member"));
     insta::assert_snapshot!(err, @"ferry: ghost is not seated in project demo");
 }
 
@@ -274,16 +242,7 @@ fn init_twice_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
     let channel = dir.path().join("channel2");
-    let err = run_err(
-        &home,
-        &[
-            "init",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
+    let err = run_err(&home, &init_args(&channel));
     insta::assert_snapshot!(err, @"ferry: project demo already exists on this machine");
 }
 
@@ -291,10 +250,7 @@ fn init_twice_is_a_one_line_error() {
 fn status_reports_an_edited_log_entry_as_a_problem() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
     let logs = dir.path().join("channel/logs/fang");
     let log = std::fs::read_dir(&logs)
         .unwrap()
@@ -304,8 +260,7 @@ fn status_reports_an_edited_log_entry_as_a_problem() {
         .path();
     let text = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text.replace("roster.join", "roster.jxin")).unwrap();
-    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = status_json(&home);
     let problems = status["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
@@ -343,27 +298,9 @@ fn a_failed_init_can_be_retried() {
     let blocker = dir.path().join("blocker");
     std::fs::write(&blocker, "x").unwrap();
     let channel = blocker.join("channel");
-    run_err(
-        &home,
-        &[
-            "init",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
+    run_err(&home, &init_args(&channel));
     let good = dir.path().join("channel");
-    run_ok(
-        &home,
-        &[
-            "init",
-            "--project",
-            "demo",
-            "--channel",
-            good.to_str().unwrap(),
-        ],
-    );
+    run_ok(&home, &init_args(&good));
 }
 
 #[test]
@@ -383,24 +320,15 @@ fn a_sealed_master_key_must_be_unlocked_before_granting() {
         .write_stdin("pw\n")
         .assert()
         .success();
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
+    let err = run_err(&home, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: the key for the master is locked (run `ferry key unlock --master --project demo`)");
     ferry(&home)
         .args(["key", "unlock", "--master", "--project", "demo"])
         .write_stdin("pw\n")
         .assert()
         .success();
-    run_ok(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    run_ok(&home, &set_args("fang", "member"));
 }
 
 #[test]
@@ -428,30 +356,11 @@ fn init_on_an_existing_channel_points_to_channel_add() {
     project(&dir);
     let other = dir.path().join("other-home");
     let channel = dir.path().join("channel");
-    let err = run_err(
-        &other,
-        &[
-            "init",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
+    let err = run_err(&other, &init_args(&channel));
     let err = err.replace(channel.to_str().unwrap(), "[CHANNEL]");
     insta::assert_snapshot!(err, @"ferry: a channel already exists in [CHANNEL] (register it with `ferry channel add`)");
     // The failed init left nothing behind: adding the channel works.
-    run_ok(
-        &other,
-        &[
-            "channel",
-            "add",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
+    run_ok(&other, &add_args(&channel));
 }
 
 /// Runs a command that must fail, with `stdin`, and returns its one-line error.
@@ -471,17 +380,7 @@ fn status_json(home: &Path) -> serde_json::Value {
 /// A second machine (its own state folder) that registered the same channel folder.
 fn second_machine(dir: &tempfile::TempDir, channel: &Path) -> std::path::PathBuf {
     let other = dir.path().join("other-home");
-    run_ok(
-        &other,
-        &[
-            "channel",
-            "add",
-            "--project",
-            "demo",
-            "--channel",
-            channel.to_str().unwrap(),
-        ],
-    );
+    run_ok(&other, &add_args(channel));
     other
 }
 
@@ -519,24 +418,15 @@ fn a_wrong_passphrase_is_a_one_line_error() {
 fn names_are_case_folded_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "Fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("Fang"));
     assert_eq!(
-        run_ok(
-            &home,
-            &["access", "set", "FANG", "member", "--project", "demo"]
-        ),
+        run_ok(&home, &set_args("FANG", "member")),
         "fang is now member\n"
     );
     let show = run_ok(&home, &["access", "show", "fAnG", "--project", "demo"]);
     let row: Vec<&str> = show.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(row[..3], ["fang", "member", "seated"]);
-    let again = run_ok(
-        &home,
-        &["channel", "join", "--as", "FANG", "--project", "demo"],
-    );
+    let again = run_ok(&home, &join_args("FANG"));
     assert!(again.starts_with("fang already seated"), "{again}");
 }
 
@@ -615,45 +505,19 @@ fn only_the_current_master_hands_mastership_on() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
     let channel = dir.path().join("channel");
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
     let old_master = status_json(&home)["master"].as_str().unwrap().to_owned();
     let other = second_machine(&dir, &channel);
     let new_master = key_in(&run_ok(&other, &["master", "new-key", "--project", "demo"]));
     assert_eq!(status_json(&other)["master_key_here"], "not_master");
 
     // The second machine's key is not master yet: it can neither grant nor hand on.
-    let err = run_err(
-        &other,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&other, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
-    let err = run_err(
-        &other,
-        &[
-            "master",
-            "handover",
-            "--to-key",
-            &new_master,
-            "--project",
-            "demo",
-        ],
-    );
+    let err = run_err(&other, &handover_args(&new_master));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 
-    let said = run_ok(
-        &home,
-        &[
-            "master",
-            "handover",
-            "--to-key",
-            &new_master,
-            "--project",
-            "demo",
-        ],
-    );
+    let said = run_ok(&home, &handover_args(&new_master));
     assert!(
         said.starts_with(&format!("handed mastership of demo on to {new_master}")),
         "{said}"
@@ -663,41 +527,15 @@ fn only_the_current_master_hands_mastership_on() {
     let status = status_json(&home);
     assert_eq!(status["master"], new_master.as_str());
     assert_eq!(status["master_key_here"], "former");
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "orchestrator", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "orchestrator"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
-    let err = run_err(
-        &home,
-        &[
-            "master",
-            "handover",
-            "--to-key",
-            &new_master,
-            "--project",
-            "demo",
-        ],
-    );
+    let err = run_err(&home, &handover_args(&new_master));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 
     // The new master grants, and can never hand mastership back.
     assert_eq!(status_json(&other)["master_key_here"], "ready");
-    run_ok(
-        &other,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
-    let err = run_err(
-        &other,
-        &[
-            "master",
-            "handover",
-            "--to-key",
-            &old_master,
-            "--project",
-            "demo",
-        ],
-    );
+    run_ok(&other, &set_args("fang", "member"));
+    let err = run_err(&other, &handover_args(&old_master));
     let err = err.replace(&old_master, "[OLD]");
     insta::assert_snapshot!(err, @"ferry: key [OLD] has been master of this project before; mastership is never handed back");
     let status = status_json(&home);
@@ -743,14 +581,8 @@ fn a_contested_name_and_a_changed_key_are_reported_by_channel_status() {
     std::fs::create_dir(&copy).unwrap();
     sync_into(&channel, &copy);
     let other = second_machine(&dir, &copy);
-    let first = key_in(&run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    ));
-    let second = key_in(&run_ok(
-        &other,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    ));
+    let first = key_in(&run_ok(&home, &join_args("fang")));
+    let second = key_in(&run_ok(&other, &join_args("fang")));
     sync_into(&copy, &channel);
 
     // Two keys joined as fang: no key holds the name until the master picks one.
@@ -769,16 +601,10 @@ fn a_contested_name_and_a_changed_key_are_reported_by_channel_status() {
             .all(|p| p.contains("2 keys joined as fang; the master must grant one")),
         "{problems:?}"
     );
-    let err = run_err(
-        &home,
-        &["access", "set", "fang", "member", "--project", "demo"],
-    );
+    let err = run_err(&home, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: fang is contested by several keys; pick one with --key");
     // Joining again does not claim a seat the name does not give.
-    let err = run_err(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    let err = run_err(&home, &join_args("fang"));
     insta::assert_snapshot!(err, @"ferry: fang joined, but 2 keys joined under this name: no key holds it until the master grants one (`ferry access set fang LEVEL --key HEX --project demo`)");
 
     // The master picks the second machine's key: this machine pinned the first one.
@@ -822,16 +648,7 @@ fn a_channel_whose_genesis_names_another_master_is_refused() {
     // (validly signed) genesis file in place of ours.
     let forger_home = dir.path().join("forger-home");
     let forged = dir.path().join("forged");
-    run_ok(
-        &forger_home,
-        &[
-            "init",
-            "--project",
-            "demo",
-            "--channel",
-            forged.to_str().unwrap(),
-        ],
-    );
+    run_ok(&forger_home, &init_args(&forged));
     std::fs::copy(
         forged.join("genesis.json"),
         dir.path().join("channel/genesis.json"),
@@ -855,10 +672,7 @@ fn a_channel_whose_genesis_names_another_master_is_refused() {
 fn an_enormous_expiry_or_unlock_time_does_not_crash() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
     let max = u64::MAX.to_string();
     let set = run_ok(
         &home,
@@ -901,12 +715,9 @@ fn an_enormous_expiry_or_unlock_time_does_not_crash() {
 fn a_bad_scope_or_key_for_a_grant_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    run_ok(
-        &home,
-        &["channel", "join", "--as", "fang", "--project", "demo"],
-    );
+    run_ok(&home, &join_args("fang"));
     let grant = |extra: &[&str]| {
-        let mut args = vec!["access", "set", "fang", "member", "--project", "demo"];
+        let mut args = set_args("fang", "member").to_vec();
         args.extend_from_slice(extra);
         run_err(&home, &args)
     };

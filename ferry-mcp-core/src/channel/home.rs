@@ -13,6 +13,7 @@
 //! <home>/projects/<project>/keys/<agent>.key      an agent's key (`master` is reserved)
 //! <home>/projects/<project>/pins.json      first-seen roster keys, and the genesis master
 //! <home>/projects/<project>/pins.lock      held while pins are updated
+//! <home>/channels/<project>/              the channel `ferry init` makes when none is named
 //! <runtime>/<project>/<agent>.key          an unlocked copy of a sealed key (see below)
 //! ```
 //!
@@ -289,40 +290,33 @@ impl Home {
         passphrase: Option<(&[u8], SealCost)>,
     ) -> Result<(), HomeError> {
         let path = self.key_path(project, holder);
+        let exists = || HomeError::KeyExists {
+            project: project.clone(),
+            holder: holder.to_string(),
+        };
         if path.exists() {
-            return Err(HomeError::KeyExists {
-                project: project.clone(),
-                holder: holder.to_string(),
-            });
+            return Err(exists());
         }
         let public = key.public_key().to_string();
-        let file = match passphrase {
-            None => KeyFile {
-                format: KEY_FORMAT.into(),
-                public,
-                secret: Some(hex::encode(key.to_bytes())),
-                sealed: None,
-                until: None,
-            },
-            Some((passphrase, cost)) => {
-                let sealed = seal::seal(&key.to_bytes(), &public, passphrase, cost)?;
-                KeyFile {
-                    format: KEY_FORMAT.into(),
-                    public,
-                    secret: None,
-                    sealed: Some(sealed),
-                    until: None,
-                }
-            }
+        let (secret, sealed) = match passphrase {
+            None => (Some(hex::encode(key.to_bytes())), None),
+            Some((passphrase, cost)) => (
+                None,
+                Some(seal::seal(&key.to_bytes(), &public, passphrase, cost)?),
+            ),
+        };
+        let file = KeyFile {
+            format: KEY_FORMAT.into(),
+            public,
+            secret,
+            sealed,
+            until: None,
         };
         // Not clobbering: two processes creating one key at once must not both believe
         // their key is stored (one of them would sign a roster entry with a lost key).
         let bytes = serde_json::to_vec_pretty(&file).expect("a key file serializes");
         if !atomic::write_new(&path, &bytes)? {
-            return Err(HomeError::KeyExists {
-                project: project.clone(),
-                holder: holder.to_string(),
-            });
+            return Err(exists());
         }
         Ok(())
     }
@@ -339,6 +333,22 @@ impl Home {
             });
         }
         Ok(Some(file))
+    }
+
+    /// `holder`'s key file and its path, or [`HomeError::KeyMissing`] when there is none.
+    fn existing_key_file(
+        &self,
+        project: &ProjectId,
+        holder: &KeyHolder,
+    ) -> Result<(PathBuf, KeyFile), HomeError> {
+        let path = self.key_path(project, holder);
+        match self.read_key_file(&path)? {
+            Some(file) => Ok((path, file)),
+            None => Err(HomeError::KeyMissing {
+                project: project.clone(),
+                holder: holder.to_string(),
+            }),
+        }
     }
 
     fn public_of(path: &Path, file: &KeyFile) -> Result<PublicKey, HomeError> {
@@ -417,13 +427,7 @@ impl Home {
         holder: &KeyHolder,
         now: Timestamp,
     ) -> Result<SecretKey, HomeError> {
-        let path = self.key_path(project, holder);
-        let file = self
-            .read_key_file(&path)?
-            .ok_or_else(|| HomeError::KeyMissing {
-                project: project.clone(),
-                holder: holder.to_string(),
-            })?;
+        let (path, file) = self.existing_key_file(project, holder)?;
         match &file.secret {
             Some(secret) => Self::secret_of(&path, &file, secret),
             None => self
@@ -445,13 +449,7 @@ impl Home {
         passphrase: &[u8],
         until: Option<Timestamp>,
     ) -> Result<PublicKey, HomeError> {
-        let path = self.key_path(project, holder);
-        let file = self
-            .read_key_file(&path)?
-            .ok_or_else(|| HomeError::KeyMissing {
-                project: project.clone(),
-                holder: holder.to_string(),
-            })?;
+        let (path, file) = self.existing_key_file(project, holder)?;
         let Some(sealed) = &file.sealed else {
             return Err(HomeError::NotSealed {
                 holder: holder.to_string(),
@@ -482,13 +480,7 @@ impl Home {
         passphrase: &[u8],
         cost: SealCost,
     ) -> Result<(), HomeError> {
-        let path = self.key_path(project, holder);
-        let file = self
-            .read_key_file(&path)?
-            .ok_or_else(|| HomeError::KeyMissing {
-                project: project.clone(),
-                holder: holder.to_string(),
-            })?;
+        let (path, file) = self.existing_key_file(project, holder)?;
         let Some(secret) = &file.secret else {
             return Err(HomeError::AlreadySealed {
                 holder: holder.to_string(),

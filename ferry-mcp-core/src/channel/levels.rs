@@ -255,13 +255,14 @@ impl Refusal {
 pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Refusal> {
     let agent = request.agent;
     let project = identity.project();
-    let join = format!("run `ferry channel join --as {agent} --project {project}`");
+    // Only a refusal needs the hint: an allowed request (every tool call) builds no text.
+    let join = || format!("run `ferry channel join --as {agent} --project {project}`");
     let local = request
         .local_key
         .public()
         .ok_or_else(|| Refusal::Unseated {
             agent: agent.clone(),
-            why: format!("no key for it on this machine ({join})"),
+            why: format!("no key for it on this machine ({})", join()),
         })?;
     match identity.seat(agent) {
         Seat::Seated(key) if key == local => {}
@@ -280,7 +281,7 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
         Seat::Vacant => {
             return Err(Refusal::Unseated {
                 agent: agent.clone(),
-                why: format!("no roster entry in the channel ({join})"),
+                why: format!("no roster entry in the channel ({})", join()),
             });
         }
     }

@@ -71,7 +71,6 @@ pub enum OpsError {
 #[derive(Debug)]
 pub struct ProjectView {
     pub project: ProjectId,
-    pub channel_dir: PathBuf,
     pub channel: Channel,
     reader: Reader,
     pub identity: Identity,
@@ -86,29 +85,19 @@ impl ProjectView {
     pub fn open(home: &Home, project: &ProjectId) -> Result<Self, OpsError> {
         let channel_dir = home.channel_dir(project)?;
         let channel = Channel::open(&channel_dir)?;
-        if channel.project() != project {
-            return Err(OpsError::WrongProject {
-                expected: project.clone(),
-                found: channel.project().clone(),
-            });
-        }
+        check_project(&channel, project)?;
         let genesis = *channel.genesis_master();
-        if let PinOutcome::Changed { .. } = home.pin_master(project, &genesis)? {
-            return Err(OpsError::MasterPinChanged {
-                project: project.clone(),
-            });
-        }
+        pin_genesis_master(home, project, &genesis)?;
         let reader = channel.reader();
         let mut view = Self {
             project: project.clone(),
-            channel_dir,
             channel,
             reader,
             identity: Identity::new(project.clone(), genesis),
             integrity: Vec::new(),
             local_problems: Vec::new(),
         };
-        view.refresh()?;
+        view.refresh();
         if let Err(err) = view.pin_roster(home) {
             view.local_problems.push(err.to_string());
         }
@@ -129,12 +118,13 @@ impl ProjectView {
         Ok(changed)
     }
 
-    /// Reads and folds what is new in the channel; returns the new entries.
-    pub fn refresh(&mut self) -> Result<Vec<VerifiedEntry>, OpsError> {
+    /// Reads and folds what is new in the channel; returns the new entries. It cannot fail:
+    /// what does not read is kept in [`ProjectView::integrity`].
+    pub fn refresh(&mut self) -> Vec<VerifiedEntry> {
         let batch = self.reader.poll();
         self.identity.feed(&batch.entries);
         self.integrity.extend(batch.problems);
-        Ok(batch.entries)
+        batch.entries
     }
 
     fn append(
@@ -147,9 +137,34 @@ impl ProjectView {
     ) -> Result<VerifiedEntry, OpsError> {
         let mut writer = self.channel.writer(author, key)?;
         let entry = writer.append(kind, body, now)?;
-        self.refresh()?;
+        self.refresh();
         Ok(entry)
     }
+}
+
+/// Refuses a channel whose genesis names another project than `project`.
+fn check_project(channel: &Channel, project: &ProjectId) -> Result<(), OpsError> {
+    if channel.project() != project {
+        return Err(OpsError::WrongProject {
+            expected: project.clone(),
+            found: channel.project().clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Pins the genesis master of `project`, refusing one that differs from the pinned key.
+fn pin_genesis_master(
+    home: &Home,
+    project: &ProjectId,
+    master: &PublicKey,
+) -> Result<(), OpsError> {
+    if let PinOutcome::Changed { .. } = home.pin_master(project, master)? {
+        return Err(OpsError::MasterPinChanged {
+            project: project.clone(),
+        });
+    }
+    Ok(())
 }
 
 fn generate_key() -> Result<SecretKey, OpsError> {
@@ -205,19 +220,10 @@ pub fn add_existing(
     channel_dir: &Path,
 ) -> Result<PublicKey, OpsError> {
     let channel = Channel::open(channel_dir)?;
-    if channel.project() != project {
-        return Err(OpsError::WrongProject {
-            expected: project.clone(),
-            found: channel.project().clone(),
-        });
-    }
+    check_project(&channel, project)?;
     home.register_project(project, channel_dir)?;
     let master = *channel.genesis_master();
-    if let PinOutcome::Changed { .. } = home.pin_master(project, &master)? {
-        return Err(OpsError::MasterPinChanged {
-            project: project.clone(),
-        });
-    }
+    pin_genesis_master(home, project, &master)?;
     Ok(master)
 }
 
@@ -244,6 +250,11 @@ pub fn join(
     let mut view = ProjectView::open(home, project)?;
     let holder = KeyHolder::Agent(name.clone());
     let local = home.key_state(project, &holder, now)?;
+    let contested = |keys: usize| OpsError::JoinContested {
+        name: name.clone(),
+        keys,
+        project: project.clone(),
+    };
     let taken = |key: &PublicKey| match view.identity.seat(name) {
         Seat::Vacant => false,
         Seat::Seated(held) => held != key,
@@ -268,13 +279,7 @@ pub fn join(
                     return Ok((Joined::AlreadySeated, public));
                 }
                 // Already a candidate: another roster entry would change nothing.
-                Seat::Contested(keys) => {
-                    return Err(OpsError::JoinContested {
-                        name: name.clone(),
-                        keys: keys.len(),
-                        project: project.clone(),
-                    });
-                }
+                Seat::Contested(keys) => return Err(contested(keys.len())),
                 _ => {}
             }
             home.load_key(project, &holder, now)?
@@ -283,11 +288,7 @@ pub fn join(
     view.append(name, &key, kinds::ROSTER_JOIN, json!({}), now)?;
     // A roster entry another machine wrote for this name may have synced meanwhile.
     if let Seat::Contested(keys) = view.identity.seat(name) {
-        return Err(OpsError::JoinContested {
-            name: name.clone(),
-            keys: keys.len(),
-            project: project.clone(),
-        });
+        return Err(contested(keys.len()));
     }
     home.pin_agent(project, name, &key.public_key())?;
     Ok((Joined::Seated, key.public_key()))
@@ -570,7 +571,7 @@ pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status
     Ok(Status {
         master_key_here,
         project: project.clone(),
-        channel: view.channel_dir.clone(),
+        channel: view.channel.dir().to_owned(),
         master: view.identity.master().to_string(),
         paused: home.pause_state()?,
         agents,

@@ -15,6 +15,7 @@ mod log;
 mod problem;
 mod scan;
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -79,9 +80,11 @@ impl Reader {
                 author: found.author,
                 key: found.key,
             };
-            self.logs
-                .entry(id.clone())
-                .or_insert_with(|| LogState::new(id.author, id.key, found.rel_path));
+            // Most polls find only known logs: their ids are not cloned.
+            if let Entry::Vacant(slot) = self.logs.entry(id) {
+                let LogId { author, key } = slot.key().clone();
+                slot.insert(LogState::new(author, key, found.rel_path));
+            }
         }
         let mut sink = Sink {
             project: &self.project,

@@ -10,7 +10,7 @@
 //! Every file has exactly one writer, named by its path, so a synced folder never sees two
 //! machines write one file. The store does file IO only inside the folder it is given.
 
-mod durable;
+pub(crate) mod durable;
 mod writer;
 
 use std::fmt;

@@ -102,6 +102,13 @@ impl Server {
             version.as_str(),
             self.server_info()
         );
+        self.push_instructions(&mut result);
+        result.push('}');
+        result
+    }
+
+    /// Appends `,"instructions":...` to a result being written, unless there are none.
+    fn push_instructions(&self, result: &mut String) {
         if !self.config.instructions.is_empty() {
             let _ = write!(
                 result,
@@ -109,8 +116,6 @@ impl Server {
                 quote(self.config.instructions)
             );
         }
-        result.push('}');
-        result
     }
 
     /// `server/discover` (2026-07-28): answered in any state, so probing clients never wait.
@@ -123,13 +128,7 @@ impl Server {
             "{{\"resultType\":\"complete\",\"supportedVersions\":{},\"capabilities\":{CAPABILITIES}",
             serde_json::to_string(&versions).unwrap_or_default()
         );
-        if !self.config.instructions.is_empty() {
-            let _ = write!(
-                result,
-                ",\"instructions\":{}",
-                quote(self.config.instructions)
-            );
-        }
+        self.push_instructions(&mut result);
         let _ = write!(
             result,
             ",\"ttlMs\":{STATIC_TTL_MS},\"cacheScope\":\"public\",\"_meta\":{{\"io.modelcontextprotocol/serverInfo\":{}}}}}",

@@ -2,7 +2,7 @@
 //! blobs and the genesis file.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ferry_mcp_core::channel::entry::{Entry, EntryHash, decode_line};
 use ferry_mcp_core::channel::keys::SecretKey;
@@ -41,6 +41,15 @@ pub(crate) fn append_notes(channel: &Channel, author: &str, key: &SecretKey, cou
     for n in 1..=count {
         writer.append("note", json!({ "n": n }), NOW).unwrap();
     }
+}
+
+/// A demo channel in `dir` where alice (key seed 1) has written `count` notes; returns it and
+/// alice's log path.
+pub(crate) fn alice_notes(dir: &Path, count: u64) -> (Channel, PathBuf) {
+    let channel = demo_channel(dir);
+    append_notes(&channel, "alice", &key(1), count);
+    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    (channel, path)
 }
 
 /// `(author, seq)` of every entry in a batch, in order.
@@ -338,9 +347,7 @@ fn a_genesis_file_that_is_a_symbolic_link_is_refused() {
 #[test]
 fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let channel = demo_channel(dir.path());
-    append_notes(&channel, "alice", &key(1), 2);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    let (channel, path) = alice_notes(dir.path(), 2);
     // A crash in the middle of writing entry 3.
     let mut bytes = fs::read(&path).unwrap();
     bytes.extend_from_slice(b"{\"entry\":{\"v\":1,\"proj");
@@ -360,9 +367,7 @@ fn an_append_after_a_torn_tail_starts_a_fresh_line_and_continues_the_chain() {
 #[test]
 fn a_copy_of_an_older_line_appended_to_a_log_does_not_set_back_the_writer() {
     let dir = tempfile::tempdir().unwrap();
-    let channel = demo_channel(dir.path());
-    append_notes(&channel, "alice", &key(1), 5);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    let (channel, path) = alice_notes(dir.path(), 5);
     // Someone with write access to the synced folder replays alice's second line.
     let text = fs::read_to_string(&path).unwrap();
     let second = text.lines().nth(1).unwrap().to_owned();
@@ -384,9 +389,7 @@ fn a_copy_of_an_older_line_appended_to_a_log_does_not_set_back_the_writer() {
 #[test]
 fn an_entry_that_lost_only_its_newline_is_completed_not_forked() {
     let dir = tempfile::tempdir().unwrap();
-    let channel = demo_channel(dir.path());
-    append_notes(&channel, "alice", &key(1), 2);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    let (channel, path) = alice_notes(dir.path(), 2);
     let mut bytes = fs::read(&path).unwrap();
     assert_eq!(bytes.pop(), Some(b'\n'));
     fs::write(&path, &bytes).unwrap();
@@ -401,9 +404,7 @@ fn an_entry_that_lost_only_its_newline_is_completed_not_forked() {
 #[test]
 fn an_incomplete_last_line_is_read_once_it_is_complete() {
     let dir = tempfile::tempdir().unwrap();
-    let channel = demo_channel(dir.path());
-    append_notes(&channel, "alice", &key(1), 2);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    let (channel, path) = alice_notes(dir.path(), 2);
     let full = fs::read(&path).unwrap();
     let second_line_start = full.iter().position(|&b| b == b'\n').unwrap() + 1;
     fs::write(&path, &full[..second_line_start + 30]).unwrap();
@@ -483,9 +484,7 @@ fn a_writer_refuses_to_append_through_a_planted_symbolic_link() {
 #[test]
 fn a_crash_at_any_byte_of_an_append_never_corrupts_the_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let channel = demo_channel(dir.path());
-    append_notes(&channel, "alice", &key(1), 2);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
+    let (channel, path) = alice_notes(dir.path(), 2);
     let base = fs::read(&path).unwrap();
     let tip = channel.reader().poll().entries[1].clone();
     // The line a crashed append of entry 3 was writing.

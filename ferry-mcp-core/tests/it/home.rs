@@ -55,14 +55,17 @@ fn atomic_writes_leave_no_temporary_files_behind() {
     home.store_key(&project, &agent("fang"), &key, None)
         .unwrap();
     home.pause("lunch", Clock::new().now()).unwrap();
-    for folder in [
-        home.root().to_owned(),
-        home.root().join("projects/demo/keys"),
+    // Only the files written are there: no temporary file (`.tmp-*`) is left beside them.
+    for (folder, written) in [
+        (home.root().to_owned(), &["pause.json", "projects"][..]),
+        (home.root().join("projects/demo/keys"), &["fang.key"][..]),
     ] {
-        for item in std::fs::read_dir(folder).unwrap() {
-            let name = item.unwrap().file_name();
-            assert!(!name.to_string_lossy().starts_with(".tmp"), "{name:?}");
-        }
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|item| item.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, written);
     }
 }
 

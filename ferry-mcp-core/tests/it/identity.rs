@@ -1,14 +1,16 @@
 //! Identity: seating, the contested-name rule, mastership and grant authority, all decided
 //! when folding.
 
+use ferry_mcp_core::channel::entry::VerifiedEntry;
 use ferry_mcp_core::channel::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::identity::{
     FoldProblemKind, GrantBody, GrantStanding, Identity, Seat, kinds,
 };
-use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined, OpsError};
+use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 
@@ -38,10 +40,36 @@ fn problem_kinds(temp: &TempChannel) -> Vec<FoldProblemKind> {
         .collect()
 }
 
+/// The secret key of agent `agent` on the temporary channel's machine.
+fn agent_key(temp: &TempChannel, agent: &AgentName) -> SecretKey {
+    temp.home()
+        .load_key(temp.project(), &KeyHolder::Agent(agent.clone()), temp.now())
+        .unwrap()
+}
+
+/// Every entry of the channel, read from scratch.
+fn all_entries(temp: &TempChannel) -> Vec<VerifiedEntry> {
+    Channel::open(temp.channel_dir())
+        .unwrap()
+        .reader()
+        .poll()
+        .entries
+}
+
 fn master_key(temp: &TempChannel) -> SecretKey {
     temp.home()
         .load_key(temp.project(), &KeyHolder::Master, temp.now())
         .unwrap()
+}
+
+/// A grant of `level` without scopes or expiry, picking `key` when given.
+fn grant_request(level: Level, key: Option<PublicKey>) -> GrantRequest {
+    GrantRequest {
+        level,
+        scopes: Vec::new(),
+        expires: None,
+        key,
+    }
 }
 
 fn grant_body(agent: &str, key: &SecretKey, level: Level) -> serde_json::Value {
@@ -99,12 +127,7 @@ fn two_keys_joining_one_name_contest_it_until_the_master_grants_one() {
     assert!(matches!(view.identity.seat(&fang), Seat::Contested(keys) if keys.len() == 2));
     assert!(problem_kinds(&temp).contains(&FoldProblemKind::NameContested));
 
-    let pick_first = GrantRequest {
-        level: Level::Member,
-        scopes: Vec::new(),
-        expires: None,
-        key: None,
-    };
+    let pick_first = grant_request(Level::Member, None);
     let err =
         ops::access_set(temp.home(), temp.project(), &fang, &pick_first, temp.now()).unwrap_err();
     assert!(matches!(err, OpsError::Contested { .. }));
@@ -144,14 +167,7 @@ fn an_entry_by_a_key_that_does_not_hold_the_name_is_reported() {
 fn a_grant_signed_by_an_agent_is_reported_and_does_not_count() {
     let temp = TempChannel::with_each_level();
     let worker = name("worker");
-    let key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(worker.clone()),
-            temp.now(),
-        )
-        .unwrap();
+    let key = agent_key(&temp, &worker);
     write_raw(
         &temp,
         &worker,
@@ -174,14 +190,7 @@ fn a_grant_signed_by_an_agent_is_reported_and_does_not_count() {
 fn a_grant_signed_as_master_by_another_key_is_held_and_reported() {
     let temp = TempChannel::with_each_level();
     let impostor = SecretKey::generate().unwrap();
-    let worker_key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(name("worker")),
-            temp.now(),
-        )
-        .unwrap();
+    let worker_key = agent_key(&temp, &name("worker"));
     write_raw(
         &temp,
         &AgentName::master(),
@@ -226,14 +235,7 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
     let temp = TempChannel::with_each_level();
     let old_master = master_key(&temp);
     let next_master = SecretKey::generate().unwrap();
-    let worker_key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(name("worker")),
-            temp.now(),
-        )
-        .unwrap();
+    let worker_key = agent_key(&temp, &name("worker"));
     // The next master signs a grant before its handover has reached this machine.
     write_raw(
         &temp,
@@ -252,14 +254,7 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
 
     // An agent cannot hand mastership on.
     let member = name("member");
-    let member_key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(member.clone()),
-            temp.now(),
-        )
-        .unwrap();
+    let member_key = agent_key(&temp, &member);
     write_raw(
         &temp,
         &member,
@@ -313,12 +308,7 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
         temp.home(),
         temp.project(),
         &name("worker"),
-        &GrantRequest {
-            level: Level::Orchestrator,
-            scopes: Vec::new(),
-            expires: None,
-            key: None,
-        },
+        &grant_request(Level::Orchestrator, None),
         temp.now(),
     )
     .unwrap_err();
@@ -334,7 +324,7 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
     let mut view = temp.view();
     for agent in ["a1", "a2", "a3"] {
         ops::join(temp.home(), temp.project(), &name(agent), None, temp.now()).unwrap();
-        let new = view.refresh().unwrap();
+        let new = view.refresh();
         assert_eq!(new.len(), 1, "only the new join is read");
     }
     let fresh = temp.view();
@@ -351,7 +341,6 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
 #[test]
 fn a_grant_replayed_from_another_project_of_the_same_master_does_not_count() {
     use ferry_mcp_core::channel::names::ProjectId;
-    use ferry_mcp_core::channel::store::Channel;
 
     let dir = tempfile::tempdir().unwrap();
     let clock = ferry_mcp_testkit::clock::Clock::new();
@@ -416,12 +405,7 @@ fn a_name_that_changes_key_is_reported_against_the_first_key_this_machine_pinned
     let interloper = SecretKey::generate().unwrap();
     write_raw(&temp, &fang, &interloper, kinds::ROSTER_JOIN, json!({}));
     // The master (perhaps deceived) grants the interloper's key.
-    let request = GrantRequest {
-        level: Level::Member,
-        scopes: Vec::new(),
-        expires: None,
-        key: Some(interloper.public_key()),
-    };
+    let request = grant_request(Level::Member, Some(interloper.public_key()));
     ops::access_set(temp.home(), temp.project(), &fang, &request, temp.now()).unwrap();
 
     let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
@@ -444,14 +428,7 @@ fn a_name_that_changes_key_is_reported_against_the_first_key_this_machine_pinned
 fn other_folds_admit_only_entries_whose_key_holds_the_name() {
     let temp = TempChannel::with_each_level();
     let member = name("member");
-    let member_key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(member.clone()),
-            temp.now(),
-        )
-        .unwrap();
+    let member_key = agent_key(&temp, &member);
     let stranger = SecretKey::generate().unwrap();
     write_raw(
         &temp,
@@ -467,13 +444,8 @@ fn other_folds_admit_only_entries_whose_key_holds_the_name() {
         "talk.post",
         json!({"text": "forged"}),
     );
-    let mut view = temp.view();
-    view.refresh().unwrap();
-    let posts: Vec<_> = ferry_mcp_core::channel::store::Channel::open(temp.channel_dir())
-        .unwrap()
-        .reader()
-        .poll()
-        .entries
+    let view = temp.view();
+    let posts: Vec<_> = all_entries(&temp)
         .into_iter()
         .filter(|e| e.kind() == "talk.post")
         .collect();
@@ -499,20 +471,13 @@ fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems()
         "talk.post",
         json!({"text": "x"}),
     );
-    let worker_key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(name("worker")),
-            temp.now(),
-        )
-        .unwrap();
+    let worker_key = agent_key(&temp, &name("worker"));
     write_raw(&temp, &name("worker"), &worker_key, kinds::GRANT, json!({}));
 
     let channel = &temp.view().channel;
     let entries = channel.reader().poll().entries;
     // Another machine receives the logs in the opposite order (each log still in seq order).
-    let mut logs: Vec<Vec<ferry_mcp_core::channel::entry::VerifiedEntry>> = Vec::new();
+    let mut logs: Vec<Vec<VerifiedEntry>> = Vec::new();
     for entry in &entries {
         match logs.last_mut() {
             Some(log) if log[0].author() == entry.author() && log[0].key() == entry.key() => {
@@ -524,7 +489,7 @@ fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems()
     assert!(logs.len() >= 5);
     let reversed: Vec<_> = logs.into_iter().rev().flatten().collect();
 
-    let fold = |entries: &[ferry_mcp_core::channel::entry::VerifiedEntry]| {
+    let fold = |entries: &[VerifiedEntry]| {
         let mut identity = Identity::new(temp.project().clone(), *channel.genesis_master());
         identity.feed(entries);
         let roster: Vec<_> = identity
@@ -581,11 +546,7 @@ fn a_former_master_s_entries_count_up_to_its_handover_and_not_after() {
 
     let view = temp.view();
     assert_eq!(view.identity.master(), &next_master.public_key());
-    let entries = ferry_mcp_core::channel::store::Channel::open(temp.channel_dir())
-        .unwrap()
-        .reader()
-        .poll()
-        .entries;
+    let entries = all_entries(&temp);
     let mut admitted: Vec<String> = entries
         .iter()
         .filter(|e| e.kind() == "answer" && view.identity.admits(e))
@@ -616,14 +577,7 @@ fn an_interloper_joining_a_name_unseats_only_an_agent_without_a_grant() {
         );
     }
     let view = temp.view();
-    let member_key = temp
-        .home()
-        .load_key(
-            temp.project(),
-            &KeyHolder::Agent(name("member")),
-            temp.now(),
-        )
-        .unwrap();
+    let member_key = agent_key(&temp, &name("member"));
     // The member's grant names its key: it keeps the seat and its level.
     assert_eq!(
         view.identity.seat(&name("member")),
@@ -647,21 +601,10 @@ fn an_interloper_joining_a_name_unseats_only_an_agent_without_a_grant() {
         ]
     );
     // A worker grant picking the worker's key settles it without raising the level.
-    let request = GrantRequest {
-        level: Level::Worker,
-        scopes: Vec::new(),
-        expires: None,
-        key: Some(
-            temp.home()
-                .load_key(
-                    temp.project(),
-                    &KeyHolder::Agent(name("worker")),
-                    temp.now(),
-                )
-                .unwrap()
-                .public_key(),
-        ),
-    };
+    let request = grant_request(
+        Level::Worker,
+        Some(agent_key(&temp, &name("worker")).public_key()),
+    );
     ops::access_set(
         temp.home(),
         temp.project(),

@@ -97,6 +97,15 @@ fn cases() -> u32 {
         .unwrap_or(256)
 }
 
+/// A fixture session, fresh or after `initialize` 2025-11-25.
+fn fixture_session(initialized: bool) -> Session {
+    if initialized {
+        Session::fixture_initialized("demo", "2025-11-25")
+    } else {
+        Session::fixture("demo")
+    }
+}
+
 fn ping_is_answered(session: &mut Session) {
     let answers = session.send_raw(br#"{"jsonrpc":"2.0","id":"still-alive","method":"ping"}"#);
     assert_eq!(answers.len(), 1, "{answers:?}");
@@ -113,11 +122,7 @@ proptest! {
         lines in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 1..8),
         initialized in any::<bool>(),
     ) {
-        let mut session = if initialized {
-            Session::fixture_initialized("demo", "2025-11-25")
-        } else {
-            Session::fixture("demo")
-        };
+        let mut session = fixture_session(initialized);
         for line in &lines {
             for out in session.send_raw(line) {
                 check_wire_line(&out);
@@ -131,11 +136,7 @@ proptest! {
         (id, request) in request_like(),
         initialized in any::<bool>(),
     ) {
-        let mut session = if initialized {
-            Session::fixture_initialized("demo", "2025-11-25")
-        } else {
-            Session::fixture("demo")
-        };
+        let mut session = fixture_session(initialized);
         let line = serde_json::to_string(&request).unwrap();
         let out = session.send_raw(line.as_bytes());
         let answers: Vec<Value> = out

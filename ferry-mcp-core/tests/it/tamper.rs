@@ -4,17 +4,17 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::entry::{Entry, VerifiedEntry};
+use ferry_mcp_core::channel::entry::{Entry, EntryHash, VerifiedEntry};
 use ferry_mcp_core::channel::identity::{FoldProblem, GrantBody, Identity, kinds};
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::store::Channel;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::channel_log::kinds as problem_kinds;
-use crate::channel_log::{NOW, append_notes, demo_channel, key, name, project, seqs};
+use crate::channel_log::{NOW, alice_notes, append_notes, demo_channel, key, name, project, seqs};
 
 fn lines(path: &Path) -> Vec<String> {
     fs::read_to_string(path)
@@ -24,18 +24,37 @@ fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn write_lines(path: &Path, lines: &[String]) {
-    let mut text = lines.join("\n");
+/// Rewrites the log at `path` after `edit` changed its lines.
+fn edit_lines(path: &Path, edit: impl FnOnce(&mut Vec<String>)) {
+    let mut log = lines(path);
+    edit(&mut log);
+    let mut text = log.join("\n");
     text.push('\n');
     fs::write(path, text).unwrap();
 }
 
+/// The line of a `note` entry of project demo naming author alice, signed by `signer` and
+/// naming its key.
+fn note_by_alice(signer: &SecretKey, seq: u64, prev: EntryHash, body: Value) -> String {
+    Entry {
+        project: project("demo"),
+        author: name("alice"),
+        key: signer.public_key(),
+        seq,
+        prev: Some(prev),
+        kind: "note".to_owned(),
+        time: NOW,
+        body,
+    }
+    .sign(signer)
+    .unwrap()
+    .line
+}
+
 /// A channel where alice has written five notes; returns it and alice's log path.
 fn alice_with_five_notes(dir: &Path) -> (Channel, PathBuf) {
-    let channel = demo_channel(dir);
-    append_notes(&channel, "alice", &key(1), 5);
+    let (channel, path) = alice_notes(dir, 5);
     append_notes(&channel, "bob", &key(2), 2);
-    let path = channel.log_path(&name("alice"), &key(1).public_key());
     (channel, path)
 }
 
@@ -67,9 +86,9 @@ fn problem_at(problems: &[IntegrityProblem], line: u64) -> ProblemKind {
 fn an_edited_entry_is_excluded_and_reported_as_a_bad_signature() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
-    let mut log = lines(&path);
-    log[2] = log[2].replace("{\"n\":3}", "{\"n\":300}");
-    write_lines(&path, &log);
+    edit_lines(&path, |log| {
+        log[2] = log[2].replace("{\"n\":3}", "{\"n\":300}")
+    });
 
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
@@ -83,9 +102,9 @@ fn an_edited_entry_is_excluded_and_reported_as_a_bad_signature() {
 fn a_removed_entry_is_reported_as_missing_and_later_entries_still_read() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
-    let mut log = lines(&path);
-    log.remove(2);
-    write_lines(&path, &log);
+    edit_lines(&path, |log| {
+        log.remove(2);
+    });
 
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
@@ -100,9 +119,7 @@ fn a_removed_entry_is_reported_as_missing_and_later_entries_still_read() {
 fn swapped_lines_exclude_the_late_entry_as_out_of_order() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
-    let mut log = lines(&path);
-    log.swap(2, 3);
-    write_lines(&path, &log);
+    edit_lines(&path, |log| log.swap(2, 3));
 
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
@@ -115,18 +132,18 @@ fn swapped_lines_exclude_the_late_entry_as_out_of_order() {
 fn a_forged_signature_is_excluded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
-    let mut log = lines(&path);
-    // Mallory re-signs alice's entry 3 with her own key; the entry still names alice's key.
-    let (raw, _) = log[2]
-        .strip_prefix("{\"entry\":")
-        .unwrap()
-        .rsplit_once(",\"sig\":")
-        .unwrap();
-    let mut message = b"ferry-channel-entry-v1\n".to_vec();
-    message.extend_from_slice(raw.as_bytes());
-    let forged = key(9).sign(&message);
-    log[2] = format!("{{\"entry\":{raw},\"sig\":\"{forged}\"}}");
-    write_lines(&path, &log);
+    edit_lines(&path, |log| {
+        // Mallory re-signs alice's entry 3 with her own key; the entry still names alice's key.
+        let (raw, _) = log[2]
+            .strip_prefix("{\"entry\":")
+            .unwrap()
+            .rsplit_once(",\"sig\":")
+            .unwrap();
+        let mut message = b"ferry-channel-entry-v1\n".to_vec();
+        message.extend_from_slice(raw.as_bytes());
+        let forged = key(9).sign(&message);
+        log[2] = format!("{{\"entry\":{raw},\"sig\":\"{forged}\"}}");
+    });
 
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 4, 5]);
@@ -149,22 +166,9 @@ fn an_entry_naming_another_actor_than_its_signer_is_excluded() {
         .find(|e| e.author().as_str() == "mallory")
         .unwrap();
     // Mallory signs an entry "by alice" and puts it in her own log.
-    let as_alice = Entry {
-        project: project("demo"),
-        author: name("alice"),
-        key: mallory.public_key(),
-        seq: 2,
-        prev: Some(*mallory_first.hash()),
-        kind: "note".to_owned(),
-        time: NOW,
-        body: json!({"n": 2}),
-    }
-    .sign(&mallory)
-    .unwrap();
+    let as_alice = note_by_alice(&mallory, 2, *mallory_first.hash(), json!({"n": 2}));
     let path = channel.log_path(&name("mallory"), &mallory.public_key());
-    let mut log = lines(&path);
-    log.push(as_alice.line);
-    write_lines(&path, &log);
+    edit_lines(&path, |log| log.push(as_alice));
 
     let batch = channel.reader().poll();
     assert!(
@@ -192,21 +196,8 @@ fn an_entry_signed_by_another_key_than_its_log_is_excluded() {
     let mallory = key(9);
     let alice_fifth = *channel.reader().poll().entries[4].hash();
     // Validly signed by mallory, naming alice and mallory's key, inside alice's log.
-    let sneaked = Entry {
-        project: project("demo"),
-        author: name("alice"),
-        key: mallory.public_key(),
-        seq: 6,
-        prev: Some(alice_fifth),
-        kind: "note".to_owned(),
-        time: NOW,
-        body: json!({}),
-    }
-    .sign(&mallory)
-    .unwrap();
-    let mut log = lines(&path);
-    log.push(sneaked.line);
-    write_lines(&path, &log);
+    let sneaked = note_by_alice(&mallory, 6, alice_fifth, json!({}));
+    edit_lines(&path, |log| log.push(sneaked));
 
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 3, 4, 5]);
@@ -261,9 +252,7 @@ fn a_grant_replayed_from_another_project_is_excluded_and_leaves_the_level_unchan
         |channel: &Channel| channel.log_path(&AgentName::master(), &master.public_key());
     let replayed = lines(&master_log(&other))[1].clone();
     assert!(replayed.contains("\"orchestrator\""), "{replayed}");
-    let mut here = lines(&master_log(&channel));
-    here.push(replayed);
-    write_lines(&master_log(&channel), &here);
+    edit_lines(&master_log(&channel), |log| log.push(replayed));
 
     let mut reader = channel.reader();
     let batch = reader.poll();
@@ -351,21 +340,13 @@ fn a_forked_log_keeps_the_first_entry_of_a_seq() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
     let alice = key(1);
-    let fork = Entry {
-        project: project("demo"),
-        author: name("alice"),
-        key: alice.public_key(),
-        seq: 5,
-        prev: Some(*channel.reader().poll().entries[3].hash()),
-        kind: "note".to_owned(),
-        time: NOW,
-        body: json!({"fork": true}),
-    }
-    .sign(&alice)
-    .unwrap();
-    let mut log = lines(&path);
-    log.push(fork.line);
-    write_lines(&path, &log);
+    let fork = note_by_alice(
+        &alice,
+        5,
+        *channel.reader().poll().entries[3].hash(),
+        json!({"fork": true}),
+    );
+    edit_lines(&path, |log| log.push(fork));
 
     let batch = channel.reader().poll();
     let fifth: Vec<_> = batch
@@ -427,9 +408,7 @@ fn a_truncated_log_is_reported_and_not_delivered_twice() {
     let (channel, path) = alice_with_five_notes(dir.path());
     let mut reader = channel.reader();
     assert_eq!(reader.poll().entries.len(), 7);
-    let mut log = lines(&path);
-    log.truncate(3);
-    write_lines(&path, &log);
+    edit_lines(&path, |log| log.truncate(3));
 
     let batch = reader.poll();
     assert_eq!(batch.entries, vec![]);
@@ -440,9 +419,9 @@ fn a_truncated_log_is_reported_and_not_delivered_twice() {
 fn problems_display_as_one_status_line() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
-    let mut log = lines(&path);
-    log.remove(1);
-    write_lines(&path, &log);
+    edit_lines(&path, |log| {
+        log.remove(1);
+    });
     let batch = channel.reader().poll();
     assert_eq!(
         batch.problems[0].to_string(),
@@ -470,9 +449,7 @@ fn a_log_that_disappears_is_reported_once() {
 fn an_overlong_line_is_skipped_without_losing_the_entries_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
-    let mut log = lines(&path);
-    log.insert(2, "x".repeat(600 * 1024));
-    write_lines(&path, &log);
+    edit_lines(&path, |log| log.insert(2, "x".repeat(600 * 1024)));
 
     let (alice, problems) = alice_seqs(&channel);
     assert_eq!(alice, vec![1, 2, 3, 4, 5]);

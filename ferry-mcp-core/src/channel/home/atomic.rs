@@ -7,14 +7,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::HomeError;
-
-fn io_err(path: &Path, source: io::Error) -> HomeError {
-    HomeError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
+use super::{HomeError, io_err};
+use crate::channel::store::durable;
 
 /// Creates `dir` (and its parents) as 0700 folders.
 pub fn create_private_dir(dir: &Path) -> Result<(), HomeError> {
@@ -25,19 +19,11 @@ pub fn create_private_dir(dir: &Path) -> Result<(), HomeError> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir).map_err(|err| io_err(dir, err))
+    builder.create(dir).map_err(io_err(dir))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), HomeError> {
-    #[cfg(unix)]
-    {
-        fs::File::open(dir)
-            .and_then(|folder| folder.sync_all())
-            .map_err(|err| io_err(dir, err))?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    durable::sync_dir(dir).map_err(io_err(dir))
 }
 
 /// Replaces `path` with `bytes`, durably and atomically, as a 0600 file.
@@ -57,24 +43,24 @@ fn write_inner(path: &Path, bytes: &[u8], replace: bool) -> Result<bool, HomeErr
     let mut temp = tempfile::Builder::new()
         .prefix(".tmp-")
         .tempfile_in(dir)
-        .map_err(|err| io_err(dir, err))?;
+        .map_err(io_err(dir))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         temp.as_file()
             .set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(|err| io_err(temp.path(), err))?;
+            .map_err(io_err(temp.path()))?;
     }
     temp.write_all(bytes)
         .and_then(|()| temp.as_file().sync_all())
-        .map_err(|err| io_err(path, err))?;
+        .map_err(io_err(path))?;
     if replace {
-        temp.persist(path).map_err(|err| io_err(path, err.error))?;
+        temp.persist(path).map_err(|err| io_err(path)(err.error))?;
     } else {
         match temp.persist_noclobber(path) {
             Ok(_) => {}
             Err(err) if err.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(err) => return Err(io_err(path, err.error)),
+            Err(err) => return Err(io_err(path)(err.error)),
         }
     }
     sync_dir(dir)?;
@@ -89,6 +75,6 @@ pub fn remove(path: &Path) -> Result<bool, HomeError> {
             Ok(true)
         }
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(err) => Err(io_err(path, err)),
+        Err(err) => Err(io_err(path)(err)),
     }
 }

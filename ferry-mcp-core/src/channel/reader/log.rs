@@ -11,7 +11,7 @@
 //!   signature proves the key holder wrote it, and the chain only detects loss and tampering.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Take};
 use std::path::{Path, PathBuf};
 
 use super::problem::{IntegrityProblem, ProblemKind};
@@ -111,6 +111,33 @@ impl LogState {
         }
     }
 
+    fn report_unreadable(&self, error: &std::io::Error, sink: &mut Sink<'_>) {
+        sink.problems
+            .push(self.problem(None, ProblemKind::Unreadable, error.to_string()));
+    }
+
+    /// A buffered reader of the log's bytes from `start` to `end`; a failure to open is
+    /// reported and gives `None`.
+    fn open_range(
+        &self,
+        path: &Path,
+        start: u64,
+        end: u64,
+        sink: &mut Sink<'_>,
+    ) -> Option<BufReader<Take<File>>> {
+        let opened = File::open(path).and_then(|mut file| {
+            file.seek(SeekFrom::Start(start))?;
+            Ok(file)
+        });
+        match opened {
+            Ok(file) => Some(BufReader::with_capacity(64 * 1024, file.take(end - start))),
+            Err(e) => {
+                self.report_unreadable(&e, sink);
+                None
+            }
+        }
+    }
+
     /// Reads the complete lines appended since the last call.
     pub fn read_new(&mut self, channel_dir: &Path, sink: &mut Sink<'_>) {
         let path = channel_dir.join(&self.rel_path);
@@ -120,8 +147,7 @@ impl LogState {
             Err(e) => {
                 if !self.unreadable_reported {
                     self.unreadable_reported = true;
-                    sink.problems
-                        .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
+                    self.report_unreadable(&e, sink);
                 }
                 return;
             }
@@ -143,19 +169,9 @@ impl LogState {
         if len == self.offset {
             return;
         }
-        let opened = File::open(&path).and_then(|mut file| {
-            file.seek(SeekFrom::Start(self.offset))?;
-            Ok(file)
-        });
-        let file = match opened {
-            Ok(file) => file,
-            Err(e) => {
-                sink.problems
-                    .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
-                return;
-            }
+        let Some(mut reader) = self.open_range(&path, self.offset, len, sink) else {
+            return;
         };
-        let mut reader = BufReader::with_capacity(64 * 1024, file.take(len - self.offset));
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -165,8 +181,7 @@ impl LogState {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
-                    sink.problems
-                        .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
+                    self.report_unreadable(&e, sink);
                     return;
                 }
             }
@@ -180,11 +195,7 @@ impl LogState {
                         complete = found_end;
                     }
                     Err(e) => {
-                        sink.problems.push(self.problem(
-                            None,
-                            ProblemKind::Unreadable,
-                            e.to_string(),
-                        ));
+                        self.report_unreadable(&e, sink);
                         return;
                     }
                 }
@@ -310,19 +321,9 @@ impl LogState {
             return;
         };
         let path = channel_dir.join(&self.rel_path);
-        let opened = File::open(&path).and_then(|mut f| {
-            f.seek(SeekFrom::Start(start.offset))?;
-            Ok(f)
-        });
-        let file = match opened {
-            Ok(file) => file,
-            Err(e) => {
-                sink.problems
-                    .push(self.problem(None, ProblemKind::Unreadable, e.to_string()));
-                return;
-            }
+        let Some(mut reader) = self.open_range(&path, start.offset, self.offset, sink) else {
+            return;
         };
-        let mut reader = BufReader::with_capacity(64 * 1024, file.take(self.offset - start.offset));
         let mut offset = start.offset;
         let mut next = wanted.iter().peekable();
         let mut line = Vec::new();
