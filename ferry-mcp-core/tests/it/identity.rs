@@ -40,6 +40,14 @@ fn problem_kinds(temp: &TempChannel) -> Vec<FoldProblemKind> {
         .collect()
 }
 
+/// The level `agent` stands at now, from a freshly opened view of the channel.
+fn level_of(temp: &TempChannel, agent: &str) -> Level {
+    temp.view()
+        .identity
+        .standing(&name(agent), temp.now())
+        .level
+}
+
 /// The secret key of agent `agent` on the temporary channel's machine.
 fn agent_key(temp: &TempChannel, agent: &AgentName) -> SecretKey {
     temp.home()
@@ -198,13 +206,7 @@ fn a_grant_signed_as_master_by_another_key_is_held_and_reported() {
         kinds::GRANT,
         grant_body("worker", &worker_key, Level::Orchestrator),
     );
-    assert_eq!(
-        temp.view()
-            .identity
-            .standing(&name("worker"), temp.now())
-            .level,
-        Level::Worker
-    );
+    assert_eq!(level_of(&temp, "worker"), Level::Worker);
     assert_eq!(problem_kinds(&temp), vec![FoldProblemKind::NotTheMaster]);
 }
 
@@ -244,13 +246,7 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
         kinds::GRANT,
         grant_body("worker", &worker_key, Level::Member),
     );
-    assert_eq!(
-        temp.view()
-            .identity
-            .standing(&name("worker"), temp.now())
-            .level,
-        Level::Worker
-    );
+    assert_eq!(level_of(&temp, "worker"), Level::Worker);
 
     // An agent cannot hand mastership on.
     let member = name("member");
