@@ -9,8 +9,8 @@ use std::panic::AssertUnwindSafe;
 
 use serde_json::{Map, Value, json};
 
-use super::wire::{self, RpcError};
-use super::{Era, ProtocolVersion, Server, message};
+use super::wire::{self, Id, RpcError};
+use super::{Era, ProtocolVersion, Server};
 use crate::shape::{Cursor, ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
 use crate::tool::{CallContext, Progress, ReadContext, ResourceError};
@@ -43,11 +43,13 @@ enum Cache {
 }
 
 impl Server {
-    /// Serves one request; `out` receives notifications (progress) that precede the answer.
+    /// Serves one request; `out` receives notifications (progress, under `progress_token`)
+    /// that precede the answer.
     pub(super) fn serve(
         &mut self,
         method: &str,
         params: Option<&Value>,
+        progress_token: Option<&Id>,
         now: Timestamp,
         out: &mut Vec<String>,
     ) -> Result<String, RpcError> {
@@ -73,7 +75,10 @@ impl Server {
                 ));
             }
             "tools/list" => (self.tools_list(params)?, Some(Cache::Public(STATIC_TTL_MS))),
-            "tools/call" => (self.tools_call(params, era, now, out)?, None),
+            "tools/call" => (
+                self.tools_call(params, progress_token, era, now, out)?,
+                None,
+            ),
             "resources/list" => (resources_list(params)?, Some(Cache::Private(STATIC_TTL_MS))),
             "resources/templates/list" => {
                 (self.templates_list(), Some(Cache::Private(STATIC_TTL_MS)))
@@ -173,6 +178,7 @@ impl Server {
     fn tools_call(
         &self,
         params: Option<&Value>,
+        progress_token: Option<&Id>,
         era: Era,
         now: Timestamp,
         out: &mut Vec<String>,
@@ -226,12 +232,8 @@ impl Server {
             let text = format!("invalid arguments for {name}: {}", problems.join("; "));
             return Ok(call_result(&ToolOutcome::error(text), version));
         }
-        let token = message::meta(Some(params))
-            .and_then(|meta| meta.get("progressToken"))
-            .filter(|token| token.is_string() || token.is_number())
-            .cloned();
         let mut report = |progress: Progress| {
-            if let Some(token) = &token {
+            if let Some(token) = progress_token {
                 out.push(progress_line(token, progress));
             }
         };
@@ -347,17 +349,29 @@ fn call_result(outcome: &ToolOutcome, version: ProtocolVersion) -> String {
     Value::Object(result).to_string()
 }
 
-fn progress_line(token: &Value, progress: Progress) -> String {
-    let mut params = Map::new();
-    params.insert("progressToken".into(), token.clone());
-    params.insert("progress".into(), json!(progress.progress));
+/// `notifications/progress`, its token echoed as the client wrote it; the fields in sorted
+/// order, as a serde_json map writes them.
+fn progress_line(token: &Id, progress: Progress) -> String {
+    let mut params = String::from("{");
+    if let Some(message) = &progress.message {
+        let _ = write!(params, "\"message\":{},", quote(message));
+    }
+    let _ = write!(
+        params,
+        "\"progress\":{},\"progressToken\":{}",
+        number(progress.progress),
+        token.as_json()
+    );
     if let Some(total) = progress.total {
-        params.insert("total".into(), json!(total));
+        let _ = write!(params, ",\"total\":{}", number(total));
     }
-    if let Some(message) = progress.message {
-        params.insert("message".into(), Value::String(message));
-    }
-    wire::notification_line("notifications/progress", &Value::Object(params))
+    params.push('}');
+    wire::notification_line("notifications/progress", &params)
+}
+
+/// A number as serde_json writes it (`null` when it is not finite).
+fn number(value: f64) -> String {
+    serde_json::to_string(&value).unwrap_or_else(|_| "null".into())
 }
 
 fn invalid_params(message: impl Into<String>) -> RpcError {

@@ -21,7 +21,7 @@ use crate::registry::Surface;
 use crate::time::Timestamp;
 use message::Incoming;
 pub use version::ProtocolVersion;
-use wire::RpcError;
+use wire::{Id, RpcError};
 
 /// The largest input line the server accepts, in bytes (without the newline).
 /// A longer line is answered with an error and its bytes are never held in memory whole:
@@ -119,16 +119,13 @@ impl Server {
     /// answer.
     pub fn handle_lines(&mut self, lines: &[&[u8]], now: Timestamp) -> Vec<String> {
         let parsed: Vec<Incoming> = lines.iter().map(|line| message::parse_line(line)).collect();
-        let cancels: Vec<(usize, &Value)> = parsed
+        let cancels: Vec<(usize, &Id)> = parsed
             .iter()
             .enumerate()
             .filter_map(|(index, incoming)| match incoming {
                 Incoming::Notification {
-                    method,
-                    params: Some(params),
-                } if method == "notifications/cancelled" => {
-                    params.get("requestId").map(|id| (index, id))
-                }
+                    cancels: Some(id), ..
+                } => Some((index, id)),
                 _ => None,
             })
             .collect();
@@ -138,7 +135,7 @@ impl Server {
                 && method != "initialize"
                 && cancels
                     .iter()
-                    .any(|(at, cancelled)| *at > index && *cancelled == id)
+                    .any(|(at, cancelled)| *at > index && cancelled.same_as(id))
             {
                 continue;
             }
@@ -151,7 +148,7 @@ impl Server {
     /// `prefix` is the first bytes of the line (at most `MAX_LINE_BYTES`).
     pub fn handle_oversized_line(&mut self, prefix: &[u8], now: Timestamp) -> Vec<String> {
         let _ = now;
-        let id = message::sniff_id(prefix).unwrap_or(Value::Null);
+        let id = message::sniff_id(prefix).unwrap_or_else(Id::null);
         let error = RpcError::new(
             wire::INVALID_REQUEST,
             format!("invalid request: line longer than {MAX_LINE_BYTES} bytes"),
@@ -164,7 +161,7 @@ impl Server {
             Incoming::Blank | Incoming::Response => {}
             Incoming::ParseError(reason) => {
                 out.push(wire::error_line(
-                    &Value::Null,
+                    &Id::null(),
                     &RpcError::new(wire::PARSE_ERROR, reason),
                 ));
             }
@@ -178,8 +175,20 @@ impl Server {
             // arriving with its request is handled by `handle_lines`, and a later one finds the
             // request answered already (requests run to completion within one call).
             Incoming::Notification { .. } => {}
-            Incoming::Request { id, method, params } => {
-                let answer = self.request(&id, &method, params.as_ref(), now, out);
+            Incoming::Request {
+                id,
+                method,
+                params,
+                progress_token,
+            } => {
+                let answer = self.request(
+                    &id,
+                    &method,
+                    params.as_ref(),
+                    progress_token.as_ref(),
+                    now,
+                    out,
+                );
                 out.push(answer);
             }
             Incoming::Batch(items) => self.batch(items, now, out),
@@ -188,7 +197,7 @@ impl Server {
 
     /// A JSON-RPC batch array: served only when 2025-03-26 was negotiated (the one revision that
     /// requires batches); otherwise one `-32600`.
-    fn batch(&mut self, items: Vec<Value>, now: Timestamp, out: &mut Vec<String>) {
+    fn batch(&mut self, items: Vec<Incoming>, now: Timestamp, out: &mut Vec<String>) {
         if !self
             .negotiated
             .is_some_and(ProtocolVersion::accepts_batches)
@@ -197,20 +206,20 @@ impl Server {
                 wire::INVALID_REQUEST,
                 "invalid request: batches are not supported in this protocol version",
             );
-            out.push(wire::error_line(&Value::Null, &error));
+            out.push(wire::error_line(&Id::null(), &error));
             return;
         }
         if items.is_empty() {
             out.push(wire::error_line(
-                &Value::Null,
+                &Id::null(),
                 &RpcError::new(wire::INVALID_REQUEST, "invalid request: empty batch"),
             ));
             return;
         }
         let mut answers = Vec::new();
         for item in items {
-            match message::classify(item) {
-                Incoming::Batch(_) => unreachable!("classify never yields a batch"),
+            match item {
+                Incoming::Batch(_) => unreachable!("a batch element is never a batch"),
                 // 2025-03-26: "the initialize request MUST NOT be part of a JSON-RPC batch".
                 Incoming::Request { id, method, .. } if method == "initialize" => {
                     answers.push(wire::error_line(
@@ -274,13 +283,14 @@ impl Server {
 
     fn request(
         &mut self,
-        id: &Value,
+        id: &Id,
         method: &str,
         params: Option<&Value>,
+        progress_token: Option<&Id>,
         now: Timestamp,
         out: &mut Vec<String>,
     ) -> String {
-        match self.serve(method, params, now, out) {
+        match self.serve(method, params, progress_token, now, out) {
             Ok(result) => wire::result_line(id, &result),
             Err(error) => wire::error_line(id, &error),
         }

@@ -434,3 +434,137 @@ fn a_panicking_tool_is_a_tool_error_and_the_server_keeps_serving() {
     );
     assert_eq!(session.result("ping", json!({})), json!({}));
 }
+
+/// Ids whose text a parsed `f64` or `Value` would change: too long for any integer type,
+/// negative zero, exponents, a trailing zero, and escapes.
+const VERBATIM_IDS: [&str; 7] = [
+    "123456789012345678901234567890",
+    "-0",
+    "1e2",
+    "1.50",
+    "-1.0E+3",
+    r#""a\u00e9\"b""#,
+    r#""\ud83d\ude00""#,
+];
+
+fn id_prefix(id: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"#)
+}
+
+#[test]
+fn every_answer_echoes_the_id_byte_for_byte() {
+    for id in VERBATIM_IDS {
+        let mut session = initialized("2025-11-25");
+        for line in [
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"prompts/list"}}"#),
+            format!(r#"{{"jsonrpc":"1.0","id":{id},"method":"ping"}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":[1]}}"#),
+            format!(
+                r#"{{ "method" : "tools/call", "id" : {id} , "jsonrpc":"2.0","params":{{"name":"fixture_status"}}}}"#
+            ),
+        ] {
+            let out = session.send_raw(line.as_bytes());
+            assert_eq!(out.len(), 1, "{line}");
+            assert!(out[0].starts_with(&id_prefix(id)), "{line} -> {}", out[0]);
+        }
+    }
+}
+
+#[test]
+fn the_last_of_duplicate_ids_is_echoed_as_it_is_read() {
+    let mut session = initialized("2025-11-25");
+    let out = session.send_raw(br#"{"jsonrpc":"2.0","id":1,"method":"ping","id":1.50}"#);
+    assert_eq!(out, [r#"{"jsonrpc":"2.0","id":1.50,"result":{}}"#]);
+}
+
+#[test]
+fn a_batch_echoes_each_id_byte_for_byte() {
+    let mut session = initialized("2025-03-26");
+    let items: Vec<String> = VERBATIM_IDS
+        .iter()
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+        .collect();
+    let out = session.send_raw(format!("[{}]", items.join(",")).as_bytes());
+    let answers: Vec<String> = VERBATIM_IDS
+        .iter()
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#))
+        .collect();
+    assert_eq!(out, [format!("[{}]", answers.join(","))]);
+}
+
+#[test]
+fn an_oversized_line_echoes_its_id_byte_for_byte() {
+    for id in VERBATIM_IDS {
+        let mut server = fixture::server(PROJECT);
+        let prefix =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"body":"aaaa"#);
+        let out = server.handle_oversized_line(prefix.as_bytes(), Timestamp::from_millis(0));
+        assert_eq!(out.len(), 1);
+        assert!(out[0].starts_with(&id_prefix(id)), "{}", out[0]);
+    }
+}
+
+#[test]
+fn a_progress_token_is_echoed_byte_for_byte() {
+    for token in VERBATIM_IDS {
+        let mut session = initialized("2025-11-25");
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"fixture_count","arguments":{{"n":1}},"_meta":{{"progressToken":{token}}}}}}}"#
+        );
+        let out = session.send_raw(line.as_bytes());
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(
+            out[0],
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"message":"step 1","progress":1.0,"progressToken":{token},"total":1.0}}}}"#
+            )
+        );
+    }
+}
+
+fn raw_call_line(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"fixture_count","arguments":{{"n":1}}}}}}"#
+    )
+}
+
+fn raw_cancel_line(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#
+    )
+}
+
+#[test]
+fn a_cancellation_matches_a_huge_number_id_exactly() {
+    let mut session = initialized("2025-11-25");
+    let huge = "123456789012345678901234567890";
+    // One more: the same f64, another request.
+    let next = "123456789012345678901234567891";
+    let out = session.send_together(&[
+        &raw_call_line(huge),
+        &raw_call_line(next),
+        &raw_cancel_line(huge),
+    ]);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].starts_with(&id_prefix(next)), "{}", out[0]);
+}
+
+#[test]
+fn a_cancellation_matches_an_id_by_value() {
+    for (request, cancel) in [
+        (r#""a\u00e9\"b""#, r#""aé\"b""#),
+        ("1.50", "15e-1"),
+        ("-0", "0"),
+        ("100", "1e2"),
+    ] {
+        let mut session = initialized("2025-11-25");
+        let out = session.send_together(&[&raw_call_line(request), &raw_cancel_line(cancel)]);
+        assert!(out.is_empty(), "{request} cancelled by {cancel}: {out:?}");
+    }
+    for (request, cancel) in [("1", r#""1""#), ("1.5", "1.05"), (r#""a""#, r#""A""#)] {
+        let mut session = initialized("2025-11-25");
+        let out = session.send_together(&[&raw_call_line(request), &raw_cancel_line(cancel)]);
+        assert_eq!(out.len(), 1, "{request} is not {cancel}");
+    }
+}

@@ -165,4 +165,19 @@ proptest! {
         }
         ping_is_answered(&mut session);
     }
+
+    #[test]
+    fn any_number_or_string_id_comes_back_byte_for_byte(
+        id in prop_oneof![
+            "-?(0|[1-9][0-9]{0,40})(\\.[0-9]{1,20})?([eE][+-]?[0-9]{1,2})?",
+            r#""([a-z\u{e9}\u{1F600} ]|\\["\\/bfnrt]|\\u00[0-7][0-9a-f]){0,8}""#,
+        ],
+        initialized in any::<bool>(),
+    ) {
+        let mut session = fixture_session(initialized);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let out = session.send_raw(line.as_bytes());
+        prop_assert_eq!(out.len(), 1);
+        prop_assert_eq!(&out[0], &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    }
 }
