@@ -9,6 +9,7 @@ use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::reader::{Cursor, CursorError, ProblemKind, ReadBatch};
 use ferry_mcp_core::channel::store::{BlobId, Channel, StoreError};
+use ferry_mcp_core::shape;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::json;
 
@@ -280,6 +281,25 @@ fn a_cursor_names_a_position_that_entries_since_resumes_from() {
 #[test]
 fn a_malformed_cursor_is_a_typed_error() {
     assert_eq!("nope".parse::<Cursor>(), Err(CursorError::NotACursor));
+}
+
+#[test]
+fn a_page_cursor_given_as_a_channel_cursor_is_refused_by_name() {
+    for page in [
+        shape::Cursor(0).encode(),
+        shape::Cursor(1).encode(),
+        shape::Cursor(0x2d).encode(),
+    ] {
+        assert_eq!(
+            page.parse::<Cursor>(),
+            Err(CursorError::PageCursor),
+            "{page}"
+        );
+    }
+    assert_eq!(
+        CursorError::PageCursor.to_string(),
+        "that is a page cursor, pass it as `cursor`"
+    );
 }
 
 #[test]

@@ -201,6 +201,13 @@ pub(crate) fn cases() -> Vec<Case> {
         Case {
             state: V1125,
             input: line(
+                r#"{"jsonrpc":"2.0","id":32,"method":"tools/list","params":{"cursor":"c1"}}"#,
+            ),
+            answer: "`-32602` invalid cursor, id 32",
+        },
+        Case {
+            state: V1125,
+            input: line(
                 r#"{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"ferry://demo/order/7"}}"#,
             ),
             answer: "`-32002` resource not found: ferry://demo/order/7, id 14, data `{\"uri\":\"ferry://demo/order/7\"}`",

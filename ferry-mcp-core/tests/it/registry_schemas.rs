@@ -118,7 +118,7 @@ fn sample_calls() -> Vec<(&'static str, Value)> {
         ("fixture_count", json!({ "n": 0 })),
         ("fixture_count", json!({ "n": 5 })),
         ("fixture_list", json!({})),
-        ("fixture_list", json!({ "cursor": "c2d" })),
+        ("fixture_list", json!({ "cursor": "p2d" })),
         ("fixture_order", json!({ "id": "1" })),
         ("fixture_order", json!({ "id": "42" })),
         ("fixture_post", json!({ "body": "hello" })),

@@ -1,8 +1,11 @@
 //! Response shaping: the ADR T4 caps with `truncated` and `next`, `ferry://` URIs, outcomes.
 
+use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::reader;
 use ferry_mcp_core::shape::{
-    self, CapError, Cursor, MAX_ITEMS, MAX_STRUCTURED_CHARS, PageError, ResourceLink, ResourceUri,
-    ToolOutcome, UriError,
+    self, CapError, Cursor, CursorError, MAX_ITEMS, MAX_STRUCTURED_CHARS, PageError, ResourceLink,
+    ResourceUri, ToolOutcome, UriError,
 };
 use ferry_mcp_core::tokens;
 use ferry_mcp_testkit::fixture;
@@ -67,9 +70,41 @@ fn an_outcome_summary_is_always_one_line() {
 #[test]
 fn a_cursor_decodes_only_what_we_issued() {
     assert_eq!(Cursor::decode(&Cursor(300).encode()), Ok(Cursor(300)));
-    for bad in ["", "c", "x12", "c-1", "cZZ", "c1234567890abc", "C1"] {
-        assert!(Cursor::decode(bad).is_err(), "{bad}");
+    assert_eq!(Cursor(300).encode(), "p12c");
+    for bad in ["", "p", "x12", "p-1", "pZZ", "p1234567890abc", "P1"] {
+        assert_eq!(Cursor::decode(bad), Err(CursorError::Invalid), "{bad}");
     }
+}
+
+#[test]
+fn a_channel_cursor_given_as_a_page_cursor_is_refused_by_name() {
+    let mut positions = reader::Cursor::start();
+    let alice = AgentName::parse("alice").unwrap();
+    positions.set(&alice, &SecretKey::from_bytes(&[1; 32]).public_key(), 3);
+    for channel_cursor in [reader::Cursor::start().to_string(), positions.to_string()] {
+        assert_eq!(
+            Cursor::decode(&channel_cursor),
+            Err(CursorError::ChannelCursor),
+            "{channel_cursor}"
+        );
+        assert_eq!(
+            shape::paginate(small_items(3), Some(&channel_cursor), 0),
+            Err(PageError::Cursor(CursorError::ChannelCursor))
+        );
+    }
+    assert_eq!(
+        CursorError::ChannelCursor.to_string(),
+        "that is a channel cursor, pass it as `since`"
+    );
+}
+
+#[test]
+fn a_paged_tool_given_a_channel_cursor_says_which_cursor_it_is() {
+    let mut session = Session::fixture_initialized("demo", "2025-11-25");
+    let result = session.call("fixture_list", json!({ "cursor": "c1" }));
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("that is a channel cursor"), "{text}");
 }
 
 fn small_items(count: usize) -> Vec<Value> {
@@ -112,7 +147,7 @@ fn a_page_of_one_huge_item_still_makes_progress() {
 fn a_bad_cursor_is_an_error() {
     assert_eq!(
         shape::paginate(small_items(3), Some("nope"), 0),
-        Err(PageError::Cursor(shape::CursorError))
+        Err(PageError::Cursor(CursorError::Invalid))
     );
     assert_eq!(
         shape::paginate(small_items(3), Some(&Cursor(9).encode()), 0),

@@ -20,6 +20,9 @@ const KEY_PREFIX_BYTES: usize = 8;
 pub enum CursorError {
     #[error("not a channel cursor")]
     NotACursor,
+    /// A page cursor (`shape::Cursor`, `p<hex>`) given where a channel cursor belongs.
+    #[error("that is a page cursor, pass it as `cursor`")]
+    PageCursor,
     #[error("cursor position {0:?} is malformed")]
     BadPosition(String),
 }
@@ -77,6 +80,9 @@ impl FromStr for Cursor {
     type Err = CursorError;
 
     fn from_str(text: &str) -> Result<Self, CursorError> {
+        if text.starts_with('p') {
+            return Err(CursorError::PageCursor);
+        }
         let rest = text.strip_prefix(TAG).ok_or(CursorError::NotACursor)?;
         let mut positions = BTreeMap::new();
         if rest.is_empty() {
