@@ -3,7 +3,8 @@
 //!
 //! Glue only: parse arguments, resolve the state folder and the clock, call one function of
 //! `ferry_mcp_core::channel::ops` or `home`, and print its result. Every bad input ends in
-//! one line on stderr and a non-zero exit (see `main`).
+//! one line on stderr and a non-zero exit (see `main`). Everything printed passes through
+//! `display`, as names, paths and problem lines may come from the channel.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use crate::paths;
+use crate::{display, paths};
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::PublicKey;
 use ferry_mcp_core::channel::levels::Level;
@@ -238,18 +239,30 @@ fn read_passphrase() -> anyhow::Result<Vec<u8>> {
     Ok(line.as_bytes().to_vec())
 }
 
+/// Prints `text` and a newline; its lines are built from [`shown`] parts, and any control
+/// character but a line break that slipped in is escaped here too.
 fn print(text: &str) -> anyhow::Result<()> {
+    print_raw(&display::escape_lines(text))
+}
+
+fn print_raw(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").context("writing to stdout")
+}
+
+/// A value as printed inside one line: every control character escaped, line breaks too.
+fn shown(value: impl std::fmt::Display) -> String {
+    display::escape(&value.to_string()).into_owned()
 }
 
 fn table(rows: &[AgentRow]) -> String {
     if rows.is_empty() {
         return "no agents".into();
     }
-    let width = rows
+    let names: Vec<String> = rows.iter().map(|row| shown(&row.name)).collect();
+    let width = names
         .iter()
-        .map(|row| row.name.as_str().len())
+        .map(|name| name.chars().count())
         .max()
         .unwrap_or(0)
         .max("AGENT".len());
@@ -257,16 +270,14 @@ fn table(rows: &[AgentRow]) -> String {
         "{:<width$}  {:<12}  {:<9}  {:<16}  {:<10}  GRANT",
         "AGENT", "LEVEL", "SEAT", "KEY", "KEY HERE"
     )];
-    for row in rows {
-        let key = row.keys.join(",");
+    for (row, name) in rows.iter().zip(names) {
+        let key: String = shown(row.keys.join(",")).chars().take(16).collect();
         let mut line = format!(
-            "{:<width$}  {:<12}  {:<9}  {:<16}  {:<10}  {}",
-            row.name.as_str(),
+            "{name:<width$}  {:<12}  {:<9}  {key:<16}  {:<10}  {}",
             row.level.as_str(),
             row.seat,
-            &key[..key.len().min(16)],
             row.local_key,
-            row.grant,
+            shown(&row.grant),
         );
         if row.pin_changed {
             line.push_str("  (KEY CHANGED since this machine pinned it)");
@@ -281,18 +292,18 @@ fn table(rows: &[AgentRow]) -> String {
 fn status_text(status: &Status) -> String {
     let mut text = format!(
         "project {} ({})\nmaster {} (on this machine: {})\n",
-        status.project,
-        status.channel.display(),
-        status.master,
+        shown(&status.project),
+        shown(status.channel.display()),
+        shown(&status.master),
         status.master_key_here
     );
     if let Some(pause) = &status.paused {
-        text.push_str(&format!("PAUSED: {}\n", pause.reason.0));
+        text.push_str(&format!("PAUSED: {}\n", shown(&pause.reason.0)));
     }
     text.push_str(&table(&status.agents));
     text.push_str(&format!("\n{} problem(s)", status.problems.len()));
     for problem in &status.problems {
-        text.push_str(&format!("\n  {problem}"));
+        text.push_str(&format!("\n  {}", shown(problem)));
     }
     text
 }
@@ -315,9 +326,9 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             let created = ops::init(&home, &args.project, &channel, sealing(&passphrase), now)?;
             print(&format!(
                 "created project {} in {} (master key {})",
-                created.project,
-                created.channel.display(),
-                created.master
+                shown(&created.project),
+                shown(created.channel.display()),
+                shown(created.master)
             ))?;
         }
         AdminCommand::Channel { command } => match command {
@@ -338,14 +349,15 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 let channel = absolute(&channel)?;
                 let master = ops::add_existing(&home, &project, &channel)?;
                 print(&format!(
-                    "added project {project} from {} (master key {master})",
-                    channel.display()
+                    "added project {project} from {} (master key {})",
+                    shown(channel.display()),
+                    shown(master)
                 ))?;
             }
             ChannelCommand::Status { project, json } => {
                 let status = ops::status(&home, &project, now)?;
                 if json {
-                    print(&serde_json::to_string(&status)?)?;
+                    print_raw(&display::escape_json(&serde_json::to_string(&status)?))?;
                 } else {
                     print(&status_text(&status))?;
                 }
@@ -373,7 +385,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 let grant = ops::access_set(&home, &project, &name, &request, now)?;
                 let mut said = format!("{} is now {}", grant.agent, grant.level);
                 if !grant.scopes.is_empty() {
-                    said.push_str(&format!(" in {}", grant.scopes.join(", ")));
+                    said.push_str(&format!(" in {}", shown(grant.scopes.join(", "))));
                 }
                 if let Some(secs) = expires_in {
                     said.push_str(&format!(" for {secs} s"));

@@ -1,10 +1,11 @@
 //! `ferry`: the stdio MCP server (`ferry mcp serve`) and the human's and operator's commands.
 //!
 //! This crate is glue: it parses arguments, resolves paths and the clock, and calls the
-//! library. Errors become one line on stderr and a non-zero exit.
+//! library. Errors become one line on stderr (control characters escaped) and a non-zero exit.
 
 mod admin;
 mod clock;
+mod display;
 mod mcp;
 mod paths;
 
@@ -40,7 +41,7 @@ fn main() -> std::process::ExitCode {
             let first = text.lines().next().unwrap_or("bad arguments");
             eprintln!(
                 "ferry: {} (see --help)",
-                first.trim_start_matches("error: ")
+                display::escape(first.trim_start_matches("error: "))
             );
             return std::process::ExitCode::from(2);
         }
@@ -52,7 +53,8 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("ferry: {err:#}");
+            // Errors can carry channel paths: one line, every control character escaped.
+            eprintln!("ferry: {}", display::escape(&format!("{err:#}")));
             std::process::ExitCode::FAILURE
         }
     }

@@ -270,6 +270,62 @@ fn status_reports_an_edited_log_entry_as_a_problem() {
     assert_eq!(status["agents"], serde_json::json!([]));
 }
 
+/// Panics if `out` holds a byte a terminal acts on: a C0 control other than the line break,
+/// DEL, or the C1 control introducer 0x9b (or any C1 character).
+fn assert_terminal_safe(out: &str) {
+    for (at, byte) in out.bytes().enumerate() {
+        assert!(
+            (byte >= 0x20 || byte == b'\n') && byte != 0x7f && byte != 0x9b,
+            "byte {byte:#04x} at {at} in {out:?}"
+        );
+    }
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+}
+
+#[test]
+fn channel_status_escapes_control_characters_in_names_from_the_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let channel = dir.path().join("chan\x1b[31mnel");
+    let created = run_ok(&home, &init_args(&channel));
+    assert_terminal_safe(&created);
+    assert!(created.contains("chan\\x1b[31mnel"), "{created}");
+    std::fs::write(channel.join("logs/\x1b[2Jevil\rfake"), "").unwrap();
+    std::fs::create_dir(channel.join("author\rwith\u{9b}2Jcr")).unwrap();
+    let status = run_ok(&home, &["channel", "status", "--project", "demo"]);
+    assert_terminal_safe(&status);
+    assert!(status.contains("chan\\x1b[31mnel"), "{status}");
+    assert!(status.contains("logs/\\x1b[2Jevil\\rfake: "), "{status}");
+    assert!(status.contains("author\\rwith\\u{9b}2Jcr: "), "{status}");
+    assert!(status.contains("\n2 problem(s)\n"), "{status}");
+    // JSON keeps the names as they are, escaped by JSON itself (DEL and C1 too).
+    let raw = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    assert_terminal_safe(&raw);
+    let json: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let problems = json["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|problem| problem
+            .as_str()
+            .unwrap()
+            .starts_with("logs/\x1b[2Jevil\rfake: ")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn an_error_line_escapes_control_characters_in_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let channel = dir.path().join("chan\x1b[2J\nnel");
+    run_ok(&home, &init_args(&channel));
+    std::fs::remove_file(channel.join("genesis.json")).unwrap();
+    let (ok, _, stderr) = run(&home, &["channel", "status", "--project", "demo"]);
+    assert!(!ok);
+    assert_terminal_safe(stderr.trim_end_matches('\n'));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("chan\\x1b[2J\\nnel"), "{stderr}");
+}
+
 #[test]
 fn adding_a_channel_under_the_wrong_project_id_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
