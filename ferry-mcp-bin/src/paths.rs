@@ -1,5 +1,7 @@
 //! Where the machine-local state lives. The core never reads the environment; this does,
-//! once: `FERRY_HOME`, else `$XDG_STATE_HOME/ferry`, else `~/.local/state/ferry`.
+//! once: `FERRY_HOME`, else `$XDG_STATE_HOME/ferry`, else `~/.local/state/ferry`. A
+//! `FERRY_HOME` that is set but empty is an error, not a fall back to the real state folder
+//! (a script that meant to isolate itself must not touch the user's keys).
 //! Unlocked keys go to `$XDG_RUNTIME_DIR/ferry` (a per-user tmpfs) when it is set and
 //! `FERRY_HOME` is not (tests set `FERRY_HOME` and must stay inside it), else `<home>/run`.
 
@@ -15,8 +17,11 @@ fn non_empty(var: &str) -> Option<PathBuf> {
 }
 
 pub fn home() -> anyhow::Result<Home> {
-    if let Some(root) = non_empty("FERRY_HOME") {
-        return Ok(Home::at(root));
+    if let Some(root) = std::env::var_os("FERRY_HOME") {
+        if root.is_empty() {
+            bail!("FERRY_HOME is set but empty: unset it or name a folder");
+        }
+        return Ok(Home::at(PathBuf::from(root)));
     }
     let root = if let Some(state) = non_empty("XDG_STATE_HOME") {
         state.join("ferry")

@@ -327,6 +327,39 @@ fn an_error_line_escapes_control_characters_in_paths() {
 }
 
 #[test]
+fn an_empty_ferry_home_is_a_one_line_error_and_touches_no_other_state_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let xdg = dir.path().join("xdg");
+    let user = dir.path().join("user");
+    for args in [
+        &["init", "--project", "demo"][..],
+        &["channel", "status", "--project", "demo"],
+        &["mcp", "serve", "--as", "fang", "--project", "demo"],
+    ] {
+        let out = Command::cargo_bin("ferry")
+            .unwrap()
+            .env("FERRY_HOME", "")
+            .env("XDG_STATE_HOME", &xdg)
+            .env("HOME", &user)
+            .env_remove("XDG_RUNTIME_DIR")
+            .args(args)
+            .write_stdin("")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            "ferry: FERRY_HOME is set but empty: unset it or name a folder\n",
+            "{args:?}"
+        );
+    }
+    assert!(
+        !xdg.exists() && !user.exists(),
+        "a fallback state folder was made"
+    );
+}
+
+#[test]
 fn adding_a_channel_under_the_wrong_project_id_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     project(&dir);
