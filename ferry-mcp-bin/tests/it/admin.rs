@@ -360,6 +360,25 @@ fn an_empty_ferry_home_is_a_one_line_error_and_touches_no_other_state_folder() {
 }
 
 #[test]
+fn an_io_error_names_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cause = std::io::Error::from_raw_os_error(20).to_string();
+    // The state folder is a regular file (HomeError).
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let err = run_err(&file, &["init", "--project", "demo"]);
+    assert_eq!(err.matches(&cause).count(), 1, "{err}");
+    // A registered channel folder replaced by a file (StoreError).
+    let home = project(&dir);
+    let channel = dir.path().join("channel");
+    std::fs::remove_dir_all(&channel).unwrap();
+    std::fs::write(&channel, "").unwrap();
+    let err = run_err(&home, &["channel", "status", "--project", "demo"]);
+    assert_eq!(err.matches(&cause).count(), 1, "{err}");
+    assert!(err.contains("channel/genesis.json"), "{err}");
+}
+
+#[test]
 fn adding_a_channel_under_the_wrong_project_id_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     project(&dir);

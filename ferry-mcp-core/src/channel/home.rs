@@ -38,15 +38,12 @@ use super::names::{AgentName, ProjectId};
 use crate::time::Timestamp;
 pub use seal::{SealCost, SealError, SealedSecret};
 
-/// Why a machine-state operation failed.
+/// Why a machine-state operation failed. Each message names its cause itself, so no variant
+/// also gives it as its `source()` (an error chain printed whole would name it twice).
 #[derive(Debug, thiserror::Error)]
 pub enum HomeError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
     #[error("unknown project {0} (run `ferry init --project {0}`)")]
     UnknownProject(ProjectId),
     #[error("project {project} is already registered with channel {existing}")]
@@ -76,9 +73,9 @@ pub enum HomeError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HomeError + '_ {
-    move |source| HomeError::Io {
+    move |cause| HomeError::Io {
         path: path.to_owned(),
-        source,
+        cause,
     }
 }
 

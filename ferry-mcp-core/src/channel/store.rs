@@ -45,11 +45,12 @@ pub const MAX_LINE_LEN: usize = 256 * 1024;
 /// Prefixed to the raw genesis bytes to form the signed message.
 pub const GENESIS_SIGNING_DOMAIN: &[u8] = b"ferry-channel-genesis-v1\n";
 
-/// Why a channel operation failed.
+/// Why a channel operation failed. Each message names its cause itself, so no variant also
+/// gives it as its `source()` (an error chain printed whole would name it twice).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: io::Error },
     #[error("a channel already exists in {0}")]
     AlreadyExists(PathBuf),
     #[error("no channel in {0}: genesis.json is missing")]
@@ -59,7 +60,7 @@ pub enum StoreError {
     #[error("genesis.json is not signed by the master key it names")]
     GenesisSignature,
     #[error("bad entry: {0}")]
-    Entry(#[from] EntryError),
+    Entry(EntryError),
     #[error("entry line is {len} bytes, the limit is {MAX_LINE_LEN}; put long bodies in a blob")]
     EntryTooLarge { len: usize },
     #[error("{0} is a symbolic link or not a regular file; refusing to write through it")]
@@ -70,11 +71,17 @@ pub enum StoreError {
     BlobCorrupt(BlobId),
 }
 
+impl From<EntryError> for StoreError {
+    fn from(error: EntryError) -> Self {
+        StoreError::Entry(error)
+    }
+}
+
 impl StoreError {
     fn io(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-        move |source| StoreError::Io {
+        move |cause| StoreError::Io {
             path: path.to_owned(),
-            source,
+            cause,
         }
     }
 }

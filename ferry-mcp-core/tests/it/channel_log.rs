@@ -464,6 +464,45 @@ fn a_bad_kind_is_refused_when_writing() {
     ));
 }
 
+/// An error and its sources as one line, the way anyhow's `{:#}` prints them (the binary's
+/// error line): every message, joined by ": ".
+pub(crate) fn chain_text(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[test]
+fn a_store_error_names_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    fs::write(&file, "").unwrap();
+    let io = Channel::open(&file.join("channel")).unwrap_err();
+    assert!(matches!(io, StoreError::Io { .. }), "{io:?}");
+    let cause = std::io::Error::from_raw_os_error(20).to_string();
+    assert_eq!(
+        chain_text(&io).matches(&cause).count(),
+        1,
+        "{}",
+        chain_text(&io)
+    );
+    assert!(chain_text(&io).contains(&*file.to_string_lossy()));
+
+    let channel = demo_channel(dir.path());
+    let mut writer = channel.writer(&name("alice"), &key(1)).unwrap();
+    let entry = writer.append("Not A Kind", json!({}), NOW).unwrap_err();
+    assert!(matches!(entry, StoreError::Entry(_)), "{entry:?}");
+    assert_eq!(
+        chain_text(&entry),
+        r#"bad entry: entry kind "Not A Kind" is not 1 to 64 of a-z, 0-9, '.', '-', '_'"#
+    );
+}
+
 #[test]
 fn the_entry_hash_is_the_sha256_of_the_raw_entry_bytes() {
     let secret = key(1);

@@ -290,3 +290,20 @@ fn of_keys_stored_at_once_for_one_holder_exactly_one_is_kept_and_it_is_the_one_r
         assert_eq!(kept.public_key(), keys[winner].public_key());
     }
 }
+
+#[test]
+fn a_home_error_names_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let home = Home::at(&file);
+    let project = ProjectId::parse("demo").unwrap();
+    let err = home
+        .register_project(&project, &dir.path().join("channel"))
+        .unwrap_err();
+    assert!(matches!(err, HomeError::Io { .. }), "{err:?}");
+    let text = crate::channel_log::chain_text(&err);
+    let cause = std::io::Error::from_raw_os_error(20).to_string();
+    assert_eq!(text.matches(&cause).count(), 1, "{text}");
+    assert!(text.starts_with(&*file.to_string_lossy()), "{text}");
+}
