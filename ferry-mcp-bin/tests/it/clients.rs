@@ -3,9 +3,11 @@
 //! `ferry mcp serve --tools fixture`.
 //!
 //! The clients are installed by `.ci/install-clients` (py1/ and py2/ venvs, ts/node_modules);
-//! `FERRY_CLIENTS_DIR` points at that folder. Without it the tests skip with a message,
-//! except under CI, where a skipped client would hide a broken server.
+//! `FERRY_CLIENTS_DIR` points at that folder. Without it, or when a client a test needs is
+//! missing from it (or `node` from `PATH`), the test skips with a message, except under CI,
+//! where it fails: a skipped client would hide a broken server.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -28,22 +30,124 @@ fn client_home() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-fn clients_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("FERRY_CLIENTS_DIR") {
-        // Tests run in the crate's folder; a relative path is meant from the workspace root.
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        return Some(workspace.join(dir));
-    }
+/// What a client test needs: a file of the install in `FERRY_CLIENTS_DIR`, or a program.
+#[derive(Debug, Clone, Copy)]
+enum Need {
+    /// A path inside the clients folder.
+    Installed(&'static str),
+    /// A program on `PATH`.
+    OnPath(&'static str),
+}
+
+const PY1: Need = Need::Installed("py1/bin/python");
+const PY2: Need = Need::Installed("py2/bin/python");
+const TS_SDK: Need = Need::Installed("ts/node_modules/@modelcontextprotocol/sdk");
+const INSPECTOR: Need = Need::Installed("ts/node_modules/.bin/mcp-inspector");
+const NODE: Need = Need::OnPath("node");
+
+/// The clients folder, when it holds everything `needs` names. When something is missing the
+/// test skips with a message, except under CI, where it fails: a skipped client would hide a
+/// broken server.
+fn clients_dir(needs: &[Need]) -> Option<PathBuf> {
     let in_ci = std::env::var("CI")
         .is_ok_and(|value| !value.is_empty() && value != "false" && value != "0");
-    assert!(
-        !in_ci,
-        "FERRY_CLIENTS_DIR is unset under CI: run .ci/install-clients and point it at the install"
+    let found = find_clients(
+        std::env::var_os("FERRY_CLIENTS_DIR"),
+        needs,
+        std::env::var_os("PATH"),
     );
-    eprintln!(
-        "skipped: FERRY_CLIENTS_DIR is unset (run .ci/install-clients, then FERRY_CLIENTS_DIR=.ci-cache/clients)"
+    match skip_or_fail(found, in_ci) {
+        Ok(dir) => dir,
+        Err(missing) => panic!(
+            "{missing} under CI: run .ci/install-clients and point FERRY_CLIENTS_DIR at the install"
+        ),
+    }
+}
+
+/// The clients folder (`dir`, relative to the workspace root) when it holds `needs`, else
+/// what is missing.
+fn find_clients(
+    dir: Option<OsString>,
+    needs: &[Need],
+    path: Option<OsString>,
+) -> Result<PathBuf, String> {
+    let Some(dir) = dir else {
+        return Err("FERRY_CLIENTS_DIR is unset".into());
+    };
+    // Tests run in the crate's folder; a relative path is meant from the workspace root.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = workspace.join(dir);
+    let missing: Vec<String> = needs
+        .iter()
+        .filter_map(|need| match *need {
+            Need::Installed(file) => {
+                let file = dir.join(file);
+                (!file.exists()).then(|| format!("{} is missing", file.display()))
+            }
+            Need::OnPath(program) => {
+                let found = path.as_deref().is_some_and(|path| {
+                    std::env::split_paths(path).any(|folder| folder.join(program).is_file())
+                });
+                (!found).then(|| format!("{program} is not on PATH"))
+            }
+        })
+        .collect();
+    if missing.is_empty() {
+        Ok(dir)
+    } else {
+        Err(missing.join(", "))
+    }
+}
+
+/// `Ok(Some(dir))` to run, `Ok(None)` to skip (said on stderr), `Err` to fail (under CI).
+fn skip_or_fail(found: Result<PathBuf, String>, in_ci: bool) -> Result<Option<PathBuf>, String> {
+    match found {
+        Ok(dir) => Ok(Some(dir)),
+        Err(missing) if in_ci => Err(missing),
+        Err(missing) => {
+            eprintln!(
+                "skipped: {missing} (run .ci/install-clients, then FERRY_CLIENTS_DIR=.ci-cache/clients)"
+            );
+            Ok(None)
+        }
+    }
+}
+
+#[test]
+fn a_missing_client_fails_under_ci_and_skips_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("py1/bin")).unwrap();
+    std::fs::write(dir.path().join("py1/bin/python"), "").unwrap();
+    let clients = Some(dir.path().as_os_str().to_owned());
+    let no_path = Some(OsString::new());
+    let missing = find_clients(clients.clone(), &[PY1, PY2, NODE], no_path.clone()).unwrap_err();
+    assert!(missing.contains("py2/bin/python is missing"), "{missing}");
+    assert!(missing.contains("node is not on PATH"), "{missing}");
+    assert!(!missing.contains("py1"), "{missing}");
+    assert_eq!(
+        skip_or_fail(Err(missing.clone()), true),
+        Err(missing.clone())
     );
-    None
+    assert_eq!(skip_or_fail(Err(missing), false), Ok(None));
+    assert_eq!(
+        find_clients(None, &[PY1], no_path.clone()),
+        Err("FERRY_CLIENTS_DIR is unset".into())
+    );
+    assert!(skip_or_fail(find_clients(None, &[], None), true).is_err());
+    assert_eq!(
+        find_clients(clients, &[PY1], no_path),
+        Ok(dir.path().to_owned())
+    );
+}
+
+#[test]
+fn a_program_on_path_is_found_in_any_of_its_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("bin")).unwrap();
+    std::fs::write(dir.path().join("bin/node"), "").unwrap();
+    let path = std::env::join_paths([dir.path().join("empty"), dir.path().join("bin")]).unwrap();
+    let clients = Some(dir.path().as_os_str().to_owned());
+    assert!(find_clients(clients, &[NODE], Some(path)).is_ok());
 }
 
 fn scripts_dir() -> PathBuf {
@@ -88,28 +192,36 @@ fn python_probe(clients: &Path, venv: &str, script: &str, mode: Option<&str>) ->
 
 #[test]
 fn the_python_sdk_1_30_passes_the_probe() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[PY1]) else {
+        return;
+    };
     let output = python_probe(&clients, "py1", "py1_client.py", None);
     assert_passed(&output, "python sdk 1.30");
 }
 
 #[test]
 fn the_python_sdk_2_3_in_legacy_mode_passes_the_probe() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[PY2]) else {
+        return;
+    };
     let output = python_probe(&clients, "py2", "py2_client.py", Some("legacy"));
     assert_passed(&output, "python sdk 2.3 legacy");
 }
 
 #[test]
 fn the_python_sdk_2_3_in_2026_07_28_mode_passes_the_probe() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[PY2]) else {
+        return;
+    };
     let output = python_probe(&clients, "py2", "py2_client.py", Some("2026-07-28"));
     assert_passed(&output, "python sdk 2.3 2026-07-28");
 }
 
 #[test]
 fn the_python_sdk_2_3_in_auto_mode_connects_through_discover_in_under_2_seconds() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[PY2]) else {
+        return;
+    };
     let output = python_probe(&clients, "py2", "py2_client.py", Some("auto"));
     assert_passed(&output, "python sdk 2.3 auto");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -130,7 +242,9 @@ fn the_python_sdk_2_3_in_auto_mode_connects_through_discover_in_under_2_seconds(
 /// temporary folder beside a link to the installed node_modules.
 #[test]
 fn the_typescript_sdk_1_32_passes_the_probe() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
+        return;
+    };
     let folder = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(
         clients.join("ts/node_modules"),
@@ -176,7 +290,9 @@ fn stdout_json(output: &Output) -> Value {
 
 #[test]
 fn the_inspector_cli_lists_the_fixture_tools() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[INSPECTOR, NODE]) else {
+        return;
+    };
     let output = inspector(&clients, &["--method", "tools/list"]);
     assert_passed(&output, "inspector tools/list");
     let names: Vec<String> = stdout_json(&output)["tools"]
@@ -193,7 +309,9 @@ fn the_inspector_cli_lists_the_fixture_tools() {
 
 #[test]
 fn the_inspector_cli_calls_a_tool_and_gets_structured_content() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[INSPECTOR, NODE]) else {
+        return;
+    };
     let output = inspector(
         &clients,
         &["--method", "tools/call", "--tool-name", "fixture_status"],
@@ -206,7 +324,9 @@ fn the_inspector_cli_calls_a_tool_and_gets_structured_content() {
 
 #[test]
 fn the_inspector_cli_reads_the_ferry_link_a_tool_answered() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[INSPECTOR, NODE]) else {
+        return;
+    };
     let order = inspector(
         &clients,
         &[
@@ -243,7 +363,9 @@ fn the_inspector_cli_reads_the_ferry_link_a_tool_answered() {
 
 #[test]
 fn the_inspector_cli_reports_an_unknown_tool_as_a_failure() {
-    let Some(clients) = clients_dir() else { return };
+    let Some(clients) = clients_dir(&[INSPECTOR, NODE]) else {
+        return;
+    };
     let output = inspector(
         &clients,
         &["--method", "tools/call", "--tool-name", "no_such_tool"],
