@@ -1,8 +1,8 @@
-//! Levels and `authorize`: the table of `seeds/MCP.md` ("What an agent may do") and the
-//! conditions that refuse an operation (paused, unseated, locked, expired, out of scope).
+//! Levels and `authorize`: the level table of `docs/identity.md` (read from the page itself)
+//! and the conditions that refuse an operation (paused, unseated, locked, expired, out of scope).
 
 use ferry_mcp_core::channel::home::KeyHolder;
-use ferry_mcp_core::channel::levels::{Level, Operation, Refusal};
+use ferry_mcp_core::channel::levels::{Level, Operation, Refusal, Requirement};
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
@@ -55,44 +55,164 @@ fn grant(
     .unwrap();
 }
 
-/// `seeds/MCP.md`, "What an agent may do": (operation, worker, member, orchestrator).
-/// The level an operation needs is the lowest whose column says yes.
-const TABLE: [(Operation, bool, bool, bool); 11] = [
-    (Operation::Read, true, true, true),
-    (Operation::HandIn, true, true, true),
-    (Operation::Ask, true, true, true),
-    (Operation::Claim, false, true, true),
-    (Operation::Progress, false, true, true),
-    (Operation::Submit, false, true, true),
-    (Operation::Post, false, true, true),
-    (Operation::Review, false, false, true),
-    (Operation::TakeOver, false, false, true),
-    (Operation::ApplyUpdate, false, false, true),
-    (Operation::Approve, false, false, false),
-];
+/// The page whose level table the code must keep.
+const IDENTITY_PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/identity.md");
+
+/// The header of the level table under "## Levels".
+const TABLE_HEADER: &str = "| operation | worker | member | orchestrator |";
+
+/// One cell of a level column: `yes`, empty, or `(master only)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cell {
+    Yes,
+    No,
+    MasterOnly,
+}
+
+/// The level table of `docs/identity.md`, "## Levels": each operation it names (an operation's
+/// `as_str`, optionally followed by a gloss in parentheses) with the requirement its row states.
+/// Panics on a row, cell or name it cannot read, and on an operation named twice.
+fn documented_table(page: &str) -> Vec<(Operation, Requirement)> {
+    let levels = page
+        .split("\n## ")
+        .find(|section| section.starts_with("Levels\n"))
+        .expect("docs/identity.md has a \"## Levels\" section");
+    let mut lines = levels
+        .lines()
+        .skip_while(|line| line.trim() != TABLE_HEADER);
+    assert!(
+        lines.next().is_some(),
+        "no `{TABLE_HEADER}` table under ## Levels"
+    );
+    let rule = lines.next().unwrap_or_default();
+    assert!(rule.starts_with("|---"), "no rule under the header: {rule}");
+    let mut table: Vec<(Operation, Requirement)> = Vec::new();
+    for row in lines.take_while(|line| line.starts_with('|')) {
+        let cells: Vec<&str> = row
+            .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        let [names, columns @ ..] = cells.as_slice() else {
+            panic!("empty row: {row}");
+        };
+        assert_eq!(columns.len(), 3, "a row needs 3 level columns: {row}");
+        let columns: Vec<Cell> = columns
+            .iter()
+            .map(|cell| match *cell {
+                "yes" => Cell::Yes,
+                "" => Cell::No,
+                "(master only)" => Cell::MasterOnly,
+                other => panic!("unreadable cell {other:?} in: {row}"),
+            })
+            .collect();
+        let requirement = requirement_of(&columns, row);
+        for name in names.split(',').map(str::trim) {
+            let bare = name.split(" (").next().unwrap_or(name);
+            let op = Operation::ALL
+                .into_iter()
+                .find(|op| op.as_str() == bare)
+                .unwrap_or_else(|| panic!("the table names an unknown operation {name:?}"));
+            assert!(
+                table.iter().all(|(seen, _)| *seen != op),
+                "the table names {op} twice"
+            );
+            table.push((op, requirement));
+        }
+    }
+    table
+}
+
+/// The requirement a row's three columns state: the lowest level whose column says yes (every
+/// higher one must too), or the master alone.
+fn requirement_of(columns: &[Cell], row: &str) -> Requirement {
+    if columns.contains(&Cell::MasterOnly) {
+        assert_eq!(columns, [Cell::No, Cell::No, Cell::MasterOnly], "{row}");
+        return Requirement::Master;
+    }
+    let lowest = columns
+        .iter()
+        .position(|cell| *cell == Cell::Yes)
+        .unwrap_or_else(|| panic!("no level may: {row}"));
+    assert!(
+        columns[lowest..].iter().all(|cell| *cell == Cell::Yes),
+        "a higher level may not what a lower may: {row}"
+    );
+    Requirement::AtLeast(Level::ALL[lowest])
+}
+
+fn identity_page() -> String {
+    std::fs::read_to_string(IDENTITY_PAGE).unwrap()
+}
 
 #[test]
-fn the_level_table_of_the_mcp_page_holds_for_every_operation_and_level() {
-    let temp = TempChannel::with_each_level();
-    assert_eq!(
-        TABLE.len(),
-        Operation::ALL.len(),
-        "every operation is in the table"
+fn the_level_table_of_docs_identity_md_is_what_every_operation_requires() {
+    let table = documented_table(&identity_page());
+    for op in Operation::ALL {
+        let row = table.iter().find(|(named, _)| *named == op);
+        let Some((_, documented)) = row else {
+            panic!("docs/identity.md has no row for {op}");
+        };
+        assert_eq!(*documented, op.requirement(), "{op}");
+    }
+    assert_eq!(table.len(), Operation::ALL.len(), "{table:?}");
+}
+
+#[test]
+fn the_level_table_reader_refuses_a_missing_extra_or_unreadable_row() {
+    let page = identity_page();
+    let reads = |page: String| std::panic::catch_unwind(|| documented_table(&page));
+    assert!(reads(page.clone()).is_ok());
+    let missing = page.replace(
+        "| review, take over, apply updates |",
+        "| review, take over |",
     );
-    for (op, worker, member, orchestrator) in TABLE {
-        for (name, level, allowed) in [
-            ("worker", Level::Worker, worker),
-            ("member", Level::Member, member),
-            ("orchestrator", Level::Orchestrator, orchestrator),
-        ] {
+    assert!(
+        reads(missing)
+            .unwrap()
+            .iter()
+            .all(|(op, _)| *op != Operation::ApplyUpdate)
+    );
+    let extra = page.replace("| claim, progress,", "| claim, fly, progress,");
+    assert!(reads(extra).is_err());
+    let twice = page.replace("| claim, progress,", "| claim, read, progress,");
+    assert!(reads(twice).is_err());
+    let unreadable = page.replace(
+        "| read, hand in, ask (the human) | yes |",
+        "| read, hand in, ask (the human) | maybe |",
+    );
+    assert!(reads(unreadable).is_err());
+    let different = page.replace(
+        "| claim, progress, submit, post | | yes | yes |",
+        "| claim, progress, submit, post | yes | yes | yes |",
+    );
+    let table = reads(different).unwrap();
+    assert!(table.contains(&(Operation::Post, Requirement::AtLeast(Level::Worker))));
+}
+
+#[test]
+fn the_level_table_of_docs_identity_md_holds_for_every_operation_and_level() {
+    let temp = TempChannel::with_each_level();
+    for (op, requirement) in documented_table(&identity_page()) {
+        let lowest = match requirement {
+            Requirement::AtLeast(level) => Some(level),
+            Requirement::Master => None,
+        };
+        for (at, (name, level)) in [
+            ("worker", Level::Worker),
+            ("member", Level::Member),
+            ("orchestrator", Level::Orchestrator),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let answer = may(&temp, name, op);
-            let lowest = [worker, member, orchestrator]
-                .iter()
-                .position(|yes| *yes)
-                .map(|at| Level::ALL[at]);
+            let allowed = lowest
+                .is_some_and(|lowest| Level::ALL.iter().position(|l| *l == lowest).unwrap() <= at);
             if allowed {
                 assert_eq!(answer, Ok(level), "{name} may {op}");
-            } else if op == Operation::Approve {
+            } else if lowest.is_none() {
                 assert_eq!(answer, Err(Refusal::MasterOnly { operation: op }));
             } else {
                 match answer {
