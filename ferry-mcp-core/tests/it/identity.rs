@@ -314,24 +314,138 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
     assert_eq!(status.master, next_master.public_key().to_string());
 }
 
+/// Everything a folded identity tells, as text: the project, the masters, every name's seat,
+/// grant and standing at each of `times`, the problems, and which of `entries` it admits.
+fn public_views(
+    identity: &Identity,
+    entries: &[VerifiedEntry],
+    times: &[ferry_mcp_core::time::Timestamp],
+) -> Vec<String> {
+    let mut views = vec![
+        format!("project {:?}", identity.project()),
+        format!("master {:?}", identity.master()),
+        format!("masters {:?}", identity.masters()),
+    ];
+    for (agent, seat) in identity.names() {
+        views.push(format!("{agent}: seat {seat:?}"));
+        assert_eq!(identity.seat(agent), seat, "{agent}");
+        views.push(format!("{agent}: grant {:?}", identity.grant(agent)));
+        for now in times {
+            views.push(format!(
+                "{agent}: standing at {now:?} {:?}",
+                identity.standing(agent, *now)
+            ));
+        }
+    }
+    views.extend(identity.problems().iter().map(|p| format!("problem {p:?}")));
+    views.extend(entries.iter().map(|entry| {
+        format!(
+            "admits {} {} {}: {}",
+            entry.author(),
+            entry.seq(),
+            entry.kind(),
+            identity.admits(entry)
+        )
+    }));
+    views
+}
+
 #[test]
 fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
     let temp = TempChannel::builder().build().unwrap();
     let mut view = temp.view();
+    let step = |view: &mut ferry_mcp_core::channel::ops::ProjectView, what: &str| {
+        let new = view.refresh();
+        assert_eq!(new.len(), 1, "only the new entry is read: {what}");
+    };
     for agent in ["a1", "a2", "a3"] {
         ops::join(temp.home(), temp.project(), &name(agent), None, temp.now()).unwrap();
-        let new = view.refresh();
-        assert_eq!(new.len(), 1, "only the new join is read");
+        step(&mut view, agent);
     }
-    let fresh = temp.view();
-    let names = |view: &ferry_mcp_core::channel::ops::ProjectView| {
-        view.identity
-            .names()
-            .map(|(n, s)| (n.clone(), format!("{s:?}")))
-            .collect::<Vec<_>>()
+    // A scoped grant that expires, and a plain one.
+    let in_an_hour =
+        ferry_mcp_core::time::Timestamp::from_millis(temp.now().as_millis() + 3_600_000);
+    let request = GrantRequest {
+        level: Level::Orchestrator,
+        scopes: vec!["docs".into()],
+        expires: Some(in_an_hour),
+        key: None,
     };
-    assert_eq!(names(&view), names(&fresh));
-    assert_eq!(names(&view).len(), 3);
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("a1"),
+        &request,
+        temp.now(),
+    )
+    .unwrap();
+    step(&mut view, "scoped grant");
+    let member = grant_request(Level::Member, None);
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("a2"),
+        &member,
+        temp.now(),
+    )
+    .unwrap();
+    step(&mut view, "grant");
+    // An agent's own entry, and an agent's attempt at a handover (a problem).
+    let a2_key = agent_key(&temp, &name("a2"));
+    write_raw(&temp, &name("a2"), &a2_key, "note", json!({"n": 1}));
+    step(&mut view, "note");
+    write_raw(
+        &temp,
+        &name("a2"),
+        &a2_key,
+        kinds::MASTER_HANDOVER,
+        json!({"key": a2_key.public_key()}),
+    );
+    step(&mut view, "agent handover");
+    // A grant by the next master, held until the handover arrives; then a void one by the
+    // former master.
+    let old_master = master_key(&temp);
+    let next_master = SecretKey::generate().unwrap();
+    let a3_key = agent_key(&temp, &name("a3"));
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &next_master,
+        kinds::GRANT,
+        grant_body("a3", &a3_key, Level::Member),
+    );
+    step(&mut view, "held grant");
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::MASTER_HANDOVER,
+        json!({"key": next_master.public_key()}),
+    );
+    step(&mut view, "handover");
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::GRANT,
+        grant_body("a3", &a3_key, Level::Orchestrator),
+    );
+    step(&mut view, "former master's grant");
+
+    let fresh = temp.view();
+    let entries = all_entries(&temp);
+    let times = [temp.now(), in_an_hour];
+    let incremental = public_views(&view.identity, &entries, &times);
+    assert_eq!(incremental, public_views(&fresh.identity, &entries, &times));
+    // The scenario reached every kind of view it compares.
+    assert_eq!(view.identity.names().count(), 3);
+    assert_eq!(view.identity.masters().len(), 2);
+    assert!(!view.identity.problems().is_empty());
+    assert!(entries.iter().any(|entry| !view.identity.admits(entry)));
+    assert_ne!(
+        view.identity.standing(&name("a1"), temp.now()),
+        view.identity.standing(&name("a1"), in_an_hour)
+    );
 }
 
 #[test]
