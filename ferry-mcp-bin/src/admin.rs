@@ -21,11 +21,11 @@ use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
 use ferry_mcp_core::time::Timestamp;
 
-fn agent_name(raw: &str) -> Result<AgentName, String> {
+pub(crate) fn agent_name(raw: &str) -> Result<AgentName, String> {
     AgentName::parse(raw).map_err(|err| err.to_string())
 }
 
-fn project_id(raw: &str) -> Result<ProjectId, String> {
+pub(crate) fn project_id(raw: &str) -> Result<ProjectId, String> {
     ProjectId::parse(raw).map_err(|err| err.to_string())
 }
 

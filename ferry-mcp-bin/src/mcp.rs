@@ -4,6 +4,7 @@
 //! state machine and runs the stdio loop ([`stdio`]). Everything the protocol decides lives
 //! in `ferry_mcp_core::protocol`; this module only turns arguments into a surface.
 
+mod connect;
 mod demo;
 mod lines;
 mod stdio;
@@ -33,6 +34,8 @@ pub struct McpArgs {
 enum McpCommand {
     /// Serve MCP over stdio (started by the AI app, not by hand).
     Serve(ServeArgs),
+    /// Put this server into an AI app's config (prints it; `--write` merges it).
+    Connect(connect::ConnectArgs),
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +95,7 @@ fn selectable_groups() -> Vec<Selectable> {
 pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         McpCommand::Serve(args) => serve(args),
+        McpCommand::Connect(args) => connect::run(args),
     }
 }
 

@@ -10,10 +10,17 @@ use std::path::PathBuf;
 use anyhow::bail;
 use ferry_mcp_core::channel::home::Home;
 
-fn non_empty(var: &str) -> Option<PathBuf> {
+/// The environment variable `var` as a path, unless it is unset or empty.
+pub fn non_empty(var: &str) -> Option<PathBuf> {
     std::env::var_os(var)
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)
+}
+
+/// `FERRY_HOME` when it is set. An app starts `ferry` without this shell's environment, so
+/// `ferry mcp connect` writes it into the app's config to keep both on one state folder.
+pub fn home_override() -> Option<PathBuf> {
+    non_empty("FERRY_HOME")
 }
 
 pub fn home() -> anyhow::Result<Home> {

@@ -2,4 +2,5 @@
 
 mod admin;
 mod clients;
+mod connect;
 mod serve;
