@@ -15,7 +15,7 @@ use clap::{Args, Subcommand};
 
 use crate::{display, paths};
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
-use ferry_mcp_core::channel::keys::PublicKey;
+use ferry_mcp_core::channel::keys::{PublicKey, Signature};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
@@ -42,6 +42,13 @@ fn scope(raw: &str) -> Result<String, String> {
         return Err(format!("a scope cannot contain {bad:?}"));
     }
     Ok(raw.to_owned())
+}
+
+/// Boxed: a parsed signature is large next to the other arguments.
+fn signature(raw: &str) -> Result<Box<Signature>, String> {
+    Signature::from_hex(raw)
+        .map(Box::new)
+        .map_err(|err| err.to_string())
 }
 
 /// Boxed: a parsed key is large next to the other arguments.
@@ -160,6 +167,9 @@ pub enum MasterCommand {
         /// The next master's public key (hex, from `ferry master new-key` on its machine).
         #[arg(long = "to-key", value_parser = public_key)]
         to: Box<PublicKey>,
+        /// The new key's proof that it is held (hex, printed by `ferry master new-key`).
+        #[arg(long, value_parser = signature)]
+        proof: Box<Signature>,
         #[arg(long, value_parser = project_id)]
         project: ProjectId,
     },
@@ -394,17 +404,18 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             }
         },
         AdminCommand::Master { command } => match command {
-            MasterCommand::Handover { to, project } => {
-                let former = ops::master_handover(&home, &project, &to, now)?;
+            MasterCommand::Handover { to, proof, project } => {
+                let former = ops::master_handover(&home, &project, &to, &proof, now)?;
                 print(&format!(
                     "handed mastership of {project} on to {to} (this machine's key {former} is now a former master's)"
                 ))?;
             }
             MasterCommand::NewKey { project, seal } => {
                 let passphrase = seal_passphrase(seal)?;
-                let key = ops::new_master_key(&home, &project, sealing(&passphrase))?;
+                let made = ops::new_master_key(&home, &project, sealing(&passphrase))?;
+                let (key, proof) = (made.key, made.proof);
                 print(&format!(
-                    "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --project {project}`"
+                    "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --proof {proof} --project {project}`"
                 ))?;
             }
         },

@@ -16,7 +16,7 @@ use clap::{Args, Subcommand};
 use ferry_mcp_core::channel::home::Home;
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::{self, ProjectView};
+use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
 use ferry_mcp_core::time::Timestamp;
@@ -144,18 +144,22 @@ fn describe_seat(
     agent: Option<&AgentName>,
     now: Timestamp,
 ) -> String {
-    let view = match ProjectView::open(home, project) {
-        Ok(view) => view,
+    let actor = agent.map_or(Actor::Observer, |agent| Actor::Agent(agent.clone()));
+    let session = match Session::open(home, project, actor, now) {
+        Ok(session) => session,
         Err(err) => {
             return format!("cannot serve project {project} yet: {err}");
         }
     };
-    let problems = view.integrity.len();
+    let problems = session.integrity_problems().0.len();
     let Some(agent) = agent else {
         return format!("project {project}, no --as: read-only; {problems} integrity problems");
     };
-    let standing = match ops::authorize(home, &view, agent, Operation::Read, None, now) {
-        Ok(level) => format!("seated as {agent} ({level})"),
+    let standing = match session.authorize(Operation::Read, None, now) {
+        Ok(level) => format!(
+            "seated as {agent} ({})",
+            level.map_or("master".to_owned(), |level| level.to_string())
+        ),
         Err(err) => format!("{agent} cannot act yet: {err}"),
     };
     format!("project {project}, {standing}; {problems} integrity problems")

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use ferry_mcp_core::channel::home::{Home, SealCost};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError, ProjectView};
+use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
+use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
 
 use crate::clock::Clock;
@@ -137,9 +138,25 @@ impl TempChannel {
         self.clock.now()
     }
 
-    /// The channel opened and folded now.
-    pub fn view(&self) -> ProjectView {
-        ProjectView::open(&self.home, &self.project).expect("the temporary channel opens")
+    /// The channel opened and folded now, read-only.
+    pub fn view(&self) -> Session {
+        self.session(Actor::Observer)
+    }
+
+    /// A session of `actor` on the channel, opened now.
+    pub fn session(&self, actor: Actor) -> Session {
+        Session::open(&self.home, &self.project, actor, self.now())
+            .expect("the temporary channel opens")
+    }
+
+    /// A session of the agent `name`.
+    pub fn agent_session(&self, name: &str) -> Session {
+        self.session(Actor::Agent(Self::agent(name)))
+    }
+
+    /// A session of the human (the master key on this machine).
+    pub fn master_session(&self) -> Session {
+        self.session(Actor::Master)
     }
 
     /// `name` as an agent name (panics on an invalid one: tests only).
@@ -163,8 +180,8 @@ mod tests {
             ("orchestrator", Level::Orchestrator),
         ] {
             let agent = TempChannel::agent(name);
-            assert!(matches!(view.identity.seat(&agent), Seat::Seated(_)));
-            assert_eq!(view.identity.standing(&agent, temp.now()).level, level);
+            assert!(matches!(view.identity().seat(&agent), Seat::Seated(_)));
+            assert_eq!(view.identity().standing(&agent, temp.now()).level, level);
         }
         assert!(temp.home_dir().starts_with(temp.root()));
         assert!(temp.channel_dir().starts_with(temp.root()));

@@ -64,10 +64,22 @@ fn set_args<'a>(name: &'a str, level: &'a str) -> [&'a str; 6] {
     ["access", "set", name, level, "--project", "demo"]
 }
 
-/// `ferry master handover --to-key KEY --project demo`.
-fn handover_args(key: &str) -> [&str; 6] {
-    ["master", "handover", "--to-key", key, "--project", "demo"]
+/// `ferry master handover --to-key KEY --proof PROOF --project demo`.
+fn handover_args<'a>(key: &'a str, proof: &'a str) -> [&'a str; 8] {
+    [
+        "master",
+        "handover",
+        "--to-key",
+        key,
+        "--proof",
+        proof,
+        "--project",
+        "demo",
+    ]
 }
+
+/// A proof that parses but proves nothing (for refusals that come before the proof is checked).
+const NO_PROOF: &str = "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
 
 /// Project `demo` with its channel in `dir/channel`; returns the state folder `dir/home`.
 fn project(dir: &tempfile::TempDir) -> std::path::PathBuf {
@@ -146,7 +158,16 @@ fn an_unknown_project_is_a_one_line_error() {
         &["channel", "join", "--as", "fang", "--project", "nope"][..],
         &["access", "show", "--project", "nope"][..],
         &["access", "set", "fang", "member", "--project", "nope"][..],
-        &["master", "handover", "--to-key", key, "--project", "nope"][..],
+        &[
+            "master",
+            "handover",
+            "--to-key",
+            key,
+            "--proof",
+            NO_PROOF,
+            "--project",
+            "nope",
+        ][..],
         &["master", "new-key", "--project", "nope"][..],
     ] {
         assert_eq!(
@@ -260,12 +281,28 @@ fn status_reports_an_edited_log_entry_as_a_problem() {
         .path();
     let text = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text.replace("roster.join", "roster.jxin")).unwrap();
+    // This machine verified the entry before it was edited: it is reported, and keeps counting.
     let status = status_json(&home);
+    let problems: Vec<&str> = status["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|problem| problem.as_str().unwrap())
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("logs/fang/") && problems[0].contains(": diverged: "));
+    assert!(problems[1].contains("logs/fang/") && problems[1].contains(":1: bad_signature: "));
+    assert_eq!(status["agents"][0]["name"], "fang");
+    // A machine that never saw the entry excludes the edited one: fang is not seated there.
+    let other = second_machine(&dir, &dir.path().join("channel"));
+    let status = status_json(&other);
     let problems = status["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
-        problems[0].as_str().unwrap().contains("logs/fang/"),
-        "{problems:?}"
+        problems[0]
+            .as_str()
+            .unwrap()
+            .contains(":1: bad_signature: ")
     );
     assert_eq!(status["agents"], serde_json::json!([]));
 }
@@ -494,10 +531,15 @@ fn second_machine(dir: &tempfile::TempDir, channel: &Path) -> std::path::PathBuf
 
 /// The hex key in `... key <hex> ...` or `... master key <hex> ...` output.
 fn key_in(output: &str) -> String {
+    hex_word_in(output, 64)
+}
+
+/// The first run of `len` hex digits in `output`.
+fn hex_word_in(output: &str, len: usize) -> String {
     output
         .split(|c: char| !c.is_ascii_hexdigit())
-        .find(|word| word.len() == 64)
-        .unwrap_or_else(|| panic!("no key in {output}"))
+        .find(|word| word.len() == len)
+        .unwrap_or_else(|| panic!("no {len}-digit hex word in {output}"))
         .to_owned()
 }
 
@@ -616,16 +658,17 @@ fn only_the_current_master_hands_mastership_on() {
     run_ok(&home, &join_args("fang"));
     let old_master = status_json(&home)["master"].as_str().unwrap().to_owned();
     let other = second_machine(&dir, &channel);
-    let new_master = key_in(&run_ok(&other, &["master", "new-key", "--project", "demo"]));
+    let made = run_ok(&other, &["master", "new-key", "--project", "demo"]);
+    let (new_master, proof) = (key_in(&made), hex_word_in(&made, 128));
     assert_eq!(status_json(&other)["master_key_here"], "not_master");
 
     // The second machine's key is not master yet: it can neither grant nor hand on.
     let err = run_err(&other, &set_args("fang", "member"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
-    let err = run_err(&other, &handover_args(&new_master));
+    let err = run_err(&other, &handover_args(&new_master, &proof));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 
-    let said = run_ok(&home, &handover_args(&new_master));
+    let said = run_ok(&home, &handover_args(&new_master, &proof));
     assert!(
         said.starts_with(&format!("handed mastership of demo on to {new_master}")),
         "{said}"
@@ -637,13 +680,13 @@ fn only_the_current_master_hands_mastership_on() {
     assert_eq!(status["master_key_here"], "former");
     let err = run_err(&home, &set_args("fang", "orchestrator"));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
-    let err = run_err(&home, &handover_args(&new_master));
+    let err = run_err(&home, &handover_args(&new_master, &proof));
     insta::assert_snapshot!(err, @"ferry: this machine does not hold the current master key of project demo");
 
     // The new master grants, and can never hand mastership back.
     assert_eq!(status_json(&other)["master_key_here"], "ready");
     run_ok(&other, &set_args("fang", "member"));
-    let err = run_err(&other, &handover_args(&old_master));
+    let err = run_err(&other, &handover_args(&old_master, NO_PROOF));
     let err = err.replace(&old_master, "[OLD]");
     insta::assert_snapshot!(err, @"ferry: key [OLD] has been master of this project before; mastership is never handed back");
     let status = status_json(&home);
@@ -655,13 +698,38 @@ fn only_the_current_master_hands_mastership_on() {
 fn a_bad_key_for_a_handover_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
-    let err = run_err(
-        &home,
-        &["master", "handover", "--to-key", "ABC", "--project", "demo"],
-    );
+    let err = run_err(&home, &handover_args("ABC", NO_PROOF));
     assert!(
         err.starts_with("ferry: invalid value 'ABC' for '--to-key"),
         "{err}"
+    );
+}
+
+#[test]
+fn mastership_is_never_handed_to_a_key_nobody_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    // The all-zero key and another small-order point: no one can sign with them.
+    for weak in [
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    ] {
+        let err = run_err(&home, &handover_args(weak, NO_PROOF));
+        assert!(
+            err == "ferry: the new key did not prove it is held: the key is weak (small order): no one can sign with it"
+                || err.starts_with("ferry: invalid value"),
+            "{weak}: {err}"
+        );
+    }
+    // A real key whose proof is missing (someone's key, but not shown to be held).
+    let stranger = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+    let err = run_err(&home, &handover_args(stranger, NO_PROOF));
+    insta::assert_snapshot!(err, @"ferry: the new key did not prove it is held: the key's proof does not verify: nobody has shown they hold it");
+    let status = status_json(&home);
+    assert_eq!(
+        status["master_key_here"], "ready",
+        "mastership did not move"
     );
 }
 

@@ -129,16 +129,23 @@ struct WireOut<'a> {
     body: &'a Value,
 }
 
+/// The wire form as read: strings are borrowed from the line, so a key that equals the log's
+/// known key is never decoded (point decompression is a tenth of the cost of a line).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WireIn {
+struct WireIn<'a> {
     v: u32,
-    project: ProjectId,
-    author: AgentName,
-    key: PublicKey,
+    #[serde(borrow)]
+    project: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    author: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    key: std::borrow::Cow<'a, str>,
     seq: u64,
-    prev: Option<EntryHash>,
-    kind: String,
+    #[serde(borrow)]
+    prev: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    kind: std::borrow::Cow<'a, str>,
     time: Timestamp,
     body: Value,
 }
@@ -317,10 +324,59 @@ fn split_frame(line: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((raw, sig))
 }
 
+/// A line whose frame and entry parsed, whose signature is not checked yet.
+///
+/// Parsing and checking are apart so that a reader can parse lines in order and check their
+/// signatures on every core: [`ParsedLine::verify`] is the costly half.
+#[derive(Debug, Clone)]
+pub struct ParsedLine {
+    entry: Entry,
+    hash: EntryHash,
+    signature: Signature,
+    /// The signed message (domain tag + raw entry bytes).
+    message: Vec<u8>,
+}
+
+impl ParsedLine {
+    /// The entry as parsed; not yet proven to be signed by its key.
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    /// Checks the signature with the key the entry names (`verify_strict`).
+    pub fn verify(self) -> Result<VerifiedEntry, LineError> {
+        self.entry
+            .key
+            .verify(&self.message, &self.signature)
+            .map_err(|_| LineError::BadSignature)?;
+        Ok(VerifiedEntry {
+            entry: self.entry,
+            hash: self.hash,
+            signature: self.signature,
+        })
+    }
+}
+
 /// Parses one line (without its newline) and verifies its signature with the key it names.
 /// A trailing carriage return (a checkout that converted line endings) is ignored: it lies
 /// outside the signed bytes.
 pub fn decode_line(line: &[u8]) -> Result<VerifiedEntry, LineError> {
+    parse_line(line, None)?.verify()
+}
+
+/// The raw entry bytes of a line with the exact frame (the bytes its hash is taken over), or
+/// `None`. Nothing is parsed or checked: for re-reading a line this machine verified before.
+pub fn raw_entry(line: &[u8]) -> Option<&[u8]> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    split_frame(line).map(|(raw, _)| raw)
+}
+
+/// Parses one line without checking its signature. `known_key` is the key of the log the line
+/// is in, with its hex: when the entry names it, the key is taken as is instead of decoded again.
+pub fn parse_line(
+    line: &[u8],
+    known_key: Option<(&PublicKey, &str)>,
+) -> Result<ParsedLine, LineError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.is_empty() {
         return Err(LineError::Malformed("empty line".to_owned()));
@@ -337,7 +393,7 @@ pub fn decode_line(line: &[u8]) -> Result<VerifiedEntry, LineError> {
         .map_err(|_| LineError::Malformed("signature is not hex".to_owned()))?;
     let signature = Signature::from_hex(sig_hex)
         .map_err(|_| LineError::Malformed("signature is not lower-case hex".to_owned()))?;
-    let wire: WireIn = match serde_json::from_slice(raw) {
+    let wire: WireIn<'_> = match serde_json::from_slice(raw) {
         Ok(wire) => wire,
         Err(e) => {
             // A newer version may add fields: say so rather than "unknown field".
@@ -355,24 +411,31 @@ pub fn decode_line(line: &[u8]) -> Result<VerifiedEntry, LineError> {
     if wire.v != FORMAT_VERSION {
         return Err(LineError::UnsupportedVersion(wire.v));
     }
+    let malformed =
+        |what: &str, e: &dyn std::fmt::Display| LineError::Malformed(format!("{what}: {e}"));
+    let key = match known_key {
+        Some((key, hex)) if wire.key == hex => *key,
+        _ => PublicKey::from_hex(&wire.key).map_err(|e| malformed("key", &e))?,
+    };
+    let prev = match &wire.prev {
+        None => None,
+        Some(text) => Some(EntryHash::from_hex(text).map_err(|e| malformed("prev", &e))?),
+    };
     let entry = Entry {
-        project: wire.project,
-        author: wire.author,
-        key: wire.key,
+        project: ProjectId::parse(&wire.project).map_err(|e| malformed("project", &e))?,
+        author: AgentName::parse_any(&wire.author).map_err(|e| malformed("author", &e))?,
+        key,
         seq: wire.seq,
-        prev: wire.prev,
-        kind: wire.kind,
+        prev,
+        kind: wire.kind.into_owned(),
         time: wire.time,
         body: wire.body,
     };
     check_shape(&entry).map_err(LineError::BadEntry)?;
-    entry
-        .key
-        .verify(&signed_message(raw), &signature)
-        .map_err(|_| LineError::BadSignature)?;
-    Ok(VerifiedEntry {
-        entry,
+    Ok(ParsedLine {
         hash: EntryHash::of(raw),
+        message: signed_message(raw),
+        entry,
         signature,
     })
 }

@@ -371,16 +371,6 @@ impl Home {
         Ok(key)
     }
 
-    /// Deletes `holder`'s key file: only for undoing a key stored moments ago by an operation
-    /// that then failed, so that it can be retried.
-    pub(crate) fn discard_new_key(
-        &self,
-        project: &ProjectId,
-        holder: &KeyHolder,
-    ) -> Result<bool, HomeError> {
-        atomic::remove(&self.key_path(project, holder))
-    }
-
     /// The state of `holder`'s key on this machine at `now`: missing, locked or ready.
     pub fn key_state(
         &self,
@@ -434,6 +424,25 @@ impl Home {
                     holder: holder.to_string(),
                     flag: holder.flag(),
                 }),
+        }
+    }
+
+    /// `holder`'s secret key, opening a sealed one with `passphrase` when it is given (no
+    /// unlocked copy is written). For a command that holds the passphrase itself.
+    pub fn open_key(
+        &self,
+        project: &ProjectId,
+        holder: &KeyHolder,
+        passphrase: Option<&[u8]>,
+        now: Timestamp,
+    ) -> Result<SecretKey, HomeError> {
+        let (path, file) = self.existing_key_file(project, holder)?;
+        match (&file.sealed, passphrase) {
+            (Some(sealed), Some(passphrase)) => {
+                let secret = seal::unseal(sealed, &file.public, passphrase)?;
+                Self::secret_of(&path, &file, &hex::encode(secret))
+            }
+            _ => self.load_key(project, holder, now),
         }
     }
 
@@ -523,7 +532,57 @@ impl Home {
         })))
     }
 
+    /// Where the machine's verified state of `project` is kept (ADR 0004).
+    pub fn verified_path(&self, project: &ProjectId) -> PathBuf {
+        self.project_dir(project).join("verified.bin")
+    }
+
+    /// Writes the verified state of `project` (atomically; 0600).
+    pub fn write_verified(&self, project: &ProjectId, bytes: &[u8]) -> Result<(), HomeError> {
+        atomic::write(&self.verified_path(project), bytes)
+    }
+
     // ---- pins ----
+
+    /// Pins the genesis master and every `(name, key)` of `agents` not pinned yet, reading and
+    /// writing `pins.json` once whatever the number of names. Returns the master's outcome and
+    /// the names whose key differs from the pinned one (never re-pinned).
+    pub fn pin_all(
+        &self,
+        project: &ProjectId,
+        master: &PublicKey,
+        agents: &[(&AgentName, &PublicKey)],
+    ) -> Result<(PinOutcome, Vec<AgentName>), HomeError> {
+        let mut changed = Vec::new();
+        let master = master.to_string();
+        let outcome = self.update_pins(project, |pins| {
+            let mut wrote = false;
+            let master_outcome = match &pins.master {
+                Some(pinned) if *pinned == master => PinOutcome::Same,
+                Some(pinned) => PinOutcome::Changed {
+                    pinned: pinned.clone(),
+                },
+                None => {
+                    pins.master = Some(master.clone());
+                    wrote = true;
+                    PinOutcome::New
+                }
+            };
+            for (name, key) in agents {
+                let key = key.to_string();
+                match pins.agents.get(name.as_str()) {
+                    Some(pinned) if *pinned == key => {}
+                    Some(_) => changed.push((*name).clone()),
+                    None => {
+                        pins.agents.insert(name.as_str().to_owned(), key);
+                        wrote = true;
+                    }
+                }
+            }
+            (master_outcome, wrote)
+        })?;
+        Ok((outcome, changed))
+    }
 
     /// The pinned keys of `project`.
     pub fn pins(&self, project: &ProjectId) -> Result<Pins, HomeError> {
@@ -545,7 +604,7 @@ impl Home {
     fn update_pins(
         &self,
         project: &ProjectId,
-        pin: impl FnOnce(&mut Pins) -> PinOutcome,
+        pin: impl FnOnce(&mut Pins) -> (PinOutcome, bool),
     ) -> Result<PinOutcome, HomeError> {
         let dir = self.project_dir(project);
         atomic::create_private_dir(&dir)?;
@@ -558,8 +617,8 @@ impl Home {
             .map_err(io_err(&lock_path))?;
         lock.lock().map_err(io_err(&lock_path))?;
         let mut pins = self.pins(project)?;
-        let outcome = pin(&mut pins);
-        if outcome == PinOutcome::New {
+        let (outcome, changed) = pin(&mut pins);
+        if changed {
             self.write_pins(project, &pins)?;
         }
         // Dropping the file releases the lock.
@@ -575,15 +634,19 @@ impl Home {
         key: &PublicKey,
     ) -> Result<PinOutcome, HomeError> {
         let key = key.to_string();
-        self.update_pins(project, |pins| match pins.agents.get(name.as_str()) {
-            Some(pinned) if *pinned == key => PinOutcome::Same,
-            Some(pinned) => PinOutcome::Changed {
-                pinned: pinned.clone(),
-            },
-            None => {
-                pins.agents.insert(name.as_str().to_owned(), key);
-                PinOutcome::New
-            }
+        self.update_pins(project, |pins| {
+            let outcome = match pins.agents.get(name.as_str()) {
+                Some(pinned) if *pinned == key => PinOutcome::Same,
+                Some(pinned) => PinOutcome::Changed {
+                    pinned: pinned.clone(),
+                },
+                None => {
+                    pins.agents.insert(name.as_str().to_owned(), key);
+                    PinOutcome::New
+                }
+            };
+            let wrote = outcome == PinOutcome::New;
+            (outcome, wrote)
         })
     }
 
@@ -594,15 +657,19 @@ impl Home {
         key: &PublicKey,
     ) -> Result<PinOutcome, HomeError> {
         let key = key.to_string();
-        self.update_pins(project, |pins| match &pins.master {
-            Some(pinned) if *pinned == key => PinOutcome::Same,
-            Some(pinned) => PinOutcome::Changed {
-                pinned: pinned.clone(),
-            },
-            None => {
-                pins.master = Some(key);
-                PinOutcome::New
-            }
+        self.update_pins(project, |pins| {
+            let outcome = match &pins.master {
+                Some(pinned) if *pinned == key => PinOutcome::Same,
+                Some(pinned) => PinOutcome::Changed {
+                    pinned: pinned.clone(),
+                },
+                None => {
+                    pins.master = Some(key);
+                    PinOutcome::New
+                }
+            };
+            let wrote = outcome == PinOutcome::New;
+            (outcome, wrote)
         })
     }
 }

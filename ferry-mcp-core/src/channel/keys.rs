@@ -111,6 +111,12 @@ impl PublicKey {
         hex::encode(self.as_bytes())
     }
 
+    /// Whether the key is of small order: no one can make a signature that `verify_strict`
+    /// accepts with it.
+    pub fn is_weak(&self) -> bool {
+        self.0.is_weak()
+    }
+
     /// `verify_strict`: rejects malleable signatures and small-order keys.
     pub fn verify(&self, message: &[u8], signature: &Signature) -> Result<(), KeyError> {
         self.0

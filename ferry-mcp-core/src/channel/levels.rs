@@ -75,6 +75,10 @@ pub enum Operation {
     Submit,
     Post,
     Review,
+    /// Issue an order (the master does too).
+    Issue,
+    /// Hand another agent's order back to the board (a holder gone silent).
+    HandBack,
     TakeOver,
     ApplyUpdate,
     /// Give an approval or answer an ask: the human's (master's) alone.
@@ -91,7 +95,7 @@ pub enum Requirement {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 11] = [
+    pub const ALL: [Operation; 13] = [
         Operation::Read,
         Operation::HandIn,
         Operation::Ask,
@@ -100,6 +104,8 @@ impl Operation {
         Operation::Submit,
         Operation::Post,
         Operation::Review,
+        Operation::Issue,
+        Operation::HandBack,
         Operation::TakeOver,
         Operation::ApplyUpdate,
         Operation::Approve,
@@ -115,6 +121,8 @@ impl Operation {
             Operation::Submit => "submit",
             Operation::Post => "post",
             Operation::Review => "review",
+            Operation::Issue => "issue orders",
+            Operation::HandBack => "hand back an order",
             Operation::TakeOver => "take over",
             Operation::ApplyUpdate => "apply updates",
             Operation::Approve => "approve",
@@ -130,9 +138,11 @@ impl Operation {
             Operation::Claim | Operation::Progress | Operation::Submit | Operation::Post => {
                 Requirement::AtLeast(Level::Member)
             }
-            Operation::Review | Operation::TakeOver | Operation::ApplyUpdate => {
-                Requirement::AtLeast(Level::Orchestrator)
-            }
+            Operation::Review
+            | Operation::Issue
+            | Operation::HandBack
+            | Operation::TakeOver
+            | Operation::ApplyUpdate => Requirement::AtLeast(Level::Orchestrator),
             Operation::Approve => Requirement::Master,
         }
     }

@@ -12,4 +12,7 @@ pub mod levels;
 pub mod names;
 pub mod ops;
 pub mod reader;
+pub mod session;
+pub mod state;
 pub mod store;
+pub mod verified;

@@ -19,17 +19,20 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use self::log::{LogState, Sink};
+use serde::{Deserialize, Serialize};
+
+use self::log::Sink;
 use super::entry::VerifiedEntry;
 use super::keys::PublicKey;
 use super::names::{AgentName, ProjectId};
 use super::store::Channel;
 
 pub use cursor::{Cursor, CursorError};
+pub use log::{LogState, WriteTip};
 pub use problem::{IntegrityProblem, ProblemKind};
 
 /// Names one log: its author and signing key, as in its path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LogId {
     pub author: AgentName,
     pub key: PublicKey,
@@ -42,6 +45,24 @@ pub struct ReadBatch {
     pub problems: Vec<IntegrityProblem>,
 }
 
+/// What a reader keeps between processes (in the machine's verified state): every log's
+/// position, chain and verified anchor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReaderState {
+    logs: Vec<(LogId, LogState)>,
+}
+
+impl ReaderState {
+    /// How many logs it names.
+    pub fn len(&self) -> usize {
+        self.logs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.logs.is_empty()
+    }
+}
+
 /// Reads a channel's logs incrementally. Get one from [`Channel::reader`]; a clone continues
 /// independently from the same position.
 #[derive(Debug, Clone)]
@@ -49,7 +70,7 @@ pub struct Reader {
     dir: PathBuf,
     project: ProjectId,
     logs: BTreeMap<LogId, LogState>,
-    /// Skipped files already reported, so each is reported once.
+    /// Skipped files already reported by this reader, so each is reported once per process.
     reported: BTreeSet<PathBuf>,
 }
 
@@ -63,38 +84,181 @@ impl Reader {
         }
     }
 
-    /// Reads everything appended since the last poll (the whole history on the first).
-    ///
-    /// Problems with a file (a conflict copy, an unknown file) are reported on the first poll
-    /// that sees it; problems with a line on the poll that reads the line.
+    /// A reader that continues where a kept state stopped. Its first poll checks, for every
+    /// log, that what was verified is still there (one line read per log, no signature).
+    pub fn restore(channel: &Channel, state: ReaderState) -> Self {
+        let mut reader = Self::new(channel);
+        for (id, mut log) in state.logs {
+            log.after_load();
+            reader.logs.insert(id, log);
+        }
+        reader
+    }
+
+    /// What to keep of this reader between processes.
+    pub fn state(&self) -> ReaderState {
+        ReaderState {
+            logs: self
+                .logs
+                .iter()
+                .map(|(id, log)| (id.clone(), log.clone()))
+                .collect(),
+        }
+    }
+
+    /// Reads everything appended since the last poll (the whole history on the first) and
+    /// collects it. Prefer [`Reader::poll_with`], which holds no history in memory.
     pub fn poll(&mut self) -> ReadBatch {
-        let mut batch = ReadBatch::default();
+        let mut entries = Vec::new();
+        let problems = self.poll_with(&mut |entry| entries.push(entry));
+        ReadBatch { entries, problems }
+    }
+
+    /// Reads everything appended since the last poll, handing each new entry to `on_entry` as
+    /// it is verified, and returns what was skipped.
+    ///
+    /// Problems with a file (a conflict copy, an unknown file, a link) are reported on the
+    /// first poll of this reader that sees it; problems with a line on the poll that reads
+    /// the line; a log that disappeared, once.
+    pub fn poll_with(&mut self, on_entry: &mut dyn FnMut(VerifiedEntry)) -> Vec<IntegrityProblem> {
+        let mut problems = Vec::new();
         let listing = scan::list(&self.dir);
         for problem in listing.skipped {
             if self.reported.insert(problem.path.clone()) {
-                batch.problems.push(problem);
+                problems.push(problem);
             }
         }
+        let mut present = BTreeSet::new();
         for found in listing.logs {
             let id = LogId {
                 author: found.author,
                 key: found.key,
             };
             // Most polls find only known logs: their ids are not cloned.
-            if let Entry::Vacant(slot) = self.logs.entry(id) {
+            if let Entry::Vacant(slot) = self.logs.entry(id.clone()) {
                 let LogId { author, key } = slot.key().clone();
                 slot.insert(LogState::new(author, key, found.rel_path));
             }
+            present.insert(id);
         }
         let mut sink = Sink {
             project: &self.project,
-            entries: &mut batch.entries,
-            problems: &mut batch.problems,
+            on_entry,
+            problems: &mut problems,
         };
-        for state in self.logs.values_mut() {
-            state.read_new(&self.dir, &mut sink);
+        for (id, state) in &mut self.logs {
+            if present.contains(id) {
+                state.read_new(&self.dir, &mut sink);
+            } else {
+                state.report_vanished(&mut sink);
+            }
         }
-        batch
+        problems
+    }
+
+    /// Reads what is new in one log only (the writer does, under its lock, to find its tip).
+    pub fn poll_log(
+        &mut self,
+        id: &LogId,
+        on_entry: &mut dyn FnMut(VerifiedEntry),
+    ) -> Vec<IntegrityProblem> {
+        let mut problems = Vec::new();
+        let rel_path = PathBuf::from(super::store::LOGS_DIR)
+            .join(id.author.as_str())
+            .join(format!(
+                "{}.{}",
+                id.key.to_hex(),
+                super::store::LOG_EXTENSION
+            ));
+        let state = self
+            .logs
+            .entry(id.clone())
+            .or_insert_with(|| LogState::new(id.author.clone(), id.key, rel_path));
+        let mut sink = Sink {
+            project: &self.project,
+            on_entry,
+            problems: &mut problems,
+        };
+        state.read_new(&self.dir, &mut sink);
+        problems
+    }
+
+    /// Delivers again every entry of one log that this reader accepted, from the start of the
+    /// file (verifying each again). For folds that could not use a log's entries when they
+    /// first came, and can now: a new master's log once the handover to its key is folded.
+    pub fn replay_log(
+        &self,
+        id: &LogId,
+        on_entry: &mut dyn FnMut(VerifiedEntry),
+    ) -> Vec<IntegrityProblem> {
+        let Some(known) = self.logs.get(id) else {
+            return Vec::new();
+        };
+        let mut fresh = LogState::new(id.author.clone(), id.key, known.rel_path().to_owned());
+        let mut problems = Vec::new();
+        let mut sink = Sink {
+            project: &self.project,
+            on_entry: &mut |entry: VerifiedEntry| {
+                if entry.seq() <= known.last_seq() {
+                    on_entry(entry);
+                }
+            },
+            problems: &mut problems,
+        };
+        fresh.read_new(&self.dir, &mut sink);
+        // The problems of those lines were reported when they were first read.
+        Vec::new()
+    }
+
+    /// The stored line of entry `seq` of log `id`, if it is still there and still hashes to
+    /// `hash` (a scan of that one log; for the rare entries that are embedded elsewhere).
+    pub fn line_of(&self, id: &LogId, seq: u64, hash: &super::entry::EntryHash) -> Option<String> {
+        use std::io::BufRead as _;
+        let state = self.logs.get(id)?;
+        let file = std::fs::File::open(self.dir.join(state.rel_path())).ok()?;
+        let reader = std::io::BufReader::new(file);
+        for line in reader.split(b'\n') {
+            let line = line.ok()?;
+            if line.len() > super::store::MAX_LINE_LEN {
+                continue;
+            }
+            let Some(raw) = super::entry::raw_entry(&line) else {
+                continue;
+            };
+            if super::entry::EntryHash::of(raw) == *hash {
+                let text = String::from_utf8(line).ok()?;
+                let found = super::entry::decode_line(text.as_bytes()).ok()?;
+                return (found.seq() == seq).then(|| text.trim_end_matches('\r').to_owned());
+            }
+        }
+        None
+    }
+
+    /// A reader of one log only, continuing from `state` (a writer's own reader).
+    pub fn for_log(channel: &Channel, id: &LogId, state: Option<LogState>) -> Self {
+        let mut reader = Self::new(channel);
+        if let Some(mut state) = state {
+            state.after_load();
+            reader.logs.insert(id.clone(), state);
+        }
+        reader
+    }
+
+    /// The state of one log, if this reader has seen it.
+    pub fn log(&self, id: &LogId) -> Option<&LogState> {
+        self.logs.get(id)
+    }
+
+    /// Where the writer of `id` continues (see [`WriteTip`]), for a file of `file_len` bytes.
+    pub fn write_tip(&self, id: &LogId, file_len: u64, ends_with_newline: bool) -> WriteTip {
+        match self.logs.get(id) {
+            Some(log) => log.write_tip(file_len, ends_with_newline),
+            None => WriteTip {
+                seq: 0,
+                hash: None,
+                needs_newline: file_len > 0 && !ends_with_newline,
+            },
+        }
     }
 
     /// The position after everything delivered so far.
@@ -106,26 +270,13 @@ impl Reader {
         cursor
     }
 
-    /// The entries already read (by earlier polls) that come after `since`, in the same order
-    /// as a poll. It reads only those entries' lines, located through an index of the
-    /// accepted entries; it does not read new bytes (poll first for those). Logs the cursor
-    /// does not name are given from their start.
-    pub fn entries_since(&self, since: &Cursor) -> ReadBatch {
-        let mut batch = ReadBatch::default();
-        let mut sink = Sink {
-            project: &self.project,
-            entries: &mut batch.entries,
-            problems: &mut batch.problems,
-        };
-        for state in self.logs.values() {
-            let after = since.seq_of(state.author(), state.key());
-            state.read_since(&self.dir, after, &mut sink);
-        }
-        batch
-    }
-
     /// Every log seen so far with the last seq accepted from it.
     pub fn logs(&self) -> impl Iterator<Item = (&LogId, u64)> + '_ {
         self.logs.iter().map(|(id, state)| (id, state.last_seq()))
+    }
+
+    /// The channel folder this reader reads.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 }

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use super::entry::{EntryError, FORMAT_VERSION};
 use super::keys::{KeyError, PublicKey, SecretKey, Signature};
 use super::names::{AgentName, ProjectId};
-use super::reader::Reader;
+use super::reader::{LogState, Reader};
 use crate::time::Timestamp;
 
 pub use durable::TEMP_PREFIX;
@@ -41,6 +41,9 @@ pub const BLOBS_DIR: &str = "blobs";
 pub const LOG_EXTENSION: &str = "jsonl";
 /// The longest log line the writer produces; longer bodies belong in blobs.
 pub const MAX_LINE_LEN: usize = 256 * 1024;
+
+/// A genesis file is one short line; anything longer is refused unread (not held in memory).
+pub const MAX_GENESIS_LEN: u64 = 4096;
 
 /// Prefixed to the raw genesis bytes to form the signed message.
 pub const GENESIS_SIGNING_DOMAIN: &[u8] = b"ferry-channel-genesis-v1\n";
@@ -84,6 +87,18 @@ impl StoreError {
             cause,
         }
     }
+}
+
+/// The largest blob a reader takes into memory; a longer file is refused unread.
+pub const MAX_BLOB_LEN: u64 = 16 << 20;
+
+/// Reads at most `limit` bytes of a file: `None` when it is longer.
+fn read_bounded(path: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let file = fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// The SHA-256 of a blob's bytes, which is also its file name; lower-case hex in text.
@@ -198,8 +213,13 @@ impl Channel {
         if fs::symlink_metadata(&path).is_ok_and(|meta| !meta.file_type().is_file()) {
             return Err(StoreError::BadGenesis("not a regular file".to_owned()));
         }
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
+        let bytes = match read_bounded(&path, MAX_GENESIS_LEN) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                return Err(StoreError::BadGenesis(format!(
+                    "longer than {MAX_GENESIS_LEN} bytes"
+                )));
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(StoreError::NotAChannel(dir.to_owned()));
             }
@@ -248,9 +268,38 @@ impl Channel {
             .join(format!("{}.{LOG_EXTENSION}", key.to_hex()))
     }
 
-    /// A writer for the log of `author` signed by `key` (created on first use).
+    /// A writer for the log of `author` signed by `key` (created on first use). Its tip is
+    /// what it verifies of the log now; prefer [`Channel::writer_from`] with what this
+    /// machine verified before, so that a log rolled back under it never reuses a seq.
     pub fn writer(&self, author: &AgentName, key: &SecretKey) -> Result<LogWriter, StoreError> {
-        LogWriter::open(self, author, key)
+        LogWriter::open(self, author, key, None)
+    }
+
+    /// A writer that continues from `verified`, this machine's verified state of the log.
+    pub fn writer_from(
+        &self,
+        author: &AgentName,
+        key: &SecretKey,
+        verified: Option<LogState>,
+    ) -> Result<LogWriter, StoreError> {
+        LogWriter::open(self, author, key, verified)
+    }
+
+    /// Refuses a channel whose own folders (`logs/`, `blobs/`) are links or not folders:
+    /// reading or writing through them would work outside the synced folder.
+    pub fn check_own_folders(&self) -> Result<(), StoreError> {
+        for sub in [LOGS_DIR, BLOBS_DIR] {
+            let path = self.dir.join(sub);
+            match fs::symlink_metadata(&path) {
+                Ok(meta) if !meta.file_type().is_dir() => {
+                    return Err(StoreError::NotRegular(path));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io(&path)(e)),
+            }
+        }
+        Ok(())
     }
 
     /// A reader at the start of every log; its first poll reads the whole history.
@@ -258,8 +307,21 @@ impl Channel {
         Reader::new(self)
     }
 
+    /// The SHA-256 of `genesis.json` as it is on disk: what the machine's verified state is
+    /// keyed by, so a state kept for another channel is never used for this one.
+    pub fn genesis_digest(&self) -> Result<[u8; 32], StoreError> {
+        let path = self.dir.join(GENESIS_FILE);
+        let bytes = read_bounded(&path, MAX_GENESIS_LEN)
+            .map_err(StoreError::io(&path))?
+            .ok_or_else(|| {
+                StoreError::BadGenesis(format!("longer than {MAX_GENESIS_LEN} bytes"))
+            })?;
+        Ok(Sha256::digest(&bytes).into())
+    }
+
     /// Stores `bytes` as a blob named by their SHA-256 (a no-op when it is already there).
     pub fn put_blob(&self, bytes: &[u8]) -> Result<BlobId, StoreError> {
+        self.check_own_folders()?;
         let id = BlobId::of(bytes);
         let dir = self.dir.join(BLOBS_DIR);
         let name = id.to_hex();
@@ -277,13 +339,15 @@ impl Channel {
     /// non-regular file in its place is refused unread: it could point outside the channel
     /// (or at an endless device).
     pub fn get_blob(&self, id: &BlobId) -> Result<Vec<u8>, StoreError> {
+        self.check_own_folders()?;
         let path = self.dir.join(BLOBS_DIR).join(id.to_hex());
         match fs::symlink_metadata(&path) {
             Ok(meta) if !meta.file_type().is_file() => return Err(StoreError::BlobCorrupt(*id)),
             _ => {}
         }
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
+        let bytes = match read_bounded(&path, MAX_BLOB_LEN) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Err(StoreError::BlobCorrupt(*id)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(StoreError::BlobMissing(*id));
             }

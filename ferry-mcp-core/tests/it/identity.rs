@@ -27,13 +27,21 @@ fn write_raw(
     body: serde_json::Value,
 ) {
     let view = temp.view();
-    let mut writer = view.channel.writer(author, key).unwrap();
+    let mut writer = view.channel().writer(author, key).unwrap();
     writer.append(kind, body, temp.now()).unwrap();
+}
+
+/// A handover body to `key`, with the proof that `key` is held.
+fn handover_to(temp: &TempChannel, key: &SecretKey) -> serde_json::Value {
+    json!({
+        "key": key.public_key(),
+        "proof": ferry_mcp_core::channel::identity::handover_proof(temp.project(), key),
+    })
 }
 
 fn problem_kinds(temp: &TempChannel) -> Vec<FoldProblemKind> {
     temp.view()
-        .identity
+        .identity()
         .problems()
         .iter()
         .map(|p| p.kind)
@@ -43,7 +51,7 @@ fn problem_kinds(temp: &TempChannel) -> Vec<FoldProblemKind> {
 /// The level `agent` stands at now, from a freshly opened view of the channel.
 fn level_of(temp: &TempChannel, agent: &str) -> Level {
     temp.view()
-        .identity
+        .identity()
         .standing(&name(agent), temp.now())
         .level
 }
@@ -98,7 +106,7 @@ fn joining_twice_with_the_same_key_is_idempotent() {
     let (second, again) = ops::join(temp.home(), temp.project(), &fang, None, temp.now()).unwrap();
     assert_eq!((first, second), (Joined::Seated, Joined::AlreadySeated));
     assert_eq!(key, again);
-    assert_eq!(temp.view().identity.seat(&fang), Seat::Seated(&key));
+    assert_eq!(temp.view().identity().seat(&fang), Seat::Seated(&key));
 }
 
 #[test]
@@ -123,7 +131,7 @@ fn two_keys_joining_one_name_contest_it_until_the_master_grants_one() {
         .build()
         .unwrap();
     let fang = name("fang");
-    let first = match temp.view().identity.seat(&fang) {
+    let first = match temp.view().identity().seat(&fang) {
         Seat::Seated(key) => *key,
         other => panic!("{other:?}"),
     };
@@ -132,7 +140,7 @@ fn two_keys_joining_one_name_contest_it_until_the_master_grants_one() {
     write_raw(&temp, &fang, &interloper, kinds::ROSTER_JOIN, json!({}));
 
     let view = temp.view();
-    assert!(matches!(view.identity.seat(&fang), Seat::Contested(keys) if keys.len() == 2));
+    assert!(matches!(view.identity().seat(&fang), Seat::Contested(keys) if keys.len() == 2));
     assert!(problem_kinds(&temp).contains(&FoldProblemKind::NameContested));
 
     let pick_first = grant_request(Level::Member, None);
@@ -144,9 +152,9 @@ fn two_keys_joining_one_name_contest_it_until_the_master_grants_one() {
         ..pick_first
     };
     ops::access_set(temp.home(), temp.project(), &fang, &pick_first, temp.now()).unwrap();
-    assert_eq!(temp.view().identity.seat(&fang), Seat::Seated(&first));
+    assert_eq!(temp.view().identity().seat(&fang), Seat::Seated(&first));
     assert_eq!(
-        temp.view().identity.standing(&fang, temp.now()).level,
+        temp.view().identity().standing(&fang, temp.now()).level,
         Level::Member
     );
 }
@@ -165,7 +173,7 @@ fn an_entry_by_a_key_that_does_not_hold_the_name_is_reported() {
         "talk.post",
         json!({"text": "hi"}),
     );
-    let problems = temp.view().identity.problems();
+    let problems = temp.view().identity().problems();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].kind, FoldProblemKind::NotOnRoster);
     assert_eq!(problems[0].author, name("ghost"));
@@ -185,7 +193,7 @@ fn a_grant_signed_by_an_agent_is_reported_and_does_not_count() {
     );
     let view = temp.view();
     assert_eq!(
-        view.identity.standing(&worker, temp.now()).level,
+        view.identity().standing(&worker, temp.now()).level,
         Level::Worker
     );
     assert_eq!(
@@ -221,7 +229,7 @@ fn a_grant_naming_a_key_other_than_the_roster_key_is_void() {
         kinds::GRANT,
         grant_body("worker", &other, Level::Orchestrator),
     );
-    let standing = temp.view().identity.standing(&name("worker"), temp.now());
+    let standing = temp.view().identity().standing(&name("worker"), temp.now());
     assert_eq!(standing.level, Level::Worker);
     assert!(matches!(
         standing.grant,
@@ -256,9 +264,9 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
         &member,
         &member_key,
         kinds::MASTER_HANDOVER,
-        json!({"key": member_key.public_key()}),
+        handover_to(&temp, &member_key),
     );
-    assert_eq!(*temp.view().identity.master(), old_master.public_key());
+    assert_eq!(*temp.view().identity().master(), old_master.public_key());
 
     // The current master can; the held grant then counts.
     write_raw(
@@ -266,12 +274,12 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
         &AgentName::master(),
         &old_master,
         kinds::MASTER_HANDOVER,
-        json!({"key": next_master.public_key()}),
+        handover_to(&temp, &next_master),
     );
     let view = temp.view();
-    assert_eq!(*view.identity.master(), next_master.public_key());
+    assert_eq!(*view.identity().master(), next_master.public_key());
     assert_eq!(
-        view.identity.standing(&name("worker"), temp.now()).level,
+        view.identity().standing(&name("worker"), temp.now()).level,
         Level::Member
     );
 
@@ -285,11 +293,11 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
     );
     let view = temp.view();
     assert_eq!(
-        view.identity.standing(&name("worker"), temp.now()).level,
+        view.identity().standing(&name("worker"), temp.now()).level,
         Level::Member
     );
     // Batches come in log order (by author), not in the order they were written.
-    let mut kinds: Vec<_> = view.identity.problems().iter().map(|p| p.kind).collect();
+    let mut kinds: Vec<_> = view.identity().problems().iter().map(|p| p.kind).collect();
     kinds.sort();
     assert_eq!(
         kinds,
@@ -354,9 +362,14 @@ fn public_views(
 fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
     let temp = TempChannel::builder().build().unwrap();
     let mut view = temp.view();
-    let step = |view: &mut ferry_mcp_core::channel::ops::ProjectView, what: &str| {
-        let new = view.refresh();
-        assert_eq!(new.len(), 1, "only the new entry is read: {what}");
+    // Only the new entry is read; a handover also reads again the new master's log, whose
+    // entries could not count before it.
+    let step_n = |view: &mut ferry_mcp_core::channel::session::Session, what: &str, n: u64| {
+        let new = view.refresh(temp.now());
+        assert_eq!(new, n, "entries folded: {what}");
+    };
+    let step = |view: &mut ferry_mcp_core::channel::session::Session, what: &str| {
+        step_n(view, what, 1);
     };
     for agent in ["a1", "a2", "a3"] {
         ops::join(temp.home(), temp.project(), &name(agent), None, temp.now()).unwrap();
@@ -399,7 +412,7 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
         &name("a2"),
         &a2_key,
         kinds::MASTER_HANDOVER,
-        json!({"key": a2_key.public_key()}),
+        handover_to(&temp, &a2_key),
     );
     step(&mut view, "agent handover");
     // A grant by the next master, held until the handover arrives; then a void one by the
@@ -420,9 +433,9 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
         &AgentName::master(),
         &old_master,
         kinds::MASTER_HANDOVER,
-        json!({"key": next_master.public_key()}),
+        handover_to(&temp, &next_master),
     );
-    step(&mut view, "handover");
+    step_n(&mut view, "handover", 2);
     write_raw(
         &temp,
         &AgentName::master(),
@@ -435,16 +448,19 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
     let fresh = temp.view();
     let entries = all_entries(&temp);
     let times = [temp.now(), in_an_hour];
-    let incremental = public_views(&view.identity, &entries, &times);
-    assert_eq!(incremental, public_views(&fresh.identity, &entries, &times));
+    let incremental = public_views(view.identity(), &entries, &times);
+    assert_eq!(
+        incremental,
+        public_views(fresh.identity(), &entries, &times)
+    );
     // The scenario reached every kind of view it compares.
-    assert_eq!(view.identity.names().count(), 3);
-    assert_eq!(view.identity.masters().len(), 2);
-    assert!(!view.identity.problems().is_empty());
-    assert!(entries.iter().any(|entry| !view.identity.admits(entry)));
+    assert_eq!(view.identity().names().count(), 3);
+    assert_eq!(view.identity().masters().len(), 2);
+    assert!(!view.identity().problems().is_empty());
+    assert!(entries.iter().any(|entry| !view.identity().admits(entry)));
     assert_ne!(
-        view.identity.standing(&name("a1"), temp.now()),
-        view.identity.standing(&name("a1"), in_an_hour)
+        view.identity().standing(&name("a1"), temp.now()),
+        view.identity().standing(&name("a1"), in_an_hour)
     );
 }
 
@@ -562,7 +578,7 @@ fn other_folds_admit_only_entries_whose_key_holds_the_name() {
     assert_eq!(posts.len(), 2);
     let admitted: Vec<_> = posts
         .iter()
-        .filter(|e| view.identity.admits(e))
+        .filter(|e| view.identity().admits(e))
         .map(|e| e.body()["text"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(admitted, vec!["real".to_owned()]);
@@ -584,7 +600,8 @@ fn reading_the_logs_in_another_order_folds_the_same_roster_levels_and_problems()
     let worker_key = agent_key(&temp, &name("worker"));
     write_raw(&temp, &name("worker"), &worker_key, kinds::GRANT, json!({}));
 
-    let channel = &temp.view().channel;
+    let view = temp.view();
+    let channel = view.channel();
     let entries = channel.reader().poll().entries;
     // Another machine receives the logs in the opposite order (each log still in seq order).
     let mut logs: Vec<Vec<VerifiedEntry>> = Vec::new();
@@ -642,7 +659,7 @@ fn a_former_master_s_entries_count_up_to_its_handover_and_not_after() {
         &master,
         &old_master,
         kinds::MASTER_HANDOVER,
-        json!({"key": next_master.public_key()}),
+        handover_to(&temp, &next_master),
     );
     write_raw(&temp, &master, &old_master, "answer", json!({"n": "after"}));
     write_raw(&temp, &master, &next_master, "answer", json!({"n": "new"}));
@@ -655,18 +672,18 @@ fn a_former_master_s_entries_count_up_to_its_handover_and_not_after() {
     );
 
     let view = temp.view();
-    assert_eq!(view.identity.master(), &next_master.public_key());
+    assert_eq!(view.identity().master(), &next_master.public_key());
     let entries = all_entries(&temp);
     let mut admitted: Vec<String> = entries
         .iter()
-        .filter(|e| e.kind() == "answer" && view.identity.admits(e))
+        .filter(|e| e.kind() == "answer" && view.identity().admits(e))
         .map(|e| e.body()["n"].as_str().unwrap().to_owned())
         .collect();
     admitted.sort();
     assert_eq!(admitted, vec!["before".to_owned(), "new".to_owned()]);
     // The orchestrator's grant by the former master still counts.
     assert_eq!(
-        view.identity
+        view.identity()
             .standing(&name("orchestrator"), temp.now())
             .level,
         Level::Orchestrator
@@ -690,16 +707,16 @@ fn an_interloper_joining_a_name_unseats_only_an_agent_without_a_grant() {
     let member_key = agent_key(&temp, &name("member"));
     // The member's grant names its key: it keeps the seat and its level.
     assert_eq!(
-        view.identity.seat(&name("member")),
+        view.identity().seat(&name("member")),
         Seat::Seated(&member_key.public_key())
     );
     assert_eq!(
-        view.identity.standing(&name("member"), temp.now()).level,
+        view.identity().standing(&name("member"), temp.now()).level,
         Level::Member
     );
     // The worker has no grant: the name is contested and held by no one.
     assert!(matches!(
-        view.identity.seat(&name("worker")),
+        view.identity().seat(&name("worker")),
         Seat::Contested(keys) if keys.len() == 2
     ));
     assert_eq!(
@@ -725,11 +742,11 @@ fn an_interloper_joining_a_name_unseats_only_an_agent_without_a_grant() {
     .unwrap();
     let view = temp.view();
     assert!(matches!(
-        view.identity.seat(&name("worker")),
+        view.identity().seat(&name("worker")),
         Seat::Seated(_)
     ));
     assert_eq!(
-        view.identity.standing(&name("worker"), temp.now()).level,
+        view.identity().standing(&name("worker"), temp.now()).level,
         Level::Worker
     );
 }

@@ -17,16 +17,9 @@ fn may_in(
     op: Operation,
     scope: Option<&str>,
 ) -> Result<Level, Refusal> {
-    let view = temp.view();
-    match ops::authorize(
-        temp.home(),
-        &view,
-        &TempChannel::agent(name),
-        op,
-        scope,
-        temp.now(),
-    ) {
-        Ok(level) => Ok(level),
+    let session = temp.agent_session(name);
+    match session.authorize(op, scope, temp.now()) {
+        Ok(level) => Ok(level.expect("an agent acts at a level")),
         Err(OpsError::Refused(refusal)) => Err(refusal),
         Err(other) => panic!("not a refusal: {other}"),
     }
@@ -165,8 +158,8 @@ fn the_level_table_reader_refuses_a_missing_extra_or_unreadable_row() {
     let reads = |page: String| std::panic::catch_unwind(|| documented_table(&page));
     assert!(reads(page.clone()).is_ok());
     let missing = page.replace(
-        "| review, take over, apply updates |",
-        "| review, take over |",
+        "| review, issue orders, hand back an order, take over, apply updates |",
+        "| review, issue orders, hand back an order, take over |",
     );
     assert!(
         reads(missing)

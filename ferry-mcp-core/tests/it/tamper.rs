@@ -403,7 +403,7 @@ fn conflict_copies_temporary_and_unknown_files_are_skipped_and_reported_once() {
 }
 
 #[test]
-fn a_truncated_log_is_reported_and_not_delivered_twice() {
+fn a_truncated_log_is_reported_as_rolled_back_and_not_delivered_twice() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
     let mut reader = channel.reader();
@@ -412,7 +412,7 @@ fn a_truncated_log_is_reported_and_not_delivered_twice() {
 
     let batch = reader.poll();
     assert_eq!(batch.entries, vec![]);
-    assert_eq!(problem_kinds(&batch), vec![ProblemKind::Truncated]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::RolledBack]);
 }
 
 #[test]
@@ -433,7 +433,7 @@ fn problems_display_as_one_status_line() {
 }
 
 #[test]
-fn a_log_that_disappears_is_reported_once() {
+fn a_log_that_disappears_is_reported_once_as_vanished() {
     let dir = tempfile::tempdir().unwrap();
     let (channel, path) = alice_with_five_notes(dir.path());
     let mut reader = channel.reader();
@@ -441,7 +441,12 @@ fn a_log_that_disappears_is_reported_once() {
     fs::remove_file(&path).unwrap();
 
     let batch = reader.poll();
-    assert_eq!(problem_kinds(&batch), vec![ProblemKind::Unreadable]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::Vanished]);
+    assert!(
+        batch.problems[0].detail.contains("verified 5 entries"),
+        "{}",
+        batch.problems[0]
+    );
     assert_eq!(reader.poll().problems, vec![]);
 }
 
@@ -529,5 +534,5 @@ fn a_symbolic_link_in_place_of_a_log_is_not_followed() {
 
     let batch = channel.reader().poll();
     assert_eq!(batch.entries, vec![]);
-    assert_eq!(problem_kinds(&batch), vec![ProblemKind::UnknownFile]);
+    assert_eq!(problem_kinds(&batch), vec![ProblemKind::Link]);
 }

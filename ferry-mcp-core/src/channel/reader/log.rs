@@ -1,4 +1,5 @@
-//! Reading one log incrementally: byte offset, chain state, and the per-entry checks.
+//! Reading one log incrementally: byte offset, chain state, the verified anchor, and the
+//! per-entry checks.
 //!
 //! The rules, also in `docs/channel-format.md`:
 //! - a line that is not a validly signed entry of this log (wrong project, key or author)
@@ -9,30 +10,42 @@
 //! - any other validly signed entry is accepted, even after a gap (`missing_entries`) or
 //!   with a `prev` that is not the hash of the entry before it (`chain_mismatch`): the
 //!   signature proves the key holder wrote it, and the chain only detects loss and tampering.
+//!
+//! **Once verified, never forgotten.** The state remembers the highest entry this machine ever
+//! verified in the log (`high`) and where the last accepted line is (`tip_at`). A log that got
+//! shorter than what was read (`rolled_back`), whose last verified line no longer holds that
+//! entry (`diverged`) or that disappeared (`vanished`) is reported; it is read again from the
+//! start without delivering anything twice, and the writer keeps counting from `high`.
+//!
+//! Memory does not grow with the history: no per-entry index is kept, and lines are read in
+//! bounded chunks whose signatures are checked on every core.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Take};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use super::problem::{IntegrityProblem, ProblemKind};
-use crate::channel::entry::{self, EntryHash, LineError, VerifiedEntry};
+use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntry};
 use crate::channel::keys::PublicKey;
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::store::MAX_LINE_LEN;
 
-/// Where an accepted entry's line is, so a cursor can re-read it without a full scan.
-#[derive(Debug, Clone, Copy)]
-struct Located {
-    seq: u64,
-    offset: u64,
-    line: u64,
-}
+/// Lines are checked in chunks of at most this many bytes, so a poll of a huge log holds a
+/// bounded amount of it in memory.
+const CHUNK_BYTES: usize = 4 << 20;
+/// Below this many lines a chunk is checked on the calling thread: starting threads costs more.
+const PARALLEL_MIN_LINES: usize = 64;
 
-/// The reader's state for one log.
-#[derive(Clone)]
-pub(super) struct LogState {
+/// The reader's state for one log; what the verified state keeps of it between processes.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LogState {
     author: AgentName,
     key: PublicKey,
+    /// The key in hex, as log lines name it (compared as text, never decoded again).
+    #[serde(skip)]
+    key_hex: String,
     rel_path: PathBuf,
     /// Bytes of complete lines consumed.
     offset: u64,
@@ -40,26 +53,35 @@ pub(super) struct LogState {
     lines: u64,
     last_seq: u64,
     last_hash: Option<EntryHash>,
+    /// Where the line of the last accepted entry starts, and its length with the newline:
+    /// the anchor a later open checks.
+    tip_at: u64,
+    tip_len: u64,
+    /// The highest entry this machine ever verified in this log, kept across rollbacks.
+    high: Option<(u64, EntryHash)>,
     /// Seq ranges (inclusive) reported missing; a late entry inside one is out of order.
     gaps: Vec<(u64, u64)>,
-    accepted: Vec<Located>,
-    /// Offset of an incomplete last line already reported, to report it once.
-    torn_reported_at: Option<u64>,
-    /// Entries up to this seq were delivered before the log was truncated and re-read.
+    /// Offset and file length of an incomplete last line already reported, to report it once
+    /// and not read it again while the file does not change.
+    torn_seen: Option<(u64, u64)>,
+    /// Entries up to this seq were delivered before the log was read again from the start.
     delivered_up_to: u64,
-    /// Whether the log's current failure to be read was already reported.
+    /// Whether the anchor was checked since this state was loaded.
+    #[serde(skip)]
+    anchor_checked: bool,
+    /// Whether the log's current failure to be read (or absence) was already reported.
+    #[serde(skip)]
     unreadable_reported: bool,
 }
 
 impl std::fmt::Debug for LogState {
-    // The index of accepted entries can hold a whole history: show its size only.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogState")
             .field("path", &self.rel_path)
             .field("offset", &self.offset)
             .field("lines", &self.lines)
             .field("last_seq", &self.last_seq)
-            .field("accepted", &self.accepted.len())
+            .field("high", &self.high.map(|(seq, _)| seq))
             .field("gaps", &self.gaps)
             .finish_non_exhaustive()
     }
@@ -68,13 +90,23 @@ impl std::fmt::Debug for LogState {
 /// Context shared by every log of one poll.
 pub(super) struct Sink<'a> {
     pub project: &'a ProjectId,
-    pub entries: &'a mut Vec<VerifiedEntry>,
+    pub on_entry: &'a mut dyn FnMut(VerifiedEntry),
     pub problems: &'a mut Vec<IntegrityProblem>,
 }
 
+/// Where the writer of this log continues: the verified tip, and whether the file ends inside
+/// a line (so the next line must start with a newline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteTip {
+    pub seq: u64,
+    pub hash: Option<EntryHash>,
+    pub needs_newline: bool,
+}
+
 impl LogState {
-    pub fn new(author: AgentName, key: PublicKey, rel_path: PathBuf) -> Self {
+    pub(super) fn new(author: AgentName, key: PublicKey, rel_path: PathBuf) -> Self {
         Self {
+            key_hex: key.to_hex(),
             author,
             key,
             rel_path,
@@ -82,12 +114,22 @@ impl LogState {
             lines: 0,
             last_seq: 0,
             last_hash: None,
+            tip_at: 0,
+            tip_len: 0,
+            high: None,
             gaps: Vec::new(),
-            accepted: Vec::new(),
-            torn_reported_at: None,
+            torn_seen: None,
             delivered_up_to: 0,
+            anchor_checked: true,
             unreadable_reported: false,
         }
+    }
+
+    /// Restores what `serde(skip)` left out after loading a kept state.
+    pub(super) fn after_load(&mut self) {
+        self.key_hex = self.key.to_hex();
+        self.anchor_checked = false;
+        self.unreadable_reported = false;
     }
 
     pub fn author(&self) -> &AgentName {
@@ -98,8 +140,23 @@ impl LogState {
         &self.key
     }
 
+    pub fn rel_path(&self) -> &Path {
+        &self.rel_path
+    }
+
+    /// The last seq accepted from the file as it is now.
     pub fn last_seq(&self) -> u64 {
         self.last_seq
+    }
+
+    /// The highest seq this machine ever verified in this log.
+    pub fn verified_seq(&self) -> u64 {
+        self.high.map_or(0, |(seq, _)| seq)
+    }
+
+    /// Bytes of complete lines consumed.
+    pub fn offset(&self) -> u64 {
+        self.offset
     }
 
     fn problem(&self, line: Option<u64>, kind: ProblemKind, detail: String) -> IntegrityProblem {
@@ -116,34 +173,88 @@ impl LogState {
             .push(self.problem(None, ProblemKind::Unreadable, error.to_string()));
     }
 
-    /// A buffered reader of the log's bytes from `start` to `end`; a failure to open is
-    /// reported and gives `None`.
-    fn open_range(
-        &self,
-        path: &Path,
-        start: u64,
-        end: u64,
-        sink: &mut Sink<'_>,
-    ) -> Option<BufReader<Take<File>>> {
-        let opened = File::open(path).and_then(|mut file| {
-            file.seek(SeekFrom::Start(start))?;
-            Ok(file)
-        });
-        match opened {
-            Ok(file) => Some(BufReader::with_capacity(64 * 1024, file.take(end - start))),
-            Err(e) => {
-                self.report_unreadable(&e, sink);
-                None
-            }
+    /// Reads the log again from the start, delivering only entries above everything delivered
+    /// so far; the highest verified entry is kept for the writer.
+    fn restart(&mut self) {
+        let delivered = self.delivered_up_to.max(self.last_seq);
+        let high = self.high;
+        *self = Self::new(self.author.clone(), self.key, self.rel_path.clone());
+        self.delivered_up_to = delivered;
+        self.high = high;
+    }
+
+    /// The log disappeared: reported once; what was verified keeps counting.
+    pub(super) fn report_vanished(&mut self, sink: &mut Sink<'_>) {
+        if self.unreadable_reported {
+            return;
+        }
+        self.unreadable_reported = true;
+        if self.verified_seq() > 0 || self.offset > 0 {
+            let detail = format!(
+                "the log disappeared; this machine verified {} entries of it, which keep counting here",
+                self.verified_seq()
+            );
+            sink.problems
+                .push(self.problem(None, ProblemKind::Vanished, detail));
         }
     }
 
-    /// Reads the complete lines appended since the last call.
-    pub fn read_new(&mut self, channel_dir: &Path, sink: &mut Sink<'_>) {
+    /// Checks that the last verified line still holds the entry this machine verified there.
+    /// Reads one line; no signature is checked (the entry hash is compared).
+    fn anchor_holds(&self, file: &mut File) -> std::io::Result<bool> {
+        let Some(hash) = self.last_hash else {
+            return Ok(true);
+        };
+        let len = self.tip_len;
+        if len == 0 || len > MAX_LINE_LEN as u64 + 2 || self.tip_at + len > self.offset {
+            return Ok(false);
+        }
+        let mut line = vec![0u8; usize::try_from(len).unwrap_or(0)];
+        file.seek(SeekFrom::Start(self.tip_at))?;
+        if file.read_exact(&mut line).is_err() {
+            return Ok(false);
+        }
+        let Some(content) = line.strip_suffix(b"\n") else {
+            return Ok(false);
+        };
+        Ok(entry::raw_entry(content).is_some_and(|raw| EntryHash::of(raw) == hash))
+    }
+
+    /// Opens the log for reading without following a link put in its place.
+    fn open(&self, path: &Path) -> std::io::Result<File> {
+        let file = File::open(path)?;
+        let linked = std::fs::symlink_metadata(path)
+            .map(|meta| !meta.file_type().is_file())
+            .unwrap_or(true);
+        if linked {
+            return Err(std::io::Error::other(
+                "not a regular file (a symbolic link?); not read",
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Reads the complete lines appended since the last call, delivering each new entry.
+    pub(super) fn read_new(&mut self, channel_dir: &Path, sink: &mut Sink<'_>) {
         let path = channel_dir.join(&self.rel_path);
         // A stat first: most polls find most logs unchanged and open nothing.
-        let len = match std::fs::metadata(&path) {
-            Ok(meta) => meta.len(),
+        let len = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_file() => meta.len(),
+            Ok(_) => {
+                if !self.unreadable_reported {
+                    self.unreadable_reported = true;
+                    sink.problems.push(self.problem(
+                        None,
+                        ProblemKind::UnknownFile,
+                        "not a regular file (a symbolic link?); not read".into(),
+                    ));
+                }
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.report_vanished(sink);
+                return;
+            }
             Err(e) => {
                 if !self.unreadable_reported {
                     self.unreadable_reported = true;
@@ -154,33 +265,75 @@ impl LogState {
         };
         self.unreadable_reported = false;
         if len < self.offset {
-            sink.problems.push(self.problem(
-                None,
-                ProblemKind::Truncated,
-                format!(
-                    "the log shrank from {} to {len} bytes; reading it again from the start",
-                    self.offset
-                ),
-            ));
-            let delivered = self.delivered_up_to.max(self.last_seq);
-            *self = Self::new(self.author.clone(), self.key, self.rel_path.clone());
-            self.delivered_up_to = delivered;
+            let detail = format!(
+                "the log shrank from {} to {len} bytes: {} entries this machine verified are gone from it and keep counting here; reading it again from the start",
+                self.offset,
+                self.verified_seq()
+            );
+            sink.problems
+                .push(self.problem(None, ProblemKind::RolledBack, detail));
+            self.restart();
         }
+        if len == self.offset && self.anchor_checked {
+            return;
+        }
+        if self
+            .torn_seen
+            .is_some_and(|(at, seen_len)| at == self.offset && seen_len == len)
+            && self.anchor_checked
+        {
+            return;
+        }
+        let mut file = match self.open(&path) {
+            Ok(file) => file,
+            Err(e) => {
+                self.report_unreadable(&e, sink);
+                return;
+            }
+        };
+        if self.offset > 0 && (!self.anchor_checked || len != self.offset) {
+            match self.anchor_holds(&mut file) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let detail = format!(
+                        "entry {} that this machine verified is no longer where it was; the log was rewritten, and is read again from the start (what was verified keeps counting here)",
+                        self.last_seq
+                    );
+                    sink.problems
+                        .push(self.problem(None, ProblemKind::Diverged, detail));
+                    self.restart();
+                }
+                Err(e) => {
+                    self.report_unreadable(&e, sink);
+                    return;
+                }
+            }
+        }
+        self.anchor_checked = true;
         if len == self.offset {
             return;
         }
-        let Some(mut reader) = self.open_range(&path, self.offset, len, sink) else {
+        if let Err(e) = file.seek(SeekFrom::Start(self.offset)) {
+            self.report_unreadable(&e, sink);
             return;
-        };
-        let mut line = Vec::new();
+        }
+        let mut reader = BufReader::with_capacity(64 * 1024, file.take(len - self.offset));
+        self.read_lines(&mut reader, len, sink);
+    }
+
+    fn read_lines(&mut self, reader: &mut BufReader<Take<File>>, len: u64, sink: &mut Sink<'_>) {
+        let mut chunk = Chunk::default();
+        // Where the chunk's first line starts, and the lines consumed before it.
+        let mut at = self.offset;
         loop {
-            line.clear();
+            let mut line = Vec::new();
             // Bounded: a line longer than any writer makes is never held in memory whole.
             let limit = MAX_LINE_LEN as u64 + 1;
-            match (&mut reader).take(limit).read_until(b'\n', &mut line) {
+            match reader.by_ref().take(limit).read_until(b'\n', &mut line) {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
+                    self.finish_chunk(&mut chunk, sink);
                     self.report_unreadable(&e, sink);
                     return;
                 }
@@ -189,12 +342,14 @@ impl LogState {
             let mut complete = line.last() == Some(&b'\n');
             let overlong = !complete && line.len() > MAX_LINE_LEN;
             if overlong {
-                match skip_line(&mut reader) {
+                line = Vec::new();
+                match skip_line(reader) {
                     Ok((skipped, found_end)) => {
                         consumed += skipped;
                         complete = found_end;
                     }
                     Err(e) => {
+                        self.finish_chunk(&mut chunk, sink);
                         self.report_unreadable(&e, sink);
                         return;
                     }
@@ -202,48 +357,96 @@ impl LogState {
             }
             if !complete {
                 // Not consumed: it is read again once its writer finishes it.
-                if self.torn_reported_at != Some(self.offset) {
-                    self.torn_reported_at = Some(self.offset);
+                self.finish_chunk(&mut chunk, sink);
+                if self
+                    .torn_seen
+                    .is_none_or(|(torn_at, _)| torn_at != self.offset)
+                {
                     sink.problems.push(self.problem(
                         Some(self.lines + 1),
                         ProblemKind::TornLine,
                         "incomplete last line: a writer crashed or is still appending".to_owned(),
                     ));
                 }
-                break;
+                self.torn_seen = Some((self.offset, len));
+                return;
             }
-            let line_no = self.lines + 1;
+            let line_no = self.lines + 1 + chunk.lines.len() as u64;
             if overlong {
-                let detail = format!("line is longer than {MAX_LINE_LEN} bytes");
-                sink.problems
-                    .push(self.problem(Some(line_no), ProblemKind::Malformed, detail));
+                chunk.lines.push(PendingLine {
+                    at,
+                    len: consumed,
+                    line_no,
+                    bytes: None,
+                });
             } else {
-                self.check_line(&line[..line.len() - 1], line_no, self.offset, sink);
+                line.pop();
+                chunk.bytes += line.len();
+                chunk.lines.push(PendingLine {
+                    at,
+                    len: consumed,
+                    line_no,
+                    bytes: Some(line),
+                });
             }
-            self.lines = line_no;
-            self.offset += consumed;
+            at += consumed;
+            if chunk.bytes >= CHUNK_BYTES {
+                self.finish_chunk(&mut chunk, sink);
+            }
+        }
+        self.finish_chunk(&mut chunk, sink);
+    }
+
+    /// Checks the signatures of a chunk of lines (on every core when it is large), then applies
+    /// the checks that need order, line by line.
+    fn finish_chunk(&mut self, chunk: &mut Chunk, sink: &mut Sink<'_>) {
+        if chunk.lines.is_empty() {
+            return;
+        }
+        let lines = std::mem::take(&mut chunk.lines);
+        chunk.bytes = 0;
+        let known = (&self.key, self.key_hex.as_str());
+        let checked = check_all(&lines, known);
+        for (pending, result) in lines.into_iter().zip(checked) {
+            let at = Some(pending.line_no);
+            match result {
+                Checked::Overlong => {
+                    let detail = format!("line is longer than {MAX_LINE_LEN} bytes");
+                    sink.problems
+                        .push(self.problem(at, ProblemKind::Malformed, detail));
+                }
+                Checked::Bad(error) => self.report_line_error(at, error, sink),
+                Checked::Good(found) => {
+                    self.accept(*found, (pending.at, pending.len), pending.line_no, sink);
+                }
+            }
+            self.lines = pending.line_no;
+            self.offset = pending.at + pending.len;
         }
     }
 
-    fn check_line(&mut self, line: &[u8], line_no: u64, offset: u64, sink: &mut Sink<'_>) {
-        let at = Some(line_no);
-        let found = match entry::decode_line(line) {
-            Ok(found) => found,
-            Err(error) => {
-                let kind = match error {
-                    LineError::Torn => ProblemKind::TornLine,
-                    LineError::Malformed(_) | LineError::BadEntry(_) => ProblemKind::Malformed,
-                    LineError::UnsupportedVersion(_) => ProblemKind::UnsupportedVersion,
-                    LineError::BadSignature => ProblemKind::BadSignature,
-                };
-                let detail = match error {
-                    LineError::Torn => "incomplete line followed by more lines".to_owned(),
-                    other => other.to_string(),
-                };
-                sink.problems.push(self.problem(at, kind, detail));
-                return;
-            }
+    fn report_line_error(&self, at: Option<u64>, error: LineError, sink: &mut Sink<'_>) {
+        let kind = match error {
+            LineError::Torn => ProblemKind::TornLine,
+            LineError::Malformed(_) | LineError::BadEntry(_) => ProblemKind::Malformed,
+            LineError::UnsupportedVersion(_) => ProblemKind::UnsupportedVersion,
+            LineError::BadSignature => ProblemKind::BadSignature,
         };
+        let detail = match error {
+            LineError::Torn => "incomplete line followed by more lines".to_owned(),
+            other => other.to_string(),
+        };
+        sink.problems.push(self.problem(at, kind, detail));
+    }
+
+    fn accept(
+        &mut self,
+        found: VerifiedEntry,
+        (line_at, line_len): (u64, u64),
+        line_no: u64,
+        sink: &mut Sink<'_>,
+    ) {
+        let at = Some(line_no);
         if found.project() != sink.project {
             let detail = format!(
                 "entry of project {:?}, not this one",
@@ -288,14 +491,17 @@ impl LogState {
         }
         if seq > self.last_seq + 1 {
             let (lo, hi) = (self.last_seq + 1, seq - 1);
-            self.gaps.push((lo, hi));
-            let detail = if lo == hi {
-                format!("entry {lo} is missing")
-            } else {
-                format!("entries {lo} to {hi} are missing")
-            };
-            sink.problems
-                .push(self.problem(at, ProblemKind::MissingEntries, detail));
+            // Entries this machine delivered before a rollback are reported by the rollback.
+            if hi > self.delivered_up_to {
+                self.gaps.push((lo, hi));
+                let detail = if lo == hi {
+                    format!("entry {lo} is missing")
+                } else {
+                    format!("entries {lo} to {hi} are missing")
+                };
+                sink.problems
+                    .push(self.problem(at, ProblemKind::MissingEntries, detail));
+            }
         } else if self.last_seq > 0 && found.prev() != self.last_hash.as_ref() {
             let detail = format!("prev is not the hash of entry {}", self.last_seq);
             sink.problems
@@ -303,60 +509,101 @@ impl LogState {
         }
         self.last_seq = seq;
         self.last_hash = Some(*found.hash());
-        self.accepted.push(Located {
-            seq,
-            offset,
-            line: line_no,
-        });
+        self.tip_at = line_at;
+        self.tip_len = line_len;
+        if self.high.is_none_or(|(high, _)| seq > high) {
+            self.high = Some((seq, *found.hash()));
+        }
         if seq > self.delivered_up_to {
-            sink.entries.push(found);
+            (sink.on_entry)(found);
         }
     }
 
-    /// Re-reads the accepted entries with seq above `after`, up to what was consumed.
-    pub fn read_since(&self, channel_dir: &Path, after: u64, sink: &mut Sink<'_>) {
-        let first = self.accepted.partition_point(|l| l.seq <= after);
-        let wanted = &self.accepted[first..];
-        let Some(start) = wanted.first() else {
-            return;
+    /// Where the writer of this log continues, given the file's length now: the highest entry
+    /// ever verified here (never a seq readers would exclude), after a poll of the log.
+    pub fn write_tip(&self, file_len: u64, ends_with_newline: bool) -> WriteTip {
+        let (seq, hash) = match self.high {
+            Some((seq, hash)) if seq >= self.last_seq => (seq, Some(hash)),
+            _ => (self.last_seq, self.last_hash),
         };
-        let path = channel_dir.join(&self.rel_path);
-        let Some(mut reader) = self.open_range(&path, start.offset, self.offset, sink) else {
-            return;
-        };
-        let mut offset = start.offset;
-        let mut next = wanted.iter().peekable();
-        let mut line = Vec::new();
-        while let Some(&&want) = next.peek() {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let line_offset = offset;
-            offset += line.len() as u64;
-            if line_offset != want.offset {
-                continue;
-            }
-            next.next();
-            let content = line.strip_suffix(b"\n").unwrap_or(&line);
-            match entry::decode_line(content) {
-                Ok(found) if found.seq() == want.seq => sink.entries.push(found),
-                _ => sink.problems.push(self.problem(
-                    Some(want.line),
-                    ProblemKind::Rewritten,
-                    format!("entry {} changed after it was read", want.seq),
-                )),
-            }
-        }
-        if let Some(missing) = next.next() {
-            sink.problems.push(self.problem(
-                Some(missing.line),
-                ProblemKind::Rewritten,
-                "the log changed after it was read".to_owned(),
-            ));
+        WriteTip {
+            seq,
+            hash,
+            needs_newline: file_len > 0 && !ends_with_newline,
         }
     }
+
+    /// The incomplete line at the end of the file, if it is a complete, valid next entry of
+    /// this log that lost only its newline (a crash between writing it and its newline).
+    pub fn unterminated_tip(&self, channel_dir: &Path, file_len: u64) -> Option<VerifiedEntry> {
+        if file_len <= self.offset || file_len - self.offset > MAX_LINE_LEN as u64 {
+            return None;
+        }
+        let mut file = self.open(&channel_dir.join(&self.rel_path)).ok()?;
+        file.seek(SeekFrom::Start(self.offset)).ok()?;
+        let mut tail = Vec::new();
+        file.take(file_len - self.offset)
+            .read_to_end(&mut tail)
+            .ok()?;
+        if tail.contains(&b'\n') {
+            return None;
+        }
+        let found = entry::parse_line(&tail, Some((&self.key, &self.key_hex)))
+            .ok()?
+            .verify()
+            .ok()?;
+        let next = self.write_tip(file_len, false).seq + 1;
+        (found.author() == &self.author && found.key() == &self.key && found.seq() == next)
+            .then_some(found)
+    }
+}
+
+/// A line read but not checked yet.
+struct PendingLine {
+    /// Where it starts in the file, and its length with the newline.
+    at: u64,
+    len: u64,
+    line_no: u64,
+    /// `None` for a line too long to be an entry (skipped unread).
+    bytes: Option<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct Chunk {
+    lines: Vec<PendingLine>,
+    bytes: usize,
+}
+
+enum Checked {
+    Overlong,
+    Bad(LineError),
+    Good(Box<VerifiedEntry>),
+}
+
+/// Parses and verifies each line; on every core when there are enough of them.
+fn check_all(lines: &[PendingLine], known: (&PublicKey, &str)) -> Vec<Checked> {
+    let check = |pending: &PendingLine| match &pending.bytes {
+        None => Checked::Overlong,
+        Some(bytes) => match entry::parse_line(bytes, Some(known)).and_then(ParsedLine::verify) {
+            Ok(found) => Checked::Good(Box::new(found)),
+            Err(error) => Checked::Bad(error),
+        },
+    };
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if threads < 2 || lines.len() < PARALLEL_MIN_LINES {
+        return lines.iter().map(check).collect();
+    }
+    let per = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(per)
+            .map(|part| scope.spawn(move || part.iter().map(check).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().expect("checking a line never panics"))
+            .collect()
+    })
 }
 
 /// Skips to just after the next newline: the bytes skipped, and whether a newline was found.

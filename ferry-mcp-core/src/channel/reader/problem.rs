@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 /// What is wrong with a line or file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
     /// An incomplete line: at the end of a log (a writer crashed, or is mid-append and the
@@ -38,10 +40,17 @@ pub enum ProblemKind {
     /// A second entry with a sequence number already read: the log forked or a line was
     /// duplicated; the first one read stands.
     DuplicateSeq,
-    /// The log got shorter than what was already read; it is read again from the start.
-    Truncated,
-    /// Bytes already read have changed.
-    Rewritten,
+    /// The log got shorter than what this machine verified: entries were removed. What was
+    /// verified keeps counting here; the log is read again from the start.
+    RolledBack,
+    /// The last line this machine verified no longer holds the entry it verified there: the
+    /// log was rewritten. What was verified keeps counting; the log is read again.
+    Diverged,
+    /// A log (or its author's folder) that this machine verified disappeared; what was
+    /// verified keeps counting here.
+    Vanished,
+    /// A symbolic link where the format expects a folder or a file; never followed.
+    Link,
     /// A Syncthing conflict copy (`*.sync-conflict-*`); never read.
     ConflictCopy,
     /// A temporary file; never read.
@@ -67,8 +76,10 @@ impl ProblemKind {
             Self::ChainMismatch => "chain_mismatch",
             Self::OutOfOrder => "out_of_order",
             Self::DuplicateSeq => "duplicate_seq",
-            Self::Truncated => "truncated",
-            Self::Rewritten => "rewritten",
+            Self::RolledBack => "rolled_back",
+            Self::Diverged => "diverged",
+            Self::Vanished => "vanished",
+            Self::Link => "link",
             Self::ConflictCopy => "conflict_copy",
             Self::TempFile => "temp_file",
             Self::UnknownFile => "unknown_file",
@@ -84,7 +95,7 @@ impl fmt::Display for ProblemKind {
 }
 
 /// One skipped line or file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IntegrityProblem {
     /// Relative to the channel folder.
     pub path: PathBuf,

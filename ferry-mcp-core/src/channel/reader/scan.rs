@@ -87,6 +87,7 @@ fn unreadable(rel_path: PathBuf, error: &std::io::Error) -> IntegrityProblem {
 enum Kind {
     Folder,
     File,
+    Link,
     Other,
 }
 
@@ -100,6 +101,8 @@ fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
             Kind::Folder
         } else if file_type.is_file() {
             Kind::File
+        } else if file_type.is_symlink() {
+            Kind::Link
         } else {
             Kind::Other
         };
@@ -115,17 +118,34 @@ fn log_key(file_name: &str) -> Option<PublicKey> {
     PublicKey::from_hex(hex).ok()
 }
 
+fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
+    IntegrityProblem {
+        path: rel_path,
+        line: None,
+        kind: ProblemKind::Link,
+        detail: format!("a symbolic link in place of {what}; never followed"),
+    }
+}
+
 /// Lists the channel folder `dir`.
 pub(super) fn list(dir: &Path) -> Listing {
     let mut listing = Listing::default();
     match entries(dir) {
         Ok(top) => {
-            for (name, _) in top {
+            for (name, kind) in top {
                 if !KNOWN_TOP_LEVEL.contains(&name.as_str()) {
                     listing.skipped.push(skipped(
                         PathBuf::from(&name),
                         "not part of the channel format",
                     ));
+                } else if kind == Kind::Link && (name == LOGS_DIR || name == BLOBS_DIR) {
+                    // A link here would make readers and writers work outside the channel.
+                    listing
+                        .skipped
+                        .push(link(PathBuf::from(&name), &format!("the {name} folder")));
+                    if name == LOGS_DIR {
+                        return listing;
+                    }
                 }
             }
         }
@@ -147,6 +167,10 @@ pub(super) fn list(dir: &Path) -> Listing {
         let author = AgentName::parse_any(&author_name)
             .ok()
             .filter(|a| a.as_str() == author_name);
+        if kind == Kind::Link {
+            listing.skipped.push(link(rel_author, "an author's folder"));
+            continue;
+        }
         let (Some(author), Kind::Folder) = (author, kind) else {
             listing
                 .skipped
@@ -168,6 +192,7 @@ pub(super) fn list(dir: &Path) -> Listing {
                     key,
                     rel_path,
                 }),
+                (_, Kind::Link) => listing.skipped.push(link(rel_path, "a log")),
                 _ => listing
                     .skipped
                     .push(skipped(rel_path, "not a regular log file named by its key")),

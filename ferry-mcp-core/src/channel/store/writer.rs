@@ -1,10 +1,12 @@
 //! Appending to one log, durably and without forking its chain.
 //!
-//! Every append takes an exclusive lock on the log file, finds the chain's tip as it is on
-//! disk now (another process of the same agent may have appended since), appends one line,
-//! `sync_data`s, and only then returns: an acknowledged entry survives a crash. A torn tail
-//! left by a crash is never extended: the new line starts on a fresh line, so the fragment
-//! stays a separate, reported, excluded line.
+//! Every append takes an exclusive lock on the log file, reads what another process of the
+//! same agent may have appended since (verifying it, as any reader does), and continues from
+//! the **verified** tip: the highest entry this machine ever verified in the log, never a line
+//! found by scanning the file (a copied old line, or junk, could set a scan back). It appends
+//! one line, `sync_data`s, and only then returns: an acknowledged entry survives a crash. A
+//! torn tail left by a crash is never extended: the new line starts on a fresh line, so the
+//! fragment stays a separate, reported, excluded line.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -13,32 +15,25 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{Channel, MAX_LINE_LEN, StoreError, durable};
-use crate::channel::entry::{self, Entry, EntryHash, VerifiedEntry};
+use crate::channel::entry::{self, Entry, VerifiedEntry};
 use crate::channel::keys::{PublicKey, SecretKey};
 use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::reader::{IntegrityProblem, LogId, LogState, Reader};
 use crate::time::Timestamp;
-
-/// The end of a log's chain as found on disk.
-#[derive(Debug, Clone, Copy)]
-struct Tip {
-    /// File length the tip was computed for.
-    len: u64,
-    seq: u64,
-    hash: Option<EntryHash>,
-    /// Whether the file ends inside a line, so the next line must start with a newline.
-    needs_newline: bool,
-}
 
 /// Appends entries to the log of one (author, key). Get one from [`Channel::writer`].
 #[derive(Debug)]
 pub struct LogWriter {
     path: PathBuf,
+    dir: PathBuf,
     file: File,
     project: ProjectId,
-    author: AgentName,
+    id: LogId,
     key: SecretKey,
-    /// The tip after this writer's last append; reused while the file has not grown.
-    known_tip: Option<Tip>,
+    /// The writer's own reader of its log: where the verified tip comes from.
+    reader: Reader,
+    /// Problems its reader found in the log (lines another process or an intruder wrote).
+    problems: Vec<IntegrityProblem>,
 }
 
 impl LogWriter {
@@ -46,15 +41,17 @@ impl LogWriter {
         channel: &Channel,
         author: &AgentName,
         key: &SecretKey,
+        verified: Option<LogState>,
     ) -> Result<LogWriter, StoreError> {
+        channel.check_own_folders()?;
         let path = channel.log_path(author, &key.public_key());
-        let dir = path.parent().expect("a log path has a folder");
-        durable::create_dir_durably(dir).map_err(StoreError::io(dir))?;
-        // A synced peer could plant a link at our path; appending through it would write
-        // outside the channel.
-        if is_symlink(dir) {
-            return Err(StoreError::NotRegular(dir.to_owned()));
+        let dir = path.parent().expect("a log path has a folder").to_owned();
+        // A synced peer could plant a link at our folder or path; appending through it
+        // would write outside the channel.
+        if std::fs::symlink_metadata(&dir).is_ok_and(|meta| !meta.file_type().is_dir()) {
+            return Err(StoreError::NotRegular(dir));
         }
+        durable::create_dir_durably(&dir).map_err(StoreError::io(&dir))?;
         let existed = match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_file() => true,
             Ok(_) => return Err(StoreError::NotRegular(path)),
@@ -68,15 +65,21 @@ impl LogWriter {
             .open(&path)
             .map_err(StoreError::io(&path))?;
         if !existed {
-            durable::sync_dir(dir).map_err(StoreError::io(dir))?;
+            durable::sync_dir(&dir).map_err(StoreError::io(&dir))?;
         }
+        let id = LogId {
+            author: author.clone(),
+            key: key.public_key(),
+        };
         Ok(LogWriter {
+            reader: Reader::for_log(channel, &id, verified),
             path,
+            dir: channel.dir().to_owned(),
             file,
             project: channel.project().clone(),
-            author: author.clone(),
+            id,
             key: SecretKey::from_bytes(&key.to_bytes()),
-            known_tip: None,
+            problems: Vec::new(),
         })
     }
 
@@ -85,11 +88,16 @@ impl LogWriter {
     }
 
     pub fn author(&self) -> &AgentName {
-        &self.author
+        &self.id.author
     }
 
     pub fn key(&self) -> PublicKey {
         self.key.public_key()
+    }
+
+    /// The problems the writer's reader found in its log so far (taken).
+    pub fn take_problems(&mut self) -> Vec<IntegrityProblem> {
+        std::mem::take(&mut self.problems)
     }
 
     /// Appends one entry and returns it once it is durable on disk.
@@ -102,9 +110,6 @@ impl LogWriter {
         entry::check_kind(kind)?;
         self.file.lock().map_err(StoreError::io(&self.path))?;
         let result = self.append_locked(kind, body, now);
-        if result.is_err() {
-            self.known_tip = None;
-        }
         let unlocked = self.file.unlock().map_err(StoreError::io(&self.path));
         let entry = result?;
         unlocked?;
@@ -117,18 +122,28 @@ impl LogWriter {
         body: Value,
         now: Timestamp,
     ) -> Result<VerifiedEntry, StoreError> {
+        // What another process of this agent appended since: read and verified like any log.
+        let problems = self.reader.poll_log(&self.id, &mut |_| {});
+        self.problems.extend(problems);
         let len = self
             .file
             .metadata()
             .map_err(StoreError::io(&self.path))?
             .len();
-        let tip = match self.known_tip {
-            Some(tip) if tip.len == len => tip,
-            _ => self.find_tip(len).map_err(StoreError::io(&self.path))?,
-        };
+        let ends_with_newline = self.ends_with_newline(len)?;
+        let mut tip = self.reader.write_tip(&self.id, len, ends_with_newline);
+        if !ends_with_newline
+            && let Some(state) = self.reader.log(&self.id)
+            && let Some(found) = state.unterminated_tip(&self.dir, len)
+        {
+            // A complete entry that lost only its newline in a crash is the tip: the newline
+            // written before the next line completes it.
+            tip.seq = found.seq();
+            tip.hash = Some(*found.hash());
+        }
         let signed = Entry {
             project: self.project.clone(),
-            author: self.author.clone(),
+            author: self.id.author.clone(),
             key: self.key.public_key(),
             seq: tip.seq + 1,
             prev: tip.hash,
@@ -153,93 +168,22 @@ impl LogWriter {
             .write_all(&bytes)
             .and_then(|()| self.file.sync_data())
             .map_err(StoreError::io(&self.path))?;
-        self.known_tip = Some(Tip {
-            len: len + bytes.len() as u64,
-            seq: signed.entry.seq(),
-            hash: Some(*signed.entry.hash()),
-            needs_newline: false,
-        });
+        // Our own line is read (and verified) like any other, so the tip stays the verified one.
+        let problems = self.reader.poll_log(&self.id, &mut |_| {});
+        self.problems.extend(problems);
         Ok(signed.entry)
     }
 
-    /// Scans back from the end for the valid entries of this log and takes the one with the
-    /// highest seq (the first of equals, as readers do). Not simply the last line: anyone who
-    /// can write to the synced folder could append a copy of an older line, and a tip taken
-    /// from it would give every later entry a seq that readers exclude as a duplicate.
-    fn find_tip(&mut self, len: u64) -> io::Result<Tip> {
-        let mut window: u64 = 64 * 1024;
-        loop {
-            let start = len.saturating_sub(window);
-            let mut buf = Vec::with_capacity((len - start) as usize);
-            self.file.seek(SeekFrom::Start(start))?;
-            (&mut self.file).take(len - start).read_to_end(&mut buf)?;
-            let needs_newline = buf.last().is_some_and(|&b| b != b'\n');
-            // The first piece may be cut by the window; it only counts when the window
-            // reaches the start of the file.
-            let mut pieces: Vec<&[u8]> = buf.split(|&b| b == b'\n').collect();
-            if start > 0 {
-                pieces.remove(0);
-            }
-            let mut best: Option<(u64, EntryHash)> = None;
-            for piece in pieces.iter().rev() {
-                if piece.is_empty() {
-                    continue;
-                }
-                // Verifying is the cost: skip lines that cannot beat the tip found so far.
-                if let (Some((tip_seq, _)), Some(claim)) = (best, claimed_seq(piece))
-                    && claim < tip_seq
-                {
-                    continue;
-                }
-                let Ok(found) = entry::decode_line(piece) else {
-                    continue;
-                };
-                if found.project() != &self.project
-                    || found.author() != &self.author
-                    || found.key() != &self.key.public_key()
-                {
-                    continue;
-                }
-                if best.is_none_or(|(seq, _)| found.seq() >= seq) {
-                    best = Some((found.seq(), *found.hash()));
-                }
-            }
-            if let Some((seq, hash)) = best {
-                // A complete entry that lost only its newline in a crash is the tip: the
-                // newline written before the next line completes it.
-                return Ok(Tip {
-                    len,
-                    seq,
-                    hash: Some(hash),
-                    needs_newline,
-                });
-            }
-            if start == 0 {
-                return Ok(Tip {
-                    len,
-                    seq: 0,
-                    hash: None,
-                    needs_newline,
-                });
-            }
-            window = window.saturating_mul(4);
+    /// Whether the file is empty or ends with a newline (one byte read).
+    fn ends_with_newline(&mut self, len: u64) -> Result<bool, StoreError> {
+        if len == 0 {
+            return Ok(true);
         }
+        let mut last = [0u8; 1];
+        self.file
+            .seek(SeekFrom::Start(len - 1))
+            .and_then(|_| self.file.read_exact(&mut last))
+            .map_err(StoreError::io(&self.path))?;
+        Ok(last[0] == b'\n')
     }
-}
-
-/// The seq a line claims, read without parsing or verifying it (the reference writer puts
-/// `"seq"` before every free-text field). Only used to skip lines that cannot raise the tip;
-/// a line is never trusted on its claim.
-fn claimed_seq(line: &[u8]) -> Option<u64> {
-    const FIELD: &[u8] = b",\"seq\":";
-    let at = line.windows(FIELD.len()).position(|w| w == FIELD)? + FIELD.len();
-    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&line[at..at + digits])
-        .ok()?
-        .parse()
-        .ok()
-}
-
-fn is_symlink(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
 }

@@ -1,0 +1,168 @@
+//! Levels: who stands at which, and the master's grants that set them.
+
+use serde::Serialize;
+
+use super::OpsError;
+use crate::channel::home::{Home, KeyHolder};
+use crate::channel::identity::{GrantBody, GrantStanding, Identity, Seat, kinds};
+use crate::channel::keys::PublicKey;
+use crate::channel::levels::{Level, LocalKey, Operation};
+use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::session::{Actor, Session};
+use crate::time::Timestamp;
+
+/// One agent's row in `access show` and `channel status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentRow {
+    pub name: AgentName,
+    /// `seated` or `contested`.
+    pub seat: &'static str,
+    /// The key holding the name (hex), or every candidate when contested.
+    pub keys: Vec<String>,
+    pub level: Level,
+    /// The latest grant, described (`none`, `member`, `member in docs`, `orchestrator
+    /// (expired)`, `member (void: names another key)`).
+    pub grant: String,
+    /// The agent's key on this machine: `missing`, `locked` or `ready`.
+    pub local_key: &'static str,
+    /// Whether the key holding the name differs from the one this machine pinned first.
+    pub pin_changed: bool,
+}
+
+fn describe_grant(grant: &GrantStanding) -> String {
+    match grant {
+        GrantStanding::None => "none".into(),
+        GrantStanding::Active { level, scopes } if scopes.is_empty() => level.to_string(),
+        GrantStanding::Active { level, scopes } => format!("{level} in {}", scopes.join(", ")),
+        GrantStanding::Expired { level, .. } => format!("{level} (expired)"),
+        GrantStanding::Void { level, .. } => format!("{level} (void: names another key)"),
+    }
+}
+
+/// The rows of every seated or contested agent (or only `name`). A machine-state file that
+/// does not read (a key file, the pins) is reported in `problems`, never fatal.
+pub(crate) fn agent_rows(
+    session: &Session,
+    only: Option<&AgentName>,
+    now: Timestamp,
+    problems: &mut Vec<String>,
+) -> Result<Vec<AgentRow>, OpsError> {
+    let home = session.home();
+    let project = session.project();
+    let identity = session.identity();
+    let mut rows = Vec::new();
+    for (name, seat) in identity.names() {
+        if only.is_some_and(|only| only != name) {
+            continue;
+        }
+        let (seat_word, keys): (&'static str, Vec<String>) = match seat {
+            Seat::Seated(key) => ("seated", vec![key.to_string()]),
+            Seat::Contested(keys) => ("contested", keys.iter().map(ToString::to_string).collect()),
+            Seat::Vacant => continue,
+        };
+        let standing = identity.standing(name, now);
+        let local = home
+            .key_state(project, &KeyHolder::Agent(name.clone()), now)
+            .map_err(|err| problems.push(err.to_string()));
+        let pin_changed = session.pin_changed().contains(name);
+        rows.push(AgentRow {
+            name: name.clone(),
+            seat: seat_word,
+            keys,
+            level: standing.level,
+            grant: describe_grant(&standing.grant),
+            local_key: match local {
+                Ok(LocalKey::Missing) => "missing",
+                Ok(LocalKey::Locked(_)) => "locked",
+                Ok(LocalKey::Ready(_)) => "ready",
+                Err(()) => "unreadable",
+            },
+            pin_changed,
+        });
+    }
+    if let Some(name) = only
+        && rows.is_empty()
+    {
+        return Err(OpsError::NotSeated {
+            name: name.clone(),
+            project: project.clone(),
+        });
+    }
+    Ok(rows)
+}
+
+/// Every agent with its level (or only `name`).
+pub fn access_show(
+    home: &Home,
+    project: &ProjectId,
+    name: Option<&AgentName>,
+    now: Timestamp,
+) -> Result<Vec<AgentRow>, OpsError> {
+    let mut session = Session::open(home, project, Actor::Observer, now)?;
+    let rows = agent_rows(&session, name, now, &mut Vec::new());
+    session.save()?;
+    rows
+}
+
+/// A level to grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRequest {
+    pub level: Level,
+    pub scopes: Vec<String>,
+    pub expires: Option<Timestamp>,
+    /// Which key to grant when the name is contested.
+    pub key: Option<PublicKey>,
+}
+
+/// Grants `name` a level, signed by the master key on this machine (which must be the
+/// project's current master). The grant names the agent's roster key.
+pub fn access_set(
+    home: &Home,
+    project: &ProjectId,
+    name: &AgentName,
+    request: &GrantRequest,
+    now: Timestamp,
+) -> Result<GrantBody, OpsError> {
+    let mut session = Session::open(home, project, Actor::Master, now)?;
+    session.master_key(now)?;
+    let key = match (session.identity().seat(name), &request.key) {
+        (Seat::Vacant, _) => {
+            return Err(OpsError::NotSeated {
+                name: name.clone(),
+                project: project.clone(),
+            });
+        }
+        (Seat::Seated(held), None) => *held,
+        (Seat::Seated(held), Some(key)) if held == key => *key,
+        (Seat::Seated(_), Some(key)) => {
+            return Err(OpsError::KeyNotJoined {
+                name: name.clone(),
+                key: key.to_string(),
+            });
+        }
+        (Seat::Contested(_), None) => return Err(OpsError::Contested { name: name.clone() }),
+        (Seat::Contested(keys), Some(key)) if keys.contains(key) => *key,
+        (Seat::Contested(_), Some(key)) => {
+            return Err(OpsError::KeyNotJoined {
+                name: name.clone(),
+                key: key.to_string(),
+            });
+        }
+    };
+    let body = GrantBody {
+        agent: name.clone(),
+        key,
+        level: request.level,
+        scopes: request.scopes.clone(),
+        expires: request.expires,
+    };
+    session.append(
+        Operation::Approve,
+        None,
+        kinds::GRANT,
+        Identity::grant_body(&body),
+        now,
+    )?;
+    session.save()?;
+    Ok(body)
+}

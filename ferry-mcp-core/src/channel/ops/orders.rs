@@ -1,0 +1,643 @@
+//! Orders: issue, claim, release, progress, hand in, submit, review, cancel, list and show.
+//!
+//! One function per operation, called by the `ferry order` commands and by the `ferry_orders`
+//! tool alike. Each reads what is new, checks what the fold will check (so a refusal is a
+//! clear error, not a silently void entry), and appends through the session's one path. The
+//! board itself is the fold of `state::orders`; nothing here decides who holds an order.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::{OpsError, check_chars, check_not_empty};
+use crate::channel::levels::Operation;
+use crate::channel::names::AgentName;
+use crate::channel::session::{Actor, Session};
+use crate::channel::state::EntryId;
+use crate::channel::state::orders::{
+    self, Body, Hints, MAX_INLINE_BODY, MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY,
+    MAX_TITLE, Order, OrderState, Verdict, kinds,
+};
+use crate::channel::state::since::{Since, SinceError};
+use crate::time::Timestamp;
+
+/// What to issue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IssueRequest {
+    pub title: String,
+    pub body: Option<String>,
+    /// Offer it to one agent.
+    pub to: Option<AgentName>,
+    /// A submission needs a review.
+    pub review: bool,
+    pub heavy: bool,
+    pub hints: Hints,
+}
+
+/// One row of the board: what a list shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrderRow {
+    pub id: String,
+    pub title: String,
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<AgentName>,
+}
+
+/// What [`list`] gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrderList {
+    pub rows: Vec<OrderRow>,
+    /// The cursor that returns only what changes after this answer.
+    pub next: Since,
+    /// The `since` given was from another verified state (another machine, or a rebuilt one):
+    /// this is the whole board.
+    pub reset: bool,
+}
+
+/// Which orders a list shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// Accepted and cancelled orders too.
+    pub all: bool,
+}
+
+/// How a heavy order would start on this machine (ADR 0028, snifrig).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunVia {
+    /// Through the machine's queue: `snifrig run --name <order-id> -- <command>`.
+    Snifrig,
+    Direct,
+}
+
+/// This machine's queue for heavy work, as the binary finds it: the agent's config
+/// (`snifrig_heavy = true`) and `snifrig` on the PATH with its `can-i-start`.
+pub trait HeavyQueue {
+    /// Whether the agent's config sends heavy orders to the queue and the queue is there.
+    fn enabled(&self) -> bool;
+    /// The queue's answer for these hints (`snifrig can-i-start`).
+    fn can_i_start(&self, hints: &Hints) -> bool;
+}
+
+/// Everything [`show`] tells about one order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrderDetail {
+    pub row: OrderRow,
+    pub issued_by: AgentName,
+    pub to: Option<AgentName>,
+    pub review: bool,
+    pub heavy: bool,
+    pub hints: Hints,
+    pub run_via: RunVia,
+    /// The command a heavy order runs through the queue with (`<command>` stands for the work).
+    pub run_command: Option<String>,
+    /// The body: short ones inline, long ones in a blob (its id).
+    pub body: Option<String>,
+    pub body_blob: Option<String>,
+    pub revision: u32,
+    pub submission: Option<orders::Submission>,
+    pub review_verdict: Option<orders::ReviewRecord>,
+    pub progress: Option<orders::LastProgress>,
+    pub progress_lines: u32,
+    pub handins: Vec<String>,
+    /// Events of this order that do not count (lost races, refusals), latest last.
+    pub voided: Vec<orders::Voided>,
+}
+
+/// What a claim came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ClaimOutcome {
+    Claimed {
+        id: String,
+    },
+    /// Another claim made without seeing this one won the tie-break (ADR 0006).
+    LostRace {
+        id: String,
+        holder: AgentName,
+    },
+}
+
+fn row(order: &Order) -> OrderRow {
+    let view = order.view();
+    OrderRow {
+        id: order.id.to_string(),
+        title: order.issue.title.clone(),
+        state: view.state.as_str(),
+        holder: view.holder.clone(),
+    }
+}
+
+fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OpsError> {
+    let parsed: EntryId = id.parse()?;
+    session
+        .state()
+        .orders
+        .get(&parsed)
+        .ok_or_else(|| OpsError::UnknownOrder(id.to_owned()))
+}
+
+fn wrong_state(order: &Order, action: &'static str, wanted: &'static str) -> OpsError {
+    OpsError::WrongState {
+        order: order.id.to_string(),
+        state: order.view().state.as_str(),
+        action,
+        wanted,
+    }
+}
+
+fn agent_of(session: &Session) -> Result<AgentName, OpsError> {
+    match session.actor() {
+        Actor::Agent(name) => Ok(name.clone()),
+        Actor::Master => Ok(AgentName::master()),
+        Actor::Observer => Err(OpsError::ReadOnly),
+    }
+}
+
+fn event_body(order: &Order, fields: &[(&str, Value)]) -> Value {
+    let mut map = Map::new();
+    map.insert("order".into(), order.id.to_string().into());
+    map.insert("after".into(), order.view().tip.to_hex().into());
+    for (name, value) in fields {
+        map.insert((*name).into(), value.clone());
+    }
+    Value::Object(map)
+}
+
+/// Issues an order: the master, or an Orchestrator with its own key. Returns its id.
+pub fn issue(
+    session: &mut Session,
+    request: &IssueRequest,
+    now: Timestamp,
+) -> Result<String, OpsError> {
+    check_not_empty("the title", &request.title)?;
+    check_chars("the title", &request.title, MAX_TITLE)?;
+    if request.title.contains(['\n', '\r']) {
+        return Err(OpsError::Invalid("the title is one line".into()));
+    }
+    session.refresh(now);
+    if let Some(to) = &request.to
+        && session.identity().holder(to).is_none()
+    {
+        return Err(OpsError::NotSeated {
+            name: to.clone(),
+            project: session.project().clone(),
+        });
+    }
+    let mut body = Map::new();
+    body.insert("title".into(), request.title.clone().into());
+    if let Some(text) = request
+        .body
+        .as_deref()
+        .filter(|text| !text.trim().is_empty())
+    {
+        if text.chars().count() > MAX_INLINE_BODY {
+            let blob = session.channel().put_blob(text.as_bytes())?;
+            body.insert("blob".into(), blob.to_hex().into());
+        } else {
+            body.insert("body".into(), text.into());
+        }
+    }
+    if let Some(to) = &request.to {
+        body.insert("to".into(), to.as_str().into());
+    }
+    if request.review {
+        body.insert("review".into(), true.into());
+    }
+    if request.heavy {
+        body.insert("heavy".into(), true.into());
+    }
+    if !request.hints.is_empty() {
+        body.insert("hints".into(), request.hints.to_json());
+    }
+    let entry = session.append(
+        Operation::Issue,
+        None,
+        kinds::ISSUE,
+        Value::Object(body),
+        now,
+    )?;
+    let id = issued_id(session, &entry);
+    Ok(id)
+}
+
+/// The id of the order the entry just written issued.
+fn issued_id(session: &Session, entry: &crate::channel::entry::VerifiedEntry) -> String {
+    if entry.author().is_master() {
+        EntryId::Master {
+            era: session.identity().era(),
+            seq: entry.seq(),
+        }
+        .to_string()
+    } else {
+        EntryId::Agent {
+            name: entry.author().clone(),
+            seq: entry.seq(),
+        }
+        .to_string()
+    }
+}
+
+/// Claims an order for the acting agent (Member and up; an offered order only by its named
+/// agent). Says whether the claim won.
+pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OpsError> {
+    session.refresh(now);
+    let me = agent_of(session)?;
+    let order = find(session, id)?;
+    if !order.view().state.is_claimable() {
+        return Err(wrong_state(order, "claim", "open or offered"));
+    }
+    if let Some(to) = &order.issue.to
+        && *to != me
+    {
+        return Err(OpsError::OfferedToAnother {
+            order: order.id.to_string(),
+            to: to.clone(),
+        });
+    }
+    let body = event_body(order, &[]);
+    let order_id = order.id.clone();
+    session.append(Operation::Claim, None, kinds::CLAIM, body, now)?;
+    let view = session
+        .state()
+        .orders
+        .get(&order_id)
+        .map(|order| order.view().clone());
+    match view.and_then(|view| view.holder) {
+        Some(holder) if holder == me => Ok(ClaimOutcome::Claimed { id: id.to_owned() }),
+        Some(holder) => Ok(ClaimOutcome::LostRace {
+            id: id.to_owned(),
+            holder,
+        }),
+        None => Err(OpsError::Invalid(format!(
+            "the claim of {id} does not count here (see `ferry order show {id}`)"
+        ))),
+    }
+}
+
+/// Gives an order back to the board: its holder, or the master or an Orchestrator handing back
+/// a holder's order (one gone silent, say).
+pub fn release(
+    session: &mut Session,
+    id: &str,
+    note: Option<&str>,
+    now: Timestamp,
+) -> Result<(), OpsError> {
+    session.refresh(now);
+    let me = agent_of(session)?;
+    if let Some(note) = note {
+        check_chars("the note", note, MAX_NOTES)?;
+    }
+    let order = find(session, id)?;
+    if !order.view().state.is_held() {
+        return Err(wrong_state(
+            order,
+            "release",
+            "claimed, in progress or with changes requested",
+        ));
+    }
+    let operation = if order.view().holder.as_ref() == Some(&me) {
+        Operation::Claim
+    } else {
+        Operation::HandBack
+    };
+    let mut fields = Vec::new();
+    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
+        fields.push(("text", Value::from(note)));
+    }
+    let body = event_body(order, &fields);
+    session.append(operation, None, kinds::RELEASE, body, now)?;
+    Ok(())
+}
+
+fn holder_check(session: &Session, order: &Order, action: &'static str) -> Result<(), OpsError> {
+    let me = agent_of(session)?;
+    if !order.view().state.is_held() {
+        return Err(wrong_state(
+            order,
+            action,
+            "claimed, in progress or with changes requested",
+        ));
+    }
+    match &order.view().holder {
+        Some(holder) if *holder == me => Ok(()),
+        holder => Err(OpsError::NotHolder {
+            order: order.id.to_string(),
+            holder: holder
+                .as_ref()
+                .map_or_else(|| "nobody".to_owned(), ToString::to_string),
+            agent: me,
+        }),
+    }
+}
+
+/// Adds a progress line (holder only, at most 2 KB) to an order.
+pub fn progress(
+    session: &mut Session,
+    id: &str,
+    text: &str,
+    now: Timestamp,
+) -> Result<(), OpsError> {
+    check_not_empty("the progress line", text)?;
+    if text.len() > MAX_PROGRESS_BYTES {
+        return Err(OpsError::TooLong {
+            what: "the progress line",
+            len: text.len(),
+            max: MAX_PROGRESS_BYTES,
+            unit: "bytes",
+        });
+    }
+    session.refresh(now);
+    let order = find(session, id)?;
+    holder_check(session, order, "progress")?;
+    let body = event_body(order, &[("text", Value::from(text))]);
+    session.append(Operation::Progress, None, kinds::PROGRESS, body, now)?;
+    Ok(())
+}
+
+/// Hands work in for an order: a git ref and a short summary, recorded in the acting agent's
+/// log (any seated agent, a Worker too). The work stays in the work repository. Returns the
+/// hand-in's id.
+pub fn hand_in(
+    session: &mut Session,
+    id: &str,
+    git_ref: &str,
+    summary: &str,
+    now: Timestamp,
+) -> Result<String, OpsError> {
+    check_git_ref(git_ref)?;
+    check_not_empty("the summary", summary)?;
+    check_chars("the summary", summary, MAX_SUMMARY)?;
+    session.refresh(now);
+    let order = find(session, id)?;
+    if order.view().state.is_done() {
+        return Err(wrong_state(order, "hand in", "not accepted or cancelled"));
+    }
+    let body = json!({"order": order.id.to_string(), "ref": git_ref, "summary": summary});
+    let entry = session.append(Operation::HandIn, None, kinds::HANDIN, body, now)?;
+    Ok(EntryId::Agent {
+        name: entry.author().clone(),
+        seq: entry.seq(),
+    }
+    .to_string())
+}
+
+/// A git ref or sha: one word of printable characters, never work content.
+fn check_git_ref(git_ref: &str) -> Result<(), OpsError> {
+    check_not_empty("the ref", git_ref)?;
+    check_chars("the ref", git_ref, MAX_REF)?;
+    if git_ref.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(OpsError::Invalid(
+            "a ref is one word (a branch, tag or sha), never work content".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What to submit: a hand-in or a git ref, and a summary of at most 500 characters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubmitRequest {
+    pub handin: Option<String>,
+    pub git_ref: Option<String>,
+    pub summary: String,
+}
+
+/// Submits an order (holder only): a new revision for review, or done when the order needs
+/// none. Returns the order's state after it.
+pub fn submit(
+    session: &mut Session,
+    id: &str,
+    request: &SubmitRequest,
+    now: Timestamp,
+) -> Result<&'static str, OpsError> {
+    check_not_empty("the summary", &request.summary)?;
+    check_chars("the summary", &request.summary, MAX_SUMMARY)?;
+    if let Some(git_ref) = &request.git_ref {
+        check_git_ref(git_ref)?;
+    }
+    session.refresh(now);
+    let order = find(session, id)?;
+    holder_check(session, order, "submit")?;
+    let mut fields = vec![("summary", Value::from(request.summary.as_str()))];
+    match (&request.handin, &request.git_ref) {
+        (None, None) => {
+            return Err(OpsError::Invalid(
+                "a submission names a hand-in (--handin ID) or a git ref (--ref REF)".into(),
+            ));
+        }
+        (Some(handin), _) => {
+            let handin_id: EntryId = handin.parse()?;
+            if order.handin(&handin_id).is_none() {
+                return Err(OpsError::UnknownHandIn {
+                    handin: handin.clone(),
+                    order: order.id.to_string(),
+                });
+            }
+            fields.push(("handin", Value::from(handin.as_str())));
+        }
+        _ => {}
+    }
+    if let Some(git_ref) = &request.git_ref {
+        fields.push(("ref", Value::from(git_ref.as_str())));
+    }
+    let body = event_body(order, &fields);
+    let order_id = order.id.clone();
+    session.append(Operation::Submit, None, kinds::SUBMIT, body, now)?;
+    Ok(state_of(session, &order_id))
+}
+
+fn state_of(session: &Session, id: &EntryId) -> &'static str {
+    session
+        .state()
+        .orders
+        .get(id)
+        .map_or("unknown", |order| order.view().state.as_str())
+}
+
+/// Reviews an order's submission: accept, or ask for changes (notes required). An
+/// Orchestrator who is not the submission's author, or the master.
+pub fn review(
+    session: &mut Session,
+    id: &str,
+    verdict: Verdict,
+    notes: Option<&str>,
+    now: Timestamp,
+) -> Result<&'static str, OpsError> {
+    let notes = notes.filter(|notes| !notes.trim().is_empty());
+    if verdict == Verdict::Changes && notes.is_none() {
+        return Err(OpsError::Empty("the notes (asking for changes needs them)"));
+    }
+    if let Some(notes) = notes {
+        check_chars("the notes", notes, MAX_NOTES)?;
+    }
+    session.refresh(now);
+    let me = agent_of(session)?;
+    let order = find(session, id)?;
+    if order.view().state != OrderState::Submitted {
+        return Err(wrong_state(order, "review", "submitted"));
+    }
+    if order
+        .view()
+        .submission
+        .as_ref()
+        .is_some_and(|submission| submission.by == me)
+    {
+        return Err(OpsError::OwnSubmission { agent: me });
+    }
+    let verdict_text = match verdict {
+        Verdict::Accept => "accept",
+        Verdict::Changes => "changes",
+    };
+    let mut fields = vec![("verdict", Value::from(verdict_text))];
+    if let Some(notes) = notes {
+        fields.push(("notes", Value::from(notes)));
+    }
+    let body = event_body(order, &fields);
+    let order_id = order.id.clone();
+    session.append(Operation::Review, None, kinds::REVIEW, body, now)?;
+    Ok(state_of(session, &order_id))
+}
+
+/// Cancels an order (the master only).
+pub fn cancel(
+    session: &mut Session,
+    id: &str,
+    note: Option<&str>,
+    now: Timestamp,
+) -> Result<(), OpsError> {
+    if session.actor() != &Actor::Master {
+        return Err(OpsError::Refused(
+            crate::channel::levels::Refusal::MasterOnly {
+                operation: Operation::Approve,
+            },
+        ));
+    }
+    if let Some(note) = note {
+        check_chars("the note", note, MAX_NOTES)?;
+    }
+    session.refresh(now);
+    let order = find(session, id)?;
+    if order.view().state.is_done() {
+        return Err(wrong_state(order, "cancel", "not accepted or cancelled"));
+    }
+    let mut fields = Vec::new();
+    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
+        fields.push(("text", Value::from(note)));
+    }
+    let body = event_body(order, &fields);
+    session.append(Operation::Approve, None, kinds::CANCEL, body, now)?;
+    Ok(())
+}
+
+/// The board: open and held orders (every order with `filter.all`), by id; with `since`, only
+/// orders that changed after that cursor.
+pub fn list(
+    session: &mut Session,
+    filter: ListFilter,
+    since: Option<&str>,
+    now: Timestamp,
+) -> Result<OrderList, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let since = since
+        .map(str::parse::<Since>)
+        .transpose()
+        .map_err(|err| match err {
+            SinceError::Page => OpsError::Invalid(err.to_string()),
+            other => OpsError::Invalid(other.to_string()),
+        })?;
+    let generation = session.generation();
+    let (after, reset) = match since {
+        Some(since) if since.generation == generation => (Some(since.counter), false),
+        Some(_) => (None, true),
+        None => (None, false),
+    };
+    let rows = session
+        .state()
+        .orders
+        .iter()
+        .filter(|order| match after {
+            // Changes include orders that became done: the reader learns they left the board.
+            Some(after) => order.changed() > after,
+            None => filter.all || !order.view().state.is_done(),
+        })
+        .map(row)
+        .collect();
+    Ok(OrderList {
+        rows,
+        next: Since {
+            generation,
+            counter: session.state().counter(),
+        },
+        reset,
+    })
+}
+
+/// Everything about one order, and how it would run here when it is heavy.
+pub fn show(
+    session: &mut Session,
+    id: &str,
+    queue: Option<&dyn HeavyQueue>,
+    now: Timestamp,
+) -> Result<OrderDetail, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let order = find(session, id)?;
+    let view = order.view();
+    let issue = &order.issue;
+    let via_queue = issue.heavy
+        && queue.is_some_and(|queue| queue.enabled() && queue.can_i_start(&issue.hints));
+    let (body, body_blob) = match &issue.body {
+        Body::None => (None, None),
+        Body::Inline(text) => (Some(text.clone()), None),
+        Body::Blob(blob) => (None, Some(blob.clone())),
+    };
+    Ok(OrderDetail {
+        row: row(order),
+        issued_by: issue.by.clone(),
+        to: issue.to.clone(),
+        review: issue.review,
+        heavy: issue.heavy,
+        hints: issue.hints,
+        run_via: if via_queue {
+            RunVia::Snifrig
+        } else {
+            RunVia::Direct
+        },
+        run_command: via_queue.then(|| format!("snifrig run --name {} -- <command>", order.id)),
+        body,
+        body_blob,
+        revision: view.revision,
+        submission: view.submission.clone(),
+        review_verdict: view.review.clone(),
+        progress: view.progress.clone(),
+        progress_lines: view.progress_lines,
+        handins: view.handins.iter().map(ToString::to_string).collect(),
+        voided: view.voided.clone(),
+    })
+}
+
+/// The full text of an order's body (a blob's, or the inline one): what
+/// `ferry://<project>/order/<id>` serves.
+pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let order = find(session, id)?;
+    let mut text = format!("# {}\n", order.issue.title);
+    match &order.issue.body {
+        Body::None => {}
+        Body::Inline(body) => {
+            text.push('\n');
+            text.push_str(body);
+        }
+        Body::Blob(blob) => {
+            let blob = blob
+                .parse()
+                .map_err(|_| OpsError::Invalid(format!("order {id} names a bad blob")))?;
+            let bytes = session.channel().get_blob(&blob)?;
+            text.push('\n');
+            text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    Ok(text)
+}

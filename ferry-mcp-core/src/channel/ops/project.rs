@@ -1,0 +1,116 @@
+//! Projects on this machine: create one, register a channel synced from elsewhere, and the
+//! machine-wide pause switch.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{OpsError, generate_key};
+use crate::channel::home::{Home, HomeError, KeyHolder, PinOutcome, SealCost};
+use crate::channel::keys::PublicKey;
+use crate::channel::names::ProjectId;
+use crate::channel::store::{Channel, StoreError};
+use crate::time::Timestamp;
+
+/// What [`init`] created.
+#[derive(Debug, Clone, Serialize)]
+pub struct Created {
+    pub project: ProjectId,
+    pub channel: PathBuf,
+    pub master: PublicKey,
+}
+
+/// Creates `project`: its channel folder (genesis signed by a new master key), the master
+/// key on this machine (sealed when a passphrase is given), and the registry entry.
+///
+/// Crash-safe: the registry entry is written last, so until it exists there is no project;
+/// a run interrupted at any step leaves the key and perhaps the channel, and a rerun picks
+/// them up (it reuses the key an interrupted run stored, and a genesis that key signed).
+pub fn init(
+    home: &Home,
+    project: &ProjectId,
+    channel_dir: &Path,
+    passphrase: Option<(&[u8], SealCost)>,
+    now: Timestamp,
+) -> Result<Created, OpsError> {
+    match home.channel_dir(project) {
+        Ok(_) => return Err(OpsError::ProjectExists(project.clone())),
+        Err(HomeError::UnknownProject(_)) => {}
+        Err(other) => return Err(other.into()),
+    }
+    // An unregistered project with a master key here: an init was interrupted after storing
+    // it. The key was never used for anything but this channel's genesis.
+    let master = match home.open_key(
+        project,
+        &KeyHolder::Master,
+        passphrase.map(|(phrase, _)| phrase),
+        now,
+    ) {
+        Ok(key) => key,
+        Err(HomeError::KeyMissing { .. }) => {
+            let key = generate_key()?;
+            home.store_key(project, &KeyHolder::Master, &key, passphrase)?;
+            key
+        }
+        Err(HomeError::Locked { .. }) => {
+            return Err(OpsError::Invalid(format!(
+                "an interrupted `ferry init` left a sealed master key for {project}: run it again with --seal and the same passphrase"
+            )));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    match Channel::create(channel_dir, project, &master, now) {
+        Ok(_) => {}
+        Err(StoreError::AlreadyExists(dir)) => {
+            // The interrupted run may have written the genesis already: keep it if it is ours.
+            match Channel::open(&dir) {
+                Ok(channel)
+                    if channel.project() == project
+                        && *channel.genesis_master() == master.public_key() => {}
+                _ => return Err(OpsError::ChannelExists(dir)),
+            }
+        }
+        Err(other) => return Err(other.into()),
+    }
+    home.register_project(project, channel_dir)?;
+    home.pin_master(project, &master.public_key())?;
+    Ok(Created {
+        project: project.clone(),
+        channel: channel_dir.to_owned(),
+        master: master.public_key(),
+    })
+}
+
+/// Registers an existing channel folder (synced from another machine) as `project` on this
+/// machine, after checking that it is that project's channel; pins its master key.
+pub fn add_existing(
+    home: &Home,
+    project: &ProjectId,
+    channel_dir: &Path,
+) -> Result<PublicKey, OpsError> {
+    let channel = Channel::open(channel_dir)?;
+    if channel.project() != project {
+        return Err(OpsError::WrongProject {
+            expected: project.clone(),
+            found: channel.project().clone(),
+        });
+    }
+    let master = *channel.genesis_master();
+    if let PinOutcome::Changed { .. } = home.pin_master(project, &master)? {
+        return Err(OpsError::MasterPinChanged {
+            project: project.clone(),
+        });
+    }
+    home.register_project(project, channel_dir)?;
+    Ok(master)
+}
+
+/// Pauses every agent on this machine.
+pub fn pause(home: &Home, reason: &str, now: Timestamp) -> Result<(), OpsError> {
+    Ok(home.pause(reason, now)?)
+}
+
+/// Lifts the pause; returns whether the machine was paused.
+pub fn resume(home: &Home) -> Result<bool, OpsError> {
+    Ok(home.resume()?)
+}

@@ -1,0 +1,94 @@
+//! Seating an agent on this machine: its key here and its roster entry in the channel.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{OpsError, generate_key};
+use crate::channel::home::{Home, KeyHolder, SealCost};
+use crate::channel::identity::{Seat, kinds};
+use crate::channel::keys::PublicKey;
+use crate::channel::levels::LocalKey;
+use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::session::{Actor, Session};
+use crate::time::Timestamp;
+
+/// What [`join`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Joined {
+    /// A new roster entry seats the agent.
+    Seated,
+    /// The agent was seated already with this machine's key; nothing was written.
+    AlreadySeated,
+}
+
+/// Seats `name` in `project` on this machine: a key here (created, sealed when a passphrase
+/// is given, if there is none yet) and its roster entry in the channel. Idempotent; a name
+/// that another key holds is refused.
+pub fn join(
+    home: &Home,
+    project: &ProjectId,
+    name: &AgentName,
+    passphrase: Option<(&[u8], SealCost)>,
+    now: Timestamp,
+) -> Result<(Joined, PublicKey), OpsError> {
+    let mut session = Session::open(home, project, Actor::Observer, now)?;
+    let result = join_in(&mut session, name, passphrase, now);
+    session.save()?;
+    result
+}
+
+fn join_in(
+    session: &mut Session,
+    name: &AgentName,
+    passphrase: Option<(&[u8], SealCost)>,
+    now: Timestamp,
+) -> Result<(Joined, PublicKey), OpsError> {
+    let home = session.home().clone();
+    let project = session.project().clone();
+    let holder = KeyHolder::Agent(name.clone());
+    let local = home.key_state(&project, &holder, now)?;
+    let contested = |keys: usize| OpsError::JoinContested {
+        name: name.clone(),
+        keys,
+        project: project.clone(),
+    };
+    let identity = session.identity();
+    let taken = |key: &PublicKey| match identity.seat(name) {
+        Seat::Vacant => false,
+        Seat::Seated(held) => held != key,
+        Seat::Contested(keys) => !keys.contains(key),
+    };
+    let key = match local {
+        LocalKey::Missing => {
+            if identity.seat(name) != Seat::Vacant {
+                return Err(OpsError::NameTaken { name: name.clone() });
+            }
+            let key = generate_key()?;
+            home.store_key(&project, &holder, &key, passphrase)?;
+            key
+        }
+        LocalKey::Locked(public) | LocalKey::Ready(public) => {
+            if taken(&public) {
+                return Err(OpsError::NameTaken { name: name.clone() });
+            }
+            match identity.seat(name) {
+                Seat::Seated(held) if *held == public => {
+                    home.pin_agent(&project, name, &public)?;
+                    return Ok((Joined::AlreadySeated, public));
+                }
+                // Already a candidate: another roster entry would change nothing.
+                Seat::Contested(keys) => return Err(contested(keys.len())),
+                _ => {}
+            }
+            home.open_key(&project, &holder, passphrase.map(|(phrase, _)| phrase), now)?
+        }
+    };
+    session.append_unchecked(name, &key, kinds::ROSTER_JOIN, json!({}), now)?;
+    // A roster entry another machine wrote for this name may have synced meanwhile.
+    if let Seat::Contested(keys) = session.identity().seat(name) {
+        return Err(contested(keys.len()));
+    }
+    home.pin_agent(&project, name, &key.public_key())?;
+    Ok((Joined::Seated, key.public_key()))
+}

@@ -1,0 +1,464 @@
+//! The session: how a command of the human and a tool of an agent reach the channel.
+//!
+//! One value holds the machine state ([`Home`]), the actor (an agent, the master, or an
+//! observer), the folded channel state and the actor's writer. Every operation starts with
+//! [`Session::refresh`], which reads only what is new, and every write goes through
+//! [`Session::append`]: authorize, then append, so an unauthorized record cannot be written at
+//! all (and would not count if it were: the fold decides, ADR 0005).
+//!
+//! Opening costs the new bytes since this machine last looked plus one small read per changed
+//! log: the verified state of ADR 0004 is loaded from the state folder, and written back by
+//! [`Session::save`] when something changed.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::entry::VerifiedEntry;
+use super::home::{Home, HomeError, KeyHolder, PinOutcome};
+use super::identity::{AcceptBody, Identity, MasterPos, kinds as identity_kinds};
+use super::keys::{PublicKey, SecretKey};
+use super::levels::{self, Level, LocalKey, Operation, Request};
+use super::names::{AgentName, ProjectId};
+use super::ops::OpsError;
+use super::reader::{IntegrityProblem, LogId, Reader};
+use super::state::{ChannelState, SEEN_FIELD};
+use super::store::{Channel, LogWriter};
+use super::verified::{self, Kept, Loaded};
+use crate::time::Timestamp;
+
+/// At most this many integrity problems are kept; more are counted.
+const MAX_KEPT_PROBLEMS: usize = 1_000;
+
+/// Who acts through a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// The human, with the master key on this machine.
+    Master,
+    /// An agent, with its key on this machine.
+    Agent(AgentName),
+    /// Reads only (a server started without `--as`, `ferry channel status`).
+    Observer,
+}
+
+impl Actor {
+    /// The agent's name, for an agent.
+    pub fn agent(&self) -> Option<&AgentName> {
+        match self {
+            Actor::Agent(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// An open project: see the module docs.
+#[derive(Debug)]
+pub struct Session {
+    home: Home,
+    project: ProjectId,
+    channel: Channel,
+    genesis: [u8; 32],
+    generation: u64,
+    reader: Reader,
+    state: ChannelState,
+    problems: Vec<IntegrityProblem>,
+    dropped_problems: u64,
+    /// Problems of this process with machine-state files (they are found again every time).
+    local_problems: Vec<String>,
+    actor: Actor,
+    writer: Option<LogWriter>,
+    /// Whether the state changed since it was last written to the state folder.
+    dirty: bool,
+    /// Names whose key differs from the key this machine pinned first.
+    pin_changed: Vec<AgentName>,
+}
+
+impl Session {
+    /// Opens the registered channel of `project` for `actor`: loads this machine's verified
+    /// state and reads what is new.
+    pub fn open(
+        home: &Home,
+        project: &ProjectId,
+        actor: Actor,
+        now: Timestamp,
+    ) -> Result<Self, OpsError> {
+        let channel_dir = home.channel_dir(project)?;
+        let channel = Channel::open(&channel_dir)?;
+        if channel.project() != project {
+            return Err(OpsError::WrongProject {
+                expected: project.clone(),
+                found: channel.project().clone(),
+            });
+        }
+        let genesis = channel.genesis_digest()?;
+        let mut local_problems = Vec::new();
+        let fresh = |local_problems: &mut Vec<String>| Kept {
+            genesis,
+            generation: new_generation(local_problems),
+            reader: Default::default(),
+            state: ChannelState::new(project.clone(), *channel.genesis_master()),
+            problems: Vec::new(),
+            dropped_problems: 0,
+        };
+        let kept = match verified::load(&home.verified_path(project), &genesis) {
+            Loaded::Kept(kept) => *kept,
+            Loaded::Missing => fresh(&mut local_problems),
+            Loaded::Rejected(why) => {
+                local_problems.push(why.to_string());
+                fresh(&mut local_problems)
+            }
+        };
+        let mut session = Self {
+            home: home.clone(),
+            project: project.clone(),
+            reader: Reader::restore(&channel, kept.reader),
+            channel,
+            genesis,
+            generation: kept.generation,
+            state: kept.state,
+            problems: kept.problems,
+            dropped_problems: kept.dropped_problems,
+            local_problems,
+            actor,
+            writer: None,
+            dirty: false,
+            pin_changed: Vec::new(),
+        };
+        session.refresh(now);
+        session.pin(home)?;
+        Ok(session)
+    }
+
+    /// Pins the genesis master and every seated name, reading and writing the pins once. A
+    /// different genesis master refuses to open; a pins file that does not read is reported.
+    fn pin(&mut self, home: &Home) -> Result<(), OpsError> {
+        let identity = self.state.identity();
+        let seated: Vec<(&AgentName, &PublicKey)> = identity
+            .names()
+            .filter_map(|(name, _)| identity.holder(name).map(|key| (name, key)))
+            .collect();
+        match home.pin_all(&self.project, self.channel.genesis_master(), &seated) {
+            Ok((PinOutcome::Changed { .. }, _)) => Err(OpsError::MasterPinChanged {
+                project: self.project.clone(),
+            }),
+            Ok((_, changed)) => {
+                self.pin_changed = changed;
+                Ok(())
+            }
+            Err(err) => {
+                self.local_problems.push(format!(
+                    "{err} (keys are not pinned until it is fixed or removed)"
+                ));
+                Ok(())
+            }
+        }
+    }
+
+    pub fn project(&self) -> &ProjectId {
+        &self.project
+    }
+
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    pub fn channel(&self) -> &Channel {
+        &self.channel
+    }
+
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    pub fn state(&self) -> &ChannelState {
+        &self.state
+    }
+
+    pub fn identity(&self) -> &Identity {
+        self.state.identity()
+    }
+
+    /// The random tag of this machine's verified state (`since` cursors name it).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Names whose key differs from the key this machine pinned first.
+    pub fn pin_changed(&self) -> &[AgentName] {
+        &self.pin_changed
+    }
+
+    /// Integrity problems found in the channel so far, and how many more were not kept.
+    pub fn integrity_problems(&self) -> (&[IntegrityProblem], u64) {
+        (&self.problems, self.dropped_problems)
+    }
+
+    /// Problems of this process with machine-state files.
+    pub fn local_problems(&self) -> &[String] {
+        &self.local_problems
+    }
+
+    /// Reads and folds what is new in the channel. It cannot fail: what does not read is
+    /// kept in the problems. Returns how many entries were folded.
+    pub fn refresh(&mut self, now: Timestamp) -> u64 {
+        let before = self.state.counter();
+        let state = &mut self.state;
+        let problems = self.reader.poll_with(&mut |entry| state.feed(&entry, now));
+        self.keep_problems(problems);
+        loop {
+            let replays = self.state.take_replays();
+            if replays.is_empty() {
+                break;
+            }
+            for replay in replays {
+                let state = &mut self.state;
+                let from = replay.from_seq;
+                self.reader.replay_log(&replay.log, &mut |entry| {
+                    if entry.seq() >= from {
+                        state.feed(&entry, now);
+                    }
+                });
+            }
+        }
+        let folded = self.state.counter() - before;
+        if folded > 0 {
+            self.dirty = true;
+        }
+        folded
+    }
+
+    fn keep_problems(&mut self, problems: Vec<IntegrityProblem>) {
+        if problems.is_empty() {
+            return;
+        }
+        self.dirty = true;
+        for problem in problems {
+            if self.problems.len() < MAX_KEPT_PROBLEMS {
+                self.problems.push(problem);
+            } else {
+                self.dropped_problems += 1;
+            }
+        }
+    }
+
+    /// Writes the verified state to the state folder if it changed. Failing costs only time
+    /// on the next open, so the caller may report it and go on.
+    pub fn save(&mut self) -> Result<(), OpsError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let kept = Kept {
+            genesis: self.genesis,
+            generation: self.generation,
+            reader: self.reader.state(),
+            state: self.state.clone(),
+            problems: self.problems.clone(),
+            dropped_problems: self.dropped_problems,
+        };
+        self.home
+            .write_verified(&self.project, &verified::encode(&kept))?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// The key of the acting agent on this machine.
+    pub fn local_key(&self, now: Timestamp) -> Result<LocalKey, OpsError> {
+        match &self.actor {
+            Actor::Agent(name) => {
+                Ok(self
+                    .home
+                    .key_state(&self.project, &KeyHolder::Agent(name.clone()), now)?)
+            }
+            Actor::Master => Ok(self
+                .home
+                .key_state(&self.project, &KeyHolder::Master, now)?),
+            Actor::Observer => Ok(LocalKey::Missing),
+        }
+    }
+
+    /// May the acting agent do `operation` (in `scope`) now? The human (master) may do
+    /// everything its key here allows; an observer may only read.
+    pub fn authorize(
+        &self,
+        operation: Operation,
+        scope: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Option<Level>, OpsError> {
+        match &self.actor {
+            Actor::Agent(name) => {
+                let local_key = self.local_key(now)?;
+                let pause = self.home.pause_state()?;
+                let request = Request {
+                    agent: name,
+                    local_key: &local_key,
+                    operation,
+                    scope,
+                    paused: pause.as_ref().map(|pause| &pause.reason),
+                    now,
+                };
+                Ok(Some(levels::authorize(self.identity(), &request)?))
+            }
+            Actor::Master => {
+                self.master_key(now)?;
+                Ok(None)
+            }
+            Actor::Observer if operation == Operation::Read => Ok(None),
+            Actor::Observer => Err(OpsError::ReadOnly),
+        }
+    }
+
+    /// The current master key on this machine, or [`OpsError::NotTheMaster`].
+    pub fn master_key(&self, now: Timestamp) -> Result<SecretKey, OpsError> {
+        let master = match self.home.load_key(&self.project, &KeyHolder::Master, now) {
+            Ok(master) => master,
+            Err(HomeError::KeyMissing { .. }) => {
+                return Err(OpsError::NotTheMaster(self.project.clone()));
+            }
+            Err(other) => return Err(other.into()),
+        };
+        if master.public_key() != *self.identity().master() {
+            return Err(OpsError::NotTheMaster(self.project.clone()));
+        }
+        Ok(master)
+    }
+
+    /// Authorizes `operation` for the actor, then appends one entry of `kind` signed by its
+    /// key, and folds it. An agent's entry says what its author had seen (`seen`, ADR 0005).
+    /// The one path every write takes.
+    pub fn append(
+        &mut self,
+        operation: Operation,
+        scope: Option<&str>,
+        kind: &str,
+        mut body: Value,
+        now: Timestamp,
+    ) -> Result<VerifiedEntry, OpsError> {
+        self.refresh(now);
+        self.authorize(operation, scope, now)?;
+        let (author, key) = match &self.actor {
+            Actor::Agent(name) => {
+                let key =
+                    self.home
+                        .load_key(&self.project, &KeyHolder::Agent(name.clone()), now)?;
+                let seen = self.identity().master_position();
+                if let Value::Object(map) = &mut body {
+                    map.insert(SEEN_FIELD.into(), seen_json(seen));
+                }
+                (name.clone(), key)
+            }
+            Actor::Master => {
+                let key = self.master_key(now)?;
+                self.accept_mastership(&key, now)?;
+                (AgentName::master(), key)
+            }
+            Actor::Observer => return Err(OpsError::ReadOnly),
+        };
+        let entry = self.write(&author, &key, kind, body, now)?;
+        self.refresh(now);
+        Ok(entry)
+    }
+
+    /// Appends without the level check: for entries every seated agent writes about itself
+    /// (its roster entry) and that the fold judges alone.
+    pub(crate) fn append_unchecked(
+        &mut self,
+        author: &AgentName,
+        key: &SecretKey,
+        kind: &str,
+        body: Value,
+        now: Timestamp,
+    ) -> Result<VerifiedEntry, OpsError> {
+        let entry = self.write(author, key, kind, body, now)?;
+        self.refresh(now);
+        Ok(entry)
+    }
+
+    fn write(
+        &mut self,
+        author: &AgentName,
+        key: &SecretKey,
+        kind: &str,
+        body: Value,
+        now: Timestamp,
+    ) -> Result<VerifiedEntry, OpsError> {
+        let public = key.public_key();
+        let reuse = self
+            .writer
+            .as_ref()
+            .is_some_and(|writer| writer.author() == author && writer.key() == public);
+        if !reuse {
+            let id = LogId {
+                author: author.clone(),
+                key: public,
+            };
+            let verified = self.reader.log(&id).cloned();
+            self.writer = Some(self.channel.writer_from(author, key, verified)?);
+        }
+        let writer = self.writer.as_mut().expect("made above");
+        let entry = writer.append(kind, body, now)?;
+        let problems = writer.take_problems();
+        self.keep_problems(problems);
+        Ok(entry)
+    }
+
+    /// A new master's first entry is its `master.accept`, embedding the handover it accepts
+    /// (so deleting the handover's line elsewhere cannot undo it, ADR 0004).
+    fn accept_mastership(&mut self, key: &SecretKey, now: Timestamp) -> Result<(), OpsError> {
+        let era = self.identity().era();
+        if era == 0 {
+            return Ok(());
+        }
+        let own = LogId {
+            author: AgentName::master(),
+            key: key.public_key(),
+        };
+        if self
+            .reader
+            .log(&own)
+            .is_some_and(|log| log.verified_seq() > 0)
+        {
+            return Ok(());
+        }
+        let Some((seq, hash)) = self.identity().handover_of(era - 1) else {
+            return Ok(());
+        };
+        let former = LogId {
+            author: AgentName::master(),
+            key: self.identity().masters()[era as usize - 1],
+        };
+        let Some(line) = self.reader.line_of(&former, seq, &hash) else {
+            return Err(OpsError::HandoverLineMissing);
+        };
+        let body =
+            serde_json::to_value(AcceptBody { handover: line }).expect("an accept body serializes");
+        self.write(
+            &AgentName::master(),
+            key,
+            identity_kinds::MASTER_ACCEPT,
+            body,
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// The channel folder.
+    pub fn channel_dir(&self) -> PathBuf {
+        self.channel.dir().to_owned()
+    }
+}
+
+/// `[era, seq]`.
+fn seen_json(pos: MasterPos) -> Value {
+    Value::Array(vec![pos.0.into(), pos.1.into()])
+}
+
+/// A random tag for a new verified state; a fixed one if the system has no randomness
+/// (cursors then only lose the ability to tell two states apart).
+fn new_generation(problems: &mut Vec<String>) -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        problems.push("no random bytes for the verified state's tag".into());
+        return 1;
+    }
+    u64::from_le_bytes(bytes).max(1)
+}

@@ -1,0 +1,312 @@
+//! The folded state of a channel: identity plus one pure fold per domain (orders, and the
+//! others as they come), built from verified entries alone.
+//!
+//! Why one value: every operation and every machine must agree on what the entries mean, and
+//! the machine keeps this value between processes (ADR 0004), so opening a channel costs only
+//! what is new. Folds are pure functions of the set of entries: where a fold stops and resumes
+//! does not change the result (a test holds folding the kept state plus the new entries equal
+//! to folding everything).
+//!
+//! Authority over time (ADR 0005) lives here: for every agent entry the fold knows its
+//! effective master position (the highest `seen` of its log so far) and its effective time,
+//! and holds an entry whose position this machine has not folded yet, reading its log again
+//! from there once the master's entries arrive ([`ChannelState::take_replays`]).
+
+pub mod ids;
+pub mod orders;
+pub mod since;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::entry::VerifiedEntry;
+use super::identity::{FoldProblem, FoldProblemKind, Identity, MasterEntry, MasterPos};
+use super::keys::PublicKey;
+use super::names::{AgentName, ProjectId};
+use super::reader::LogId;
+use crate::time::Timestamp;
+pub use ids::EntryId;
+pub use orders::OrderBoard;
+
+/// The field of an agent entry's body naming the master position its author had folded.
+pub const SEEN_FIELD: &str = "seen";
+
+/// Where an agent's log stands in master order and time (ADR 0005).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Track {
+    pos: MasterPos,
+    time: Timestamp,
+}
+
+/// A log whose entries wait for master entries this machine has not folded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Held {
+    /// The first entry held; this and every later entry of the log are read again.
+    from_seq: u64,
+    /// The master position it waits for.
+    needs: MasterPos,
+}
+
+/// A log to read again from `from_seq` and feed (see [`ChannelState::take_replays`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replay {
+    pub log: LogId,
+    pub from_seq: u64,
+}
+
+/// One entry as the domain folds see it: who made it, what it is called, and where it stands
+/// in master order and time.
+#[derive(Debug, Clone, Copy)]
+pub struct Acted<'a> {
+    pub entry: &'a VerifiedEntry,
+    /// The author's name, or `master`.
+    pub author: &'a AgentName,
+    pub key: &'a PublicKey,
+    /// Whether the master wrote it (and it counts as the master's).
+    pub by_master: bool,
+    /// The effective master position (for the master's own entries: their position).
+    pub pos: MasterPos,
+    /// The effective time.
+    pub time: Timestamp,
+    /// When this machine first folded it (for liveness only).
+    pub arrived: Timestamp,
+    /// This machine's fold counter at this entry (for `since` cursors).
+    pub counter: u64,
+    pub id: &'a EntryId,
+}
+
+impl Acted<'_> {
+    pub fn body(&self) -> &Value {
+        self.entry.body()
+    }
+    pub fn kind(&self) -> &str {
+        self.entry.kind()
+    }
+}
+
+/// The folded state of one channel. See the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelState {
+    identity: Identity,
+    tracks: BTreeMap<LogId, Track>,
+    held: BTreeMap<LogId, Held>,
+    /// Held logs whose master position has now been folded.
+    #[serde(skip)]
+    replays: Vec<Replay>,
+    /// How many entries this machine has folded: the position of `since` cursors.
+    counter: u64,
+    pub orders: OrderBoard,
+    problems: Vec<FoldProblem>,
+    dropped_problems: u64,
+}
+
+impl ChannelState {
+    /// An empty state for `project`, whose root of trust is `genesis_master`.
+    pub fn new(project: ProjectId, genesis_master: PublicKey) -> Self {
+        Self {
+            identity: Identity::new(project, genesis_master),
+            tracks: BTreeMap::new(),
+            held: BTreeMap::new(),
+            replays: Vec::new(),
+            counter: 0,
+            orders: OrderBoard::default(),
+            problems: Vec::new(),
+            dropped_problems: 0,
+        }
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    pub fn project(&self) -> &ProjectId {
+        self.identity.project()
+    }
+
+    /// How many entries have been folded here.
+    pub fn counter(&self) -> u64 {
+        self.counter
+    }
+
+    /// Logs to read again and feed: a new master's log once the handover to it was folded,
+    /// and logs held for master entries that have now arrived. Feed what they deliver, then ask
+    /// again until none is left.
+    pub fn take_replays(&mut self) -> Vec<Replay> {
+        let mut replays = std::mem::take(&mut self.replays);
+        for key in self.identity.take_replays() {
+            replays.push(Replay {
+                log: LogId {
+                    author: AgentName::master(),
+                    key,
+                },
+                from_seq: 1,
+            });
+        }
+        replays
+    }
+
+    /// Every problem the folds found: identity's, then the domain folds', sorted.
+    pub fn problems(&self) -> Vec<FoldProblem> {
+        let mut all = self.identity.problems();
+        all.extend(self.problems.iter().cloned());
+        all.extend(self.orders.problems());
+        for (log, held) in &self.held {
+            all.push(FoldProblem {
+                author: log.author.clone(),
+                key: log.key,
+                seq: held.from_seq,
+                kind: FoldProblemKind::AheadOfMaster,
+                detail: format!(
+                    "names master entries up to {}.{} that this machine has not folded (the master's log is behind here: not synced yet, or rolled back); its entries from here wait",
+                    held.needs.0, held.needs.1
+                ),
+            });
+        }
+        all.sort_by(|a, b| {
+            (&a.author, &a.key, a.seq, a.kind).cmp(&(&b.author, &b.key, b.seq, b.kind))
+        });
+        all
+    }
+
+    /// How many problems were counted but not kept.
+    pub fn dropped_problems(&self) -> u64 {
+        self.dropped_problems + self.identity.dropped_problems()
+    }
+
+    /// Folds one verified entry, first folded on this machine at `arrived`.
+    pub fn feed(&mut self, entry: &VerifiedEntry, arrived: Timestamp) {
+        let log = LogId {
+            author: entry.author().clone(),
+            key: *entry.key(),
+        };
+        if let Some(held) = self.held.get(&log) {
+            if entry.seq() >= held.from_seq {
+                // Its log is read again from the held entry once the master catches up.
+                return;
+            }
+            self.held.remove(&log);
+        }
+        let before = self.identity.master_position();
+        let epoch = self.identity.seat_epoch();
+        // An agent entry is placed in master order first: one that names master entries not
+        // folded here waits, with the rest of its log, until they arrive.
+        let placed = if entry.author().is_master() {
+            None
+        } else {
+            let track = self.tracks.get(&log).copied().unwrap_or_default();
+            let declared = declared_seen(entry.body());
+            let pos = self.identity.clamp(declared.max(track.pos));
+            if !self.identity.has_folded(pos) {
+                self.held.insert(
+                    log,
+                    Held {
+                        from_seq: entry.seq(),
+                        needs: pos,
+                    },
+                );
+                return;
+            }
+            let floor = self
+                .identity
+                .master_time_at(pos)
+                .unwrap_or(Timestamp::from_millis(0));
+            let time = entry.time().max(track.time).max(floor);
+            self.tracks.insert(log, Track { pos, time });
+            Some((pos, time))
+        };
+        let master = self.identity.feed_one(entry);
+        self.counter += 1;
+        let (pos, time) = match (master, placed) {
+            (Some(MasterEntry::Counts(pos)), _) => (pos, entry.time()),
+            (Some(MasterEntry::DoesNotCount), _) => {
+                self.after_identity_change(before, epoch);
+                return;
+            }
+            (None, Some(placed)) => placed,
+            (None, None) => unreachable!("an agent entry is placed before it is folded"),
+        };
+        let id = match master {
+            Some(_) => EntryId::Master {
+                era: pos.0,
+                seq: entry.seq(),
+            },
+            None => EntryId::Agent {
+                name: entry.author().clone(),
+                seq: entry.seq(),
+            },
+        };
+        let acted = Acted {
+            entry,
+            author: entry.author(),
+            key: entry.key(),
+            by_master: master.is_some(),
+            pos,
+            time,
+            arrived,
+            counter: self.counter,
+            id: &id,
+        };
+        // Every entry reaches the domain folds: whether an agent's counts is judged against the
+        // roster as it is now, and judged again whenever a seat changes.
+        self.orders.feed(&acted, &self.identity);
+        self.after_identity_change(before, epoch);
+    }
+
+    /// Releases held logs the master has caught up with, and lets the domain folds re-judge
+    /// their events when who holds a name may have changed.
+    fn after_identity_change(&mut self, before: MasterPos, epoch: u64) {
+        if self.identity.master_position() != before && !self.held.is_empty() {
+            let ready: Vec<LogId> = self
+                .held
+                .iter()
+                .filter(|(_, held)| self.identity.has_folded(self.identity.clamp(held.needs)))
+                .map(|(log, _)| log.clone())
+                .collect();
+            for log in ready {
+                if let Some(held) = self.held.remove(&log) {
+                    self.replays.push(Replay {
+                        log,
+                        from_seq: held.from_seq,
+                    });
+                }
+            }
+        }
+        if self.identity.seat_epoch() != epoch {
+            self.orders.rejudge(&self.identity, self.counter);
+        }
+    }
+
+    /// Folds every entry of `batch` and every replay they cause, reading replays through
+    /// `replay` (which gives the entries of a log from a seq on). For tests and tools that fold
+    /// collected entries.
+    pub fn feed_all(
+        &mut self,
+        batch: &[VerifiedEntry],
+        arrived: Timestamp,
+        mut replay: impl FnMut(&Replay) -> Vec<VerifiedEntry>,
+    ) {
+        for entry in batch {
+            self.feed(entry, arrived);
+        }
+        loop {
+            let replays = self.take_replays();
+            if replays.is_empty() {
+                break;
+            }
+            for job in replays {
+                for entry in replay(&job) {
+                    self.feed(&entry, arrived);
+                }
+            }
+        }
+    }
+}
+
+/// The `seen` an agent entry declares (`[era, seq]`), or the start.
+fn declared_seen(body: &Value) -> MasterPos {
+    body.get(SEEN_FIELD)
+        .and_then(|seen| serde_json::from_value::<MasterPos>(seen.clone()).ok())
+        .unwrap_or(MasterPos::START)
+}

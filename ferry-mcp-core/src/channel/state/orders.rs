@@ -1,0 +1,1019 @@
+//! The order board: a pure fold of order entries into each order's state.
+//!
+//! An order is issued by the master or an Orchestrator (`order.issue`); its id is the issue
+//! entry's short id (ADR 0007). Who holds it and where it stands is decided by its **chain**
+//! (ADR 0006): every claim, release, submit, review and cancel names `after`, the latest such
+//! event of the order its author had folded (the issue entry at first). From the issue on, the
+//! children of the chain's tip that are valid there compete; the least by rank, then by a
+//! tie-break no claimant can bias, then by seq, wins and becomes the tip; every other one is
+//! void, and so is everything that follows a void event. Validity is judged with the level in
+//! force for the event (ADR 0005) and the roster as it is now; the board is judged again when
+//! a seat changes ([`OrderBoard::rejudge`]).
+//!
+//! Progress lines and hand-ins are not chain events. A progress line counts when its author
+//! held the order right after the event it names; a hand-in counts when its author is seated.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Acted, EntryId};
+use crate::channel::entry::EntryHash;
+use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
+use crate::channel::keys::PublicKey;
+use crate::channel::levels::Level;
+use crate::channel::names::AgentName;
+use crate::time::Timestamp;
+
+/// The entry kinds of orders.
+pub mod kinds {
+    pub const ISSUE: &str = "order.issue";
+    pub const CLAIM: &str = "order.claim";
+    pub const RELEASE: &str = "order.release";
+    pub const PROGRESS: &str = "order.progress";
+    pub const SUBMIT: &str = "order.submit";
+    pub const REVIEW: &str = "order.review";
+    pub const CANCEL: &str = "order.cancel";
+    /// A hand-in: a git ref and a short summary of work done for an order (any seated agent).
+    pub const HANDIN: &str = "work.handin";
+}
+
+/// The longest order title, in characters.
+pub const MAX_TITLE: usize = 200;
+/// The longest order body kept in the entry itself; a longer one goes to a blob.
+pub const MAX_INLINE_BODY: usize = 1_000;
+/// The longest progress line, in bytes.
+pub const MAX_PROGRESS_BYTES: usize = 2_048;
+/// The longest submit or hand-in summary, in characters.
+pub const MAX_SUMMARY: usize = 500;
+/// The longest review notes or release note, in characters.
+pub const MAX_NOTES: usize = 2_000;
+/// The longest git ref, in characters.
+pub const MAX_REF: usize = 200;
+
+/// Progress lines kept per order (older ones are counted, not kept).
+const KEPT_PROGRESS: usize = 8;
+/// Hand-ins kept per order.
+const KEPT_HANDINS: usize = 32;
+/// Void events kept per order view (the latest).
+const KEPT_VOID: usize = 8;
+
+/// Resource hints of a heavy order (ADR 0028, snifrig): all optional.
+///
+/// No `skip_serializing_if` here: the verified state keeps it in a format that needs every
+/// field; [`Hints::to_json`] writes the compact entry form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hints {
+    #[serde(default)]
+    pub cores: Option<u32>,
+    #[serde(default)]
+    pub ram_gb: Option<u32>,
+    #[serde(default)]
+    pub gpu_mem_gb: Option<u32>,
+    #[serde(default)]
+    pub expected_minutes: Option<u32>,
+}
+
+impl Hints {
+    pub fn is_empty(&self) -> bool {
+        *self == Hints::default()
+    }
+
+    /// The hints as an entry writes them: only those given.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        for (name, value) in [
+            ("cores", self.cores),
+            ("ram_gb", self.ram_gb),
+            ("gpu_mem_gb", self.gpu_mem_gb),
+            ("expected_minutes", self.expected_minutes),
+        ] {
+            if let Some(value) = value {
+                map.insert(name.into(), value.into());
+            }
+        }
+        serde_json::Value::Object(map)
+    }
+}
+
+/// The body of `order.issue`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssueBody {
+    pub title: String,
+    /// A short body kept in the entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// A longer body's blob id (hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Offered to one agent: only it may claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<AgentName>,
+    /// Whether a submission needs a review (else a submission completes the order).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub heavy: bool,
+    #[serde(default)]
+    pub hints: Hints,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// A review's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Accept,
+    Changes,
+}
+
+/// The body of every chain event (`order.claim`, `.release`, `.submit`, `.review`, `.cancel`)
+/// and of `order.progress`: the order, the event it follows, and what the kind needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventBody {
+    pub order: String,
+    pub after: EntryHash,
+    /// Progress: the line. Release and cancel: an optional note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Submit: the hand-in it submits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handin: Option<String>,
+    /// Submit: a git ref or sha.
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// Submit: the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Review: notes (required for changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// The body of `work.handin`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandInBody {
+    pub order: String,
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// Where an order stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderState {
+    Open,
+    Offered,
+    Claimed,
+    InProgress,
+    Submitted,
+    ChangesRequested,
+    Accepted,
+    Cancelled,
+}
+
+impl OrderState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Offered => "offered",
+            Self::Claimed => "claimed",
+            Self::InProgress => "in_progress",
+            Self::Submitted => "submitted",
+            Self::ChangesRequested => "changes_requested",
+            Self::Accepted => "accepted",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Open or offered: someone may claim it.
+    pub const fn is_claimable(self) -> bool {
+        matches!(self, Self::Open | Self::Offered)
+    }
+
+    /// Held by an agent who works on it.
+    pub const fn is_held(self) -> bool {
+        matches!(
+            self,
+            Self::Claimed | Self::InProgress | Self::ChangesRequested
+        )
+    }
+
+    /// Accepted or cancelled: nothing more happens to it.
+    pub const fn is_done(self) -> bool {
+        matches!(self, Self::Accepted | Self::Cancelled)
+    }
+}
+
+/// An order's body, where it lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Body {
+    None,
+    Inline(String),
+    /// A blob id (hex).
+    Blob(String),
+}
+
+/// The issue of an order, as folded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub by: AgentName,
+    pub key: PublicKey,
+    pub by_master: bool,
+    pub pos: MasterPos,
+    pub time: Timestamp,
+    pub hash: EntryHash,
+    pub title: String,
+    pub body: Body,
+    pub to: Option<AgentName>,
+    pub review: bool,
+    pub heavy: bool,
+    pub hints: Hints,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+enum EventKind {
+    Claim,
+    Release {
+        note: Option<String>,
+    },
+    Submit {
+        handin: Option<String>,
+        git_ref: Option<String>,
+        summary: String,
+    },
+    Review {
+        verdict: Verdict,
+        notes: Option<String>,
+    },
+    Cancel {
+        note: Option<String>,
+    },
+}
+
+impl EventKind {
+    /// Rank among concurrent events (ADR 0006): lower wins.
+    fn rank(&self) -> u8 {
+        match self {
+            Self::Cancel { .. } => 0,
+            Self::Review { .. } => 1,
+            Self::Submit { .. } => 2,
+            Self::Release { .. } => 3,
+            Self::Claim => 4,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Claim => "claim",
+            Self::Release { .. } => "release",
+            Self::Submit { .. } => "submit",
+            Self::Review { .. } => "review",
+            Self::Cancel { .. } => "cancel",
+        }
+    }
+}
+
+/// Who made an event or a line, and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Made {
+    author: AgentName,
+    key: PublicKey,
+    by_master: bool,
+    seq: u64,
+    id: EntryId,
+    pos: MasterPos,
+    time: Timestamp,
+    counter: u64,
+}
+
+impl Made {
+    fn from(acted: &Acted<'_>) -> Self {
+        Self {
+            author: acted.author.clone(),
+            key: *acted.key,
+            by_master: acted.by_master,
+            seq: acted.entry.seq(),
+            id: acted.id.clone(),
+            pos: acted.pos,
+            time: acted.time,
+            counter: acted.counter,
+        }
+    }
+
+    /// Whether it counts as its author's at all: the master's, or an agent's whose key holds
+    /// its name.
+    fn seated(&self, identity: &Identity) -> bool {
+        self.by_master || identity.seat(&self.author) == Seat::Seated(&self.key)
+    }
+
+    fn level(&self, identity: &Identity) -> Level {
+        identity.level_at(&self.author, &self.key, self.pos, self.time)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Event {
+    kind: EventKind,
+    made: Made,
+    hash: EntryHash,
+    after: EntryHash,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct ProgressLine {
+    made: Made,
+    after: EntryHash,
+    text: String,
+}
+
+/// A hand-in of work for an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandIn {
+    pub id: EntryId,
+    pub by: AgentName,
+    key: PublicKey,
+    pub git_ref: String,
+    pub summary: String,
+    pub time: Timestamp,
+}
+
+/// The latest submission of an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submission {
+    pub id: EntryId,
+    pub by: AgentName,
+    pub handin: Option<String>,
+    pub git_ref: Option<String>,
+    pub summary: String,
+    pub time: Timestamp,
+}
+
+/// The latest review of an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewRecord {
+    pub by: AgentName,
+    pub verdict: Verdict,
+    pub notes: Option<String>,
+    pub time: Timestamp,
+}
+
+/// An event of the order that does not count, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Voided {
+    pub id: EntryId,
+    pub by: AgentName,
+    pub what: String,
+    pub reason: String,
+    /// Whether it lost a race (rather than being refused).
+    pub lost_race: bool,
+}
+
+/// The last counted progress line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastProgress {
+    pub by: AgentName,
+    pub text: String,
+    pub time: Timestamp,
+}
+
+/// An order's state, resolved from its chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderView {
+    /// Whether the issue counts (the master's, or an Orchestrator's at the time).
+    pub counts: bool,
+    pub state: OrderState,
+    pub holder: Option<AgentName>,
+    /// When the current holder's claim was made (its effective time).
+    pub held_since: Option<Timestamp>,
+    /// How many submissions counted.
+    pub revision: u32,
+    pub submission: Option<Submission>,
+    pub review: Option<ReviewRecord>,
+    pub progress: Option<LastProgress>,
+    /// Counted progress lines among those kept.
+    pub progress_lines: u32,
+    /// The hash of the chain's tip: what the next event names as `after`.
+    pub tip: EntryHash,
+    /// The effective time of the last event that counted.
+    pub updated: Timestamp,
+    pub voided: Vec<Voided>,
+    /// Hand-ins that count, newest last.
+    pub handins: Vec<EntryId>,
+}
+
+/// One order: its issue, every event, and its resolved view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Order {
+    pub id: EntryId,
+    pub issue: Issue,
+    events: Vec<Event>,
+    progress: Vec<ProgressLine>,
+    handins: Vec<HandIn>,
+    view: OrderView,
+    /// The fold counter when the view last changed (for `since`).
+    changed: u64,
+}
+
+impl Order {
+    pub fn view(&self) -> &OrderView {
+        &self.view
+    }
+
+    /// The fold counter when this order last changed.
+    pub fn changed(&self) -> u64 {
+        self.changed
+    }
+
+    /// Counted hand-ins.
+    pub fn handins(&self) -> impl Iterator<Item = &HandIn> {
+        self.handins
+            .iter()
+            .filter(|handin| self.view.handins.contains(&handin.id))
+    }
+
+    /// The hand-in `id` of this order, if it counts.
+    pub fn handin(&self, id: &EntryId) -> Option<&HandIn> {
+        self.handins().find(|handin| handin.id == *id)
+    }
+}
+
+/// Every order. See the module docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderBoard {
+    orders: BTreeMap<EntryId, Order>,
+    /// Events and lines that name an order not issued (yet) here, by order id: folded when
+    /// its issue arrives (logs are read in any order).
+    waiting: BTreeMap<EntryId, Vec<Waiting>>,
+    problems: Vec<FoldProblem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+enum Waiting {
+    Event(Event),
+    Progress(ProgressLine),
+    HandIn(HandIn),
+}
+
+const MAX_PROBLEMS: usize = 500;
+/// At most this many entries wait for an order that is not issued here.
+const MAX_WAITING: usize = 10_000;
+
+impl OrderBoard {
+    /// Every order that counts, by id.
+    pub fn iter(&self) -> impl Iterator<Item = &Order> {
+        self.orders.values().filter(|order| order.view.counts)
+    }
+
+    /// The order `id`, if it counts.
+    pub fn get(&self, id: &EntryId) -> Option<&Order> {
+        self.orders.get(id).filter(|order| order.view.counts)
+    }
+
+    /// How many orders count.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Problems with order entries that could not be folded at all (bad bodies).
+    pub fn problems(&self) -> Vec<FoldProblem> {
+        self.problems.clone()
+    }
+
+    fn report(&mut self, acted: &Acted<'_>, detail: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(FoldProblem::about(
+                acted.entry,
+                FoldProblemKind::MalformedBody,
+                detail,
+            ));
+        }
+    }
+
+    /// Folds one entry (any kind; other kinds are ignored).
+    pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity) {
+        match acted.kind() {
+            kinds::ISSUE => self.feed_issue(acted, identity),
+            kinds::CLAIM
+            | kinds::RELEASE
+            | kinds::SUBMIT
+            | kinds::REVIEW
+            | kinds::CANCEL
+            | kinds::PROGRESS => self.feed_event(acted, identity),
+            kinds::HANDIN => self.feed_handin(acted, identity),
+            _ => {}
+        }
+    }
+
+    fn feed_issue(&mut self, acted: &Acted<'_>, identity: &Identity) {
+        let body = match IssueBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad order.issue: {err}")),
+        };
+        if body.title.trim().is_empty() || body.title.chars().count() > MAX_TITLE {
+            return self.report(
+                acted,
+                format!("order title empty or over {MAX_TITLE} characters"),
+            );
+        }
+        let order_body = match (body.body, body.blob) {
+            (Some(text), None) => Body::Inline(text),
+            (None, Some(blob)) => Body::Blob(blob),
+            (None, None) => Body::None,
+            (Some(_), Some(_)) => {
+                return self.report(acted, "order has both a body and a blob".into());
+            }
+        };
+        let issue = Issue {
+            by: acted.author.clone(),
+            key: *acted.key,
+            by_master: acted.by_master,
+            pos: acted.pos,
+            time: acted.time,
+            hash: *acted.entry.hash(),
+            title: body.title,
+            body: order_body,
+            to: body.to,
+            review: body.review,
+            heavy: body.heavy,
+            hints: body.hints,
+        };
+        let id = acted.id.clone();
+        let mut order = Order {
+            view: initial_view(&issue, false),
+            id: id.clone(),
+            issue,
+            events: Vec::new(),
+            progress: Vec::new(),
+            handins: Vec::new(),
+            changed: acted.counter,
+        };
+        for waiting in self.waiting.remove(&id).unwrap_or_default() {
+            match waiting {
+                Waiting::Event(event) => order.events.push(event),
+                Waiting::Progress(line) => push_kept(&mut order.progress, line, KEPT_PROGRESS),
+                Waiting::HandIn(handin) => push_kept(&mut order.handins, handin, KEPT_HANDINS),
+            }
+        }
+        order.view = resolve(&order, identity);
+        self.orders.insert(id, order);
+    }
+
+    fn wait(&mut self, order: EntryId, waiting: Waiting) {
+        let total: usize = self.waiting.values().map(Vec::len).sum();
+        if total < MAX_WAITING {
+            self.waiting.entry(order).or_default().push(waiting);
+        }
+    }
+
+    fn feed_event(&mut self, acted: &Acted<'_>, identity: &Identity) {
+        let body = match EventBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad {}: {err}", acted.kind())),
+        };
+        let Ok(order_id) = body.order.parse::<EntryId>() else {
+            return self.report(acted, format!("{} names no order id", acted.kind()));
+        };
+        let made = Made::from(acted);
+        if acted.kind() == kinds::PROGRESS {
+            let Some(text) = body.text else {
+                return self.report(acted, "order.progress without text".into());
+            };
+            let line = ProgressLine {
+                made,
+                after: body.after,
+                text,
+            };
+            return match self.orders.get_mut(&order_id) {
+                Some(order) => {
+                    push_kept(&mut order.progress, line, KEPT_PROGRESS);
+                    update(order, identity, acted.counter);
+                }
+                None => self.wait(order_id, Waiting::Progress(line)),
+            };
+        }
+        let kind = match acted.kind() {
+            kinds::CLAIM => EventKind::Claim,
+            kinds::RELEASE => EventKind::Release { note: body.text },
+            kinds::CANCEL => EventKind::Cancel { note: body.text },
+            kinds::SUBMIT => EventKind::Submit {
+                handin: body.handin,
+                git_ref: body.git_ref,
+                summary: body.summary.unwrap_or_default(),
+            },
+            _ => match body.verdict {
+                Some(verdict) => EventKind::Review {
+                    verdict,
+                    notes: body.notes,
+                },
+                None => return self.report(acted, "order.review without a verdict".into()),
+            },
+        };
+        let event = Event {
+            kind,
+            made,
+            hash: *acted.entry.hash(),
+            after: body.after,
+        };
+        match self.orders.get_mut(&order_id) {
+            Some(order) => {
+                order.events.push(event);
+                update(order, identity, acted.counter);
+            }
+            None => self.wait(order_id, Waiting::Event(event)),
+        }
+    }
+
+    fn feed_handin(&mut self, acted: &Acted<'_>, identity: &Identity) {
+        let body = match HandInBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad work.handin: {err}")),
+        };
+        let Ok(order_id) = body.order.parse::<EntryId>() else {
+            return self.report(acted, "work.handin names no order id".into());
+        };
+        let handin = HandIn {
+            id: acted.id.clone(),
+            by: acted.author.clone(),
+            key: *acted.key,
+            git_ref: body.git_ref,
+            summary: body.summary,
+            time: acted.time,
+        };
+        match self.orders.get_mut(&order_id) {
+            Some(order) => {
+                push_kept(&mut order.handins, handin, KEPT_HANDINS);
+                update(order, identity, acted.counter);
+            }
+            None => self.wait(order_id, Waiting::HandIn(handin)),
+        }
+    }
+
+    /// Judges every order again (a seat changed); orders whose view changes are stamped with
+    /// `counter`.
+    pub fn rejudge(&mut self, identity: &Identity, counter: u64) {
+        for order in self.orders.values_mut() {
+            update(order, identity, counter);
+        }
+    }
+}
+
+fn push_kept<T>(list: &mut Vec<T>, item: T, keep: usize) {
+    if list.len() >= keep {
+        list.remove(0);
+    }
+    list.push(item);
+}
+
+fn update(order: &mut Order, identity: &Identity, counter: u64) {
+    let view = resolve(order, identity);
+    if view != order.view {
+        order.view = view;
+        order.changed = counter;
+    }
+}
+
+fn initial_view(issue: &Issue, counts: bool) -> OrderView {
+    OrderView {
+        counts,
+        state: if issue.to.is_some() {
+            OrderState::Offered
+        } else {
+            OrderState::Open
+        },
+        holder: None,
+        held_since: None,
+        revision: 0,
+        submission: None,
+        review: None,
+        progress: None,
+        progress_lines: 0,
+        tip: issue.hash,
+        updated: issue.time,
+        voided: Vec::new(),
+        handins: Vec::new(),
+    }
+}
+
+/// The race tie-break of ADR 0006: `SHA-256("ferry-race-v1\n" || thing id || "\n" || key)`.
+pub fn tiebreak(thing: &str, key: &PublicKey) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"ferry-race-v1\n");
+    hasher.update(thing.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(key.as_bytes());
+    hasher.finalize().into()
+}
+
+/// Whether the issue counts: the master's, or an Orchestrator's whose grant was in force.
+fn issue_counts(issue: &Issue, identity: &Identity) -> bool {
+    if issue.by_master {
+        return true;
+    }
+    identity.seat(&issue.by) == Seat::Seated(&issue.key)
+        && identity.level_at(&issue.by, &issue.key, issue.pos, issue.time) >= Level::Orchestrator
+}
+
+/// Whether `event` may happen to an order standing at `view` (ADR 0006, rule 1).
+fn judge(
+    event: &Event,
+    issue: &Issue,
+    view: &OrderView,
+    identity: &Identity,
+) -> Result<(), String> {
+    let made = &event.made;
+    if !made.seated(identity) {
+        return Err(format!("{} does not hold its name", made.author));
+    }
+    let level = if made.by_master {
+        None
+    } else {
+        Some(made.level(identity))
+    };
+    let at_least = |needed: Level| match level {
+        None => Ok(()),
+        Some(level) if level >= needed => Ok(()),
+        Some(level) => Err(format!(
+            "{} needs {needed}; {} was {level}",
+            event.kind.name(),
+            made.author
+        )),
+    };
+    let is_holder = view.holder.as_ref() == Some(&made.author) && !made.by_master;
+    match &event.kind {
+        EventKind::Claim => {
+            if made.by_master {
+                return Err("the master does not claim orders".into());
+            }
+            if !view.state.is_claimable() {
+                return Err(format!("the order was {}", view.state.as_str()));
+            }
+            if let Some(to) = &issue.to
+                && *to != made.author
+            {
+                return Err(format!("the order is offered to {to}"));
+            }
+            at_least(Level::Member)
+        }
+        EventKind::Release { note } => {
+            check_len(note.as_deref(), MAX_NOTES, "note")?;
+            if !view.state.is_held() {
+                return Err(format!("the order was {}", view.state.as_str()));
+            }
+            if is_holder {
+                Ok(())
+            } else {
+                // Handing back another agent's order: the master or an Orchestrator.
+                at_least(Level::Orchestrator)
+            }
+        }
+        EventKind::Submit {
+            handin,
+            git_ref,
+            summary,
+        } => {
+            if !view.state.is_held() {
+                return Err(format!("the order was {}", view.state.as_str()));
+            }
+            if !is_holder {
+                return Err(format!("{} does not hold the order", made.author));
+            }
+            if handin.is_none() && git_ref.is_none() {
+                return Err("a submission names a hand-in or a git ref".into());
+            }
+            check_len(git_ref.as_deref(), MAX_REF, "ref")?;
+            check_len(Some(summary), MAX_SUMMARY, "summary")?;
+            at_least(Level::Member)
+        }
+        EventKind::Review { verdict, notes } => {
+            if view.state != OrderState::Submitted {
+                return Err(format!("the order was {}", view.state.as_str()));
+            }
+            if view
+                .submission
+                .as_ref()
+                .is_some_and(|submission| submission.by == made.author)
+            {
+                return Err("the author of a submission does not review it".into());
+            }
+            if *verdict == Verdict::Changes && notes.as_deref().is_none_or(|n| n.trim().is_empty())
+            {
+                return Err("asking for changes needs notes".into());
+            }
+            check_len(notes.as_deref(), MAX_NOTES, "notes")?;
+            at_least(Level::Orchestrator)
+        }
+        EventKind::Cancel { note } => {
+            check_len(note.as_deref(), MAX_NOTES, "note")?;
+            if !made.by_master {
+                return Err("only the master cancels an order".into());
+            }
+            if view.state.is_done() {
+                return Err(format!("the order was {}", view.state.as_str()));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_len(text: Option<&str>, max: usize, what: &str) -> Result<(), String> {
+    match text {
+        Some(text) if text.chars().count() > max => Err(format!("{what} is over {max} characters")),
+        _ => Ok(()),
+    }
+}
+
+fn apply(event: &Event, issue: &Issue, view: &mut OrderView) {
+    let made = &event.made;
+    match &event.kind {
+        EventKind::Claim => {
+            view.state = OrderState::Claimed;
+            view.holder = Some(made.author.clone());
+            view.held_since = Some(made.time);
+        }
+        EventKind::Release { .. } => {
+            view.state = OrderState::Open;
+            view.holder = None;
+            view.held_since = None;
+        }
+        EventKind::Submit {
+            handin,
+            git_ref,
+            summary,
+        } => {
+            view.revision += 1;
+            view.submission = Some(Submission {
+                id: made.id.clone(),
+                by: made.author.clone(),
+                handin: handin.clone(),
+                git_ref: git_ref.clone(),
+                summary: summary.clone(),
+                time: made.time,
+            });
+            view.state = if issue.review {
+                OrderState::Submitted
+            } else {
+                OrderState::Accepted
+            };
+        }
+        EventKind::Review { verdict, notes } => {
+            view.review = Some(ReviewRecord {
+                by: made.author.clone(),
+                verdict: *verdict,
+                notes: notes.clone(),
+                time: made.time,
+            });
+            view.state = match verdict {
+                Verdict::Accept => OrderState::Accepted,
+                Verdict::Changes => OrderState::ChangesRequested,
+            };
+        }
+        EventKind::Cancel { .. } => {
+            view.state = OrderState::Cancelled;
+            view.holder = None;
+            view.held_since = None;
+        }
+    }
+    view.tip = event.hash;
+    view.updated = view.updated.max(made.time);
+}
+
+fn void(view: &mut OrderView, event: &Event, reason: String, lost_race: bool) {
+    if view.voided.len() >= KEPT_VOID {
+        view.voided.remove(0);
+    }
+    view.voided.push(Voided {
+        id: event.made.id.clone(),
+        by: event.made.author.clone(),
+        what: event.kind.name().to_owned(),
+        reason,
+        lost_race,
+    });
+}
+
+/// Resolves an order's chain (ADR 0006) into its view.
+fn resolve(order: &Order, identity: &Identity) -> OrderView {
+    let issue = &order.issue;
+    let mut view = initial_view(issue, issue_counts(issue, identity));
+    if !view.counts {
+        return view;
+    }
+    let thing = order.id.to_string();
+    let mut children: HashMap<EntryHash, Vec<usize>> = HashMap::new();
+    for (index, event) in order.events.iter().enumerate() {
+        children.entry(event.after).or_default().push(index);
+    }
+    let mut decided = vec![false; order.events.len()];
+    // The holder right after each chain event (and the issue), for progress lines.
+    let mut holder_after: HashMap<EntryHash, Option<AgentName>> = HashMap::new();
+    holder_after.insert(issue.hash, None);
+    let mut tip = issue.hash;
+    // Order the candidates by ADR 0006's rule; the tie-break needs only fixed inputs.
+    type RaceKey = (u8, [u8; 32], AgentName, u64);
+    while let Some(kids) = children.get(&tip) {
+        let mut valid: Vec<(RaceKey, usize)> = Vec::new();
+        for &index in kids {
+            let event = &order.events[index];
+            match judge(event, issue, &view, identity) {
+                Ok(()) => valid.push((
+                    (
+                        event.kind.rank(),
+                        tiebreak(&thing, &event.made.key),
+                        event.made.author.clone(),
+                        event.made.seq,
+                    ),
+                    index,
+                )),
+                Err(reason) => {
+                    decided[index] = true;
+                    void(&mut view, event, reason, false);
+                }
+            }
+        }
+        valid.sort();
+        let Some(&(_, winner)) = valid.first() else {
+            break;
+        };
+        for &(_, loser) in &valid[1..] {
+            decided[loser] = true;
+            let winner = &order.events[winner].made.author;
+            let event = &order.events[loser];
+            void(
+                &mut view,
+                event,
+                format!(
+                    "lost the race to {winner}'s {}",
+                    order.events[loser].kind.name()
+                ),
+                true,
+            );
+        }
+        decided[winner] = true;
+        let event = &order.events[winner];
+        apply(event, issue, &mut view);
+        holder_after.insert(event.hash, view.holder.clone());
+        tip = event.hash;
+    }
+    for (index, event) in order.events.iter().enumerate() {
+        if !decided[index] {
+            void(
+                &mut view,
+                event,
+                "it follows an event that does not count".into(),
+                false,
+            );
+        }
+    }
+    // Progress lines: by the holder right after the event they name, at Member or above.
+    let mut counted = 0u32;
+    for line in &order.progress {
+        let held = holder_after
+            .get(&line.after)
+            .is_some_and(|holder| holder.as_ref() == Some(&line.made.author));
+        if held
+            && line.made.seated(identity)
+            && line.made.level(identity) >= Level::Member
+            && line.text.len() <= MAX_PROGRESS_BYTES
+        {
+            counted += 1;
+            if view.holder.as_ref() == Some(&line.made.author) && view.state == OrderState::Claimed
+            {
+                view.state = OrderState::InProgress;
+            }
+            view.progress = Some(LastProgress {
+                by: line.made.author.clone(),
+                text: line.text.clone(),
+                time: line.made.time,
+            });
+        }
+    }
+    view.progress_lines = counted;
+    view.handins = order
+        .handins
+        .iter()
+        .filter(|handin| identity.seat(&handin.by) == Seat::Seated(&handin.key))
+        .filter(|handin| {
+            handin.git_ref.chars().count() <= MAX_REF
+                && handin.summary.chars().count() <= MAX_SUMMARY
+        })
+        .map(|handin| handin.id.clone())
+        .collect();
+    view
+}
