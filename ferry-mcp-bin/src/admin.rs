@@ -251,7 +251,7 @@ fn read_passphrase() -> anyhow::Result<Vec<u8>> {
 
 /// Prints `text` and a newline; its lines are built from [`shown`] parts, and any control
 /// character but a line break that slipped in is escaped here too.
-fn print(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print(text: &str) -> anyhow::Result<()> {
     print_raw(&display::escape_lines(text))
 }
 

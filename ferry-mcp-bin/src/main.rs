@@ -7,7 +7,9 @@ mod admin;
 mod clock;
 mod display;
 mod mcp;
+mod orders;
 mod paths;
+mod snifrig;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +28,16 @@ struct Cli {
 enum Command {
     /// The MCP server for AI apps.
     Mcp(mcp::McpArgs),
+    /// Orders: the board, issuing, reviewing (and an agent's part with --as).
+    Order {
+        #[command(subcommand)]
+        command: orders::OrderCommand,
+    },
+    /// Hand work in for an order.
+    Work {
+        #[command(subcommand)]
+        command: orders::WorkCommand,
+    },
     #[command(flatten)]
     Admin(admin::AdminCommand),
 }
@@ -48,6 +60,8 @@ fn main() -> std::process::ExitCode {
     };
     let result = match cli.command {
         Command::Mcp(args) => mcp::run(args),
+        Command::Order { command } => orders::run_order(command),
+        Command::Work { command } => orders::run_work(command),
         Command::Admin(cmd) => admin::run(cmd),
     };
     match result {

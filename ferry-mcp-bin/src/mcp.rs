@@ -13,16 +13,19 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
-use ferry_mcp_core::channel::home::Home;
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::channel::ops::orders::HeavyQueue;
+use ferry_mcp_core::channel::session::{Actor, LazySession, Session};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
 use ferry_mcp_core::time::Timestamp;
+use ferry_mcp_core::tool::{ChannelAccess, Unavailable};
 
 use crate::clock;
+use crate::display;
 use crate::paths;
+use crate::snifrig::Snifrig;
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -119,40 +122,95 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     // The server starts whatever the channel's state: an app shows a server that exits as a
     // bare failure, while a running one can tell the agent what to do (ADR 0028, ferry_join).
+    // Nothing here reads the channel: it is opened in the background, and the first tool call
+    // that needs it waits for it only if it is not open yet.
     eprintln!(
-        "ferry mcp serve: {} tools ({}{}); {}",
+        "ferry mcp serve: {} tools ({}{}); project {}, {}",
         surface.tools().len(),
         args.tools.join(","),
         if args.read_only { ", read-only" } else { "" },
-        describe_seat(&home, &project, agent.as_ref(), now),
+        display::escape(project.as_str()),
+        agent.as_ref().map_or_else(
+            || "no --as: read-only".to_owned(),
+            |agent| format!("as {agent}")
+        ),
     );
+    let actor = agent.map_or(Actor::Observer, Actor::Agent);
+    let queue = Snifrig::find(home.root(), std::env::var_os("PATH").as_deref());
+    let mut lazy = LazySession::new(home, project.clone(), actor).with_queue(Box::new(queue));
+    lazy.prefetch(now);
     let config = ServerConfig {
         name: "ferry",
         version: concat!(env!("CARGO_PKG_VERSION"), "-beta"),
         instructions: ferry_mcp_tools::INSTRUCTIONS,
         project: project.to_string(),
     };
-    let mut server = Server::new(config, surface);
+    let mut server = Server::new(config, surface).with_channel(Box::new(Announced::new(lazy)));
     stdio::serve_stdio(&mut server)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line for stderr saying whom this server speaks for and whether it can act.
-fn describe_seat(
-    home: &Home,
-    project: &ProjectId,
-    agent: Option<&AgentName>,
-    now: Timestamp,
-) -> String {
-    let actor = agent.map_or(Actor::Observer, |agent| Actor::Agent(agent.clone()));
-    let session = match Session::open(home, project, actor, now) {
-        Ok(session) => session,
-        Err(err) => {
-            return format!("cannot serve project {project} yet: {err}");
+/// The server's session, saying on stderr once it is open whom the server speaks for and
+/// whether that agent can act (or why the channel could not be opened).
+struct Announced {
+    inner: LazySession,
+    said: bool,
+}
+
+impl Announced {
+    fn new(inner: LazySession) -> Self {
+        Self { inner, said: false }
+    }
+}
+
+impl ChannelAccess for Announced {
+    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
+        self.inner.session(now)
+    }
+
+    fn session_and_queue(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
+        self.inner.session_and_queue(now)
+    }
+
+    fn flush(&mut self, now: Timestamp) {
+        self.inner.flush(now);
+        if self.said {
+            return;
         }
-    };
+        if let Some(session) = self.inner.opened() {
+            self.said = true;
+            eprintln!(
+                "ferry mcp serve: {}",
+                display::escape(&describe_seat(session, now))
+            );
+        }
+    }
+}
+
+impl Drop for Announced {
+    /// A server that stops before any call opened the channel still says what it found, so
+    /// an app's log shows why an agent could not act.
+    fn drop(&mut self) {
+        if self.said {
+            return;
+        }
+        let now = clock::now();
+        let line = match self.inner.session(now) {
+            Ok(session) => describe_seat(session, now),
+            Err(err) => format!("cannot serve this project yet: {err}"),
+        };
+        eprintln!("ferry mcp serve: {}", display::escape(&line));
+    }
+}
+
+/// One line for stderr saying whom this server speaks for and whether it can act.
+fn describe_seat(session: &Session, now: Timestamp) -> String {
+    let project = session.project();
     let problems = session.integrity_problems().0.len();
-    let Some(agent) = agent else {
+    let Some(agent) = session.actor().agent() else {
         return format!("project {project}, no --as: read-only; {problems} integrity problems");
     };
     let standing = match session.authorize(Operation::Read, None, now) {
@@ -223,7 +281,7 @@ mod tests {
     fn naming_a_group_twice_serves_it_once() {
         assert_eq!(
             served(&["fixture", "core", "fixture"], false),
-            served(&["fixture"], false)
+            served(&["core", "fixture"], false)
         );
     }
 

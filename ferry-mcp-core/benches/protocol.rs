@@ -31,7 +31,7 @@ fn bench(c: &mut Criterion) {
         ("tools_list", br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#),
         ("tools_call_status", br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fixture_status","arguments":{}}}"#),
         ("tools_call_bad_arguments", br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fixture_post","arguments":{"body":42}}}"#),
-        ("resources_read", br#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"ferry://demo/order/1"}}"#),
+        ("resources_read", br#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"ferry://demo/fixture-order/1"}}"#),
     ];
     for (name, line) in lines {
         let mut server = initialized();

@@ -68,7 +68,7 @@ impl ResourceKind for BuildLogs {
     fn read(
         &self,
         uri: &ResourceUri,
-        _cx: &ReadContext<'_>,
+        _cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
         Ok(ResourceText {
             mime_type: "text/plain",

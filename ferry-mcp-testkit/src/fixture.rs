@@ -116,7 +116,7 @@ impl Tool for FixtureOrder {
                 ORDER_IDS.join(", ")
             ));
         }
-        let Ok(uri) = ResourceUri::new(cx.project, "order", id) else {
+        let Ok(uri) = ResourceUri::new(cx.project, FIXTURE_KIND, id) else {
             return ToolOutcome::error(format!(
                 "order {id} has no ferry:// link in project {}",
                 cx.project
@@ -248,13 +248,17 @@ impl Tool for FixtureList {
     }
 }
 
-/// The `order` resources of the fixture: `ferry://<project>/order/<id>` for [`ORDER_IDS`].
+/// The fixture's resource kind: `fixture-order`, so that it never meets the core group's
+/// `order` kind in one registry.
+pub const FIXTURE_KIND: &str = "fixture-order";
+
+/// The `fixture-order` resources: `ferry://<project>/fixture-order/<id>` for [`ORDER_IDS`].
 #[derive(Debug)]
 pub struct FixtureOrders;
 
 static ORDERS: ResourceTemplate = ResourceTemplate {
-    kind: "order",
-    name: "order",
+    kind: FIXTURE_KIND,
+    name: "fixture-order",
     title: "Fixture order",
     description: "The body of a fixture order.",
     mime_type: "text/markdown",
@@ -267,7 +271,7 @@ impl ResourceKind for FixtureOrders {
     fn read(
         &self,
         uri: &ResourceUri,
-        _cx: &ReadContext<'_>,
+        _cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
         if !ORDER_IDS.contains(&uri.id()) {
             return Err(ResourceError::NotFound);

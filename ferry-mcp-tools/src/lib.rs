@@ -1,5 +1,5 @@
-//! The ferry MCP tool groups: `core` (the six agent tools, still empty); the optional
-//! `admin` and `legacy` groups are still to come.
+//! The ferry MCP tool groups: `core` (the agent tools); the optional `admin` and `legacy`
+//! groups are still to come.
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the
@@ -18,15 +18,17 @@ Ferry channel: a signed folder shared by a fleet of agents; nothing needs to be 
 5. Primary silent? ferry_primary status, then follow its rule. Need a human decision? ferry_ask_human with a recommendation.
 Opt-in groups: --tools admin, --tools legacy.";
 
+mod facade;
+pub mod orders;
+
 use ferry_mcp_core::registry::Group;
 
 /// The agent tools of ADR 0028 (`ferry_join`, `ferry_catchup`, `ferry_orders`, `ferry_talk`,
-/// `ferry_primary`, `ferry_ask_human`). Empty until the channel operations they wrap exist:
-/// an empty group serves an honest, empty `tools/list` rather than tools that do nothing.
+/// `ferry_primary`, `ferry_ask_human`), each served once the channel operations it wraps exist.
 pub static CORE: Group = Group {
     name: "core",
-    tools: &[],
-    resources: &[],
+    tools: &[&orders::FerryOrders],
+    resources: &[&orders::OrderBodies],
 };
 
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream

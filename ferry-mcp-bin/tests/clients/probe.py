@@ -73,7 +73,7 @@ def check_bad_arguments(result):
 def missing_uri(link):
     """A URI in the same project as `link` that names nothing."""
     project = link[len("ferry://"):].split("/", 1)[0]
-    return f"ferry://{project}/order/no-such-order"
+    return f"ferry://{project}/fixture-order/no-such-order"
 
 
 def run(main):

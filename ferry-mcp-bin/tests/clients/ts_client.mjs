@@ -74,7 +74,7 @@ try {
 
 const project = link.uri.slice("ferry://".length).split("/")[0];
 try {
-  await client.readResource({ uri: `ferry://${project}/order/no-such-order` });
+  await client.readResource({ uri: `ferry://${project}/fixture-order/no-such-order` });
   check(false, "a missing resource is an error");
 } catch (e) {
   console.log("missing resource ->", e.code, e.message);

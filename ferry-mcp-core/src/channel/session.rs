@@ -21,11 +21,13 @@ use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
+use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Reader};
 use super::state::{ChannelState, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
 use super::verified::{self, Kept, Loaded};
 use crate::time::Timestamp;
+use crate::tool::{ChannelAccess, Unavailable};
 
 /// At most this many integrity problems are kept; more are counted.
 const MAX_KEPT_PROBLEMS: usize = 1_000;
@@ -461,4 +463,154 @@ fn new_generation(problems: &mut Vec<String>) -> u64 {
         return 1;
     }
     u64::from_le_bytes(bytes).max(1)
+}
+
+/// How often a long-running server writes the verified state, at most.
+const SAVE_EVERY_MS: u64 = 2_000;
+
+/// The session of a server (ADR 0028: one process, one agent, one project), opened on the
+/// first call that needs it, or in the background after [`LazySession::prefetch`], so that
+/// `initialize` and `tools/list` never wait for the channel. An open that failed (an unknown
+/// project, say) is tried again on the next call; the verified state is written at most every
+/// two seconds and when the server stops.
+pub struct LazySession {
+    home: Home,
+    project: ProjectId,
+    actor: Actor,
+    slot: Slot,
+    queue: Option<Box<dyn HeavyQueue + Send>>,
+    saved_at: Option<Timestamp>,
+}
+
+enum Slot {
+    Closed,
+    Opening(std::thread::JoinHandle<Result<Session, OpsError>>),
+    Open(Box<Session>),
+}
+
+impl std::fmt::Debug for LazySession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let slot = match &self.slot {
+            Slot::Closed => "closed",
+            Slot::Opening(_) => "opening",
+            Slot::Open(_) => "open",
+        };
+        f.debug_struct("LazySession")
+            .field("project", &self.project)
+            .field("actor", &self.actor)
+            .field("slot", &slot)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LazySession {
+    pub fn new(home: Home, project: ProjectId, actor: Actor) -> Self {
+        Self {
+            home,
+            project,
+            actor,
+            slot: Slot::Closed,
+            queue: None,
+            saved_at: None,
+        }
+    }
+
+    /// The machine's queue for heavy work, as the binary found it.
+    pub fn with_queue(mut self, queue: Box<dyn HeavyQueue + Send>) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+
+    /// Starts opening the session on another thread; the first call waits for it only if it
+    /// is not done yet.
+    pub fn prefetch(&mut self, now: Timestamp) {
+        if !matches!(self.slot, Slot::Closed) {
+            return;
+        }
+        let (home, project, actor) = (self.home.clone(), self.project.clone(), self.actor.clone());
+        let spawned = std::thread::Builder::new()
+            .name("channel".into())
+            .spawn(move || Session::open(&home, &project, actor, now));
+        if let Ok(handle) = spawned {
+            self.slot = Slot::Opening(handle);
+        }
+    }
+
+    /// The open session, if it is open.
+    pub fn opened(&mut self) -> Option<&mut Session> {
+        match &mut self.slot {
+            Slot::Open(session) => Some(session),
+            _ => None,
+        }
+    }
+
+    fn save(&mut self, now: Timestamp) {
+        if let Slot::Open(session) = &mut self.slot {
+            if let Err(err) = session.save() {
+                session
+                    .local_problems
+                    .push(format!("the verified state was not written: {err}"));
+            }
+            self.saved_at = Some(now);
+        }
+    }
+}
+
+impl ChannelAccess for LazySession {
+    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
+        if let Slot::Opening(_) = self.slot {
+            let Slot::Opening(handle) = std::mem::replace(&mut self.slot, Slot::Closed) else {
+                unreachable!("matched above");
+            };
+            match handle.join() {
+                Ok(Ok(session)) => self.slot = Slot::Open(Box::new(session)),
+                Ok(Err(err)) => return Err(unavailable(&err)),
+                Err(_) => {}
+            }
+        }
+        if let Slot::Closed = self.slot {
+            let session = Session::open(&self.home, &self.project, self.actor.clone(), now)
+                .map_err(|err| unavailable(&err))?;
+            self.slot = Slot::Open(Box::new(session));
+        }
+        match &mut self.slot {
+            Slot::Open(session) => Ok(session),
+            _ => unreachable!("opened above"),
+        }
+    }
+
+    fn session_and_queue(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
+        self.session(now)?;
+        let queue = self.queue.as_deref().map(|queue| queue as &dyn HeavyQueue);
+        match &mut self.slot {
+            Slot::Open(session) => Ok((session, queue)),
+            _ => unreachable!("opened above"),
+        }
+    }
+
+    fn flush(&mut self, now: Timestamp) {
+        let due = self
+            .saved_at
+            .is_none_or(|at| now.as_millis().saturating_sub(at.as_millis()) >= SAVE_EVERY_MS);
+        if due {
+            self.save(now);
+        }
+    }
+}
+
+impl Drop for LazySession {
+    fn drop(&mut self) {
+        let at = self.saved_at.unwrap_or_default();
+        self.save(at);
+    }
+}
+
+fn unavailable(err: &OpsError) -> Unavailable {
+    Unavailable::Failed {
+        code: err.code(),
+        message: err.to_string(),
+    }
 }

@@ -176,7 +176,7 @@ impl Server {
     }
 
     fn tools_call(
-        &self,
+        &mut self,
         params: Option<&Value>,
         progress_token: Option<&Id>,
         era: Era,
@@ -241,6 +241,7 @@ impl Server {
             now,
             project: &self.config.project,
             progress: &mut report,
+            channel: self.channel.as_mut(),
         };
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(args_map, &mut cx)))
             .unwrap_or_else(|_| ToolOutcome::error(format!("internal error: {name} failed")));
@@ -267,7 +268,7 @@ impl Server {
     }
 
     fn resources_read(
-        &self,
+        &mut self,
         params: Option<&Value>,
         era: Era,
         now: Timestamp,
@@ -292,11 +293,12 @@ impl Server {
             .surface
             .resource_kind(parsed.kind())
             .ok_or_else(not_found)?;
-        let cx = ReadContext {
+        let mut cx = ReadContext {
             now,
             project: &self.config.project,
+            channel: self.channel.as_mut(),
         };
-        let read = std::panic::catch_unwind(AssertUnwindSafe(|| kind.read(&parsed, &cx)))
+        let read = std::panic::catch_unwind(AssertUnwindSafe(|| kind.read(&parsed, &mut cx)))
             .unwrap_or_else(|_| Err(ResourceError::Unreadable("the reader failed".into())));
         match read {
             Ok(body) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": body.mime_type, "text": body.text }] }).to_string()),

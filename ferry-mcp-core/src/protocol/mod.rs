@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::registry::Surface;
 use crate::time::Timestamp;
+use crate::tool::{ChannelAccess, NoChannel};
 use message::Incoming;
 pub use version::ProtocolVersion;
 use wire::{Id, RpcError};
@@ -45,10 +46,11 @@ pub struct ServerConfig {
 }
 
 /// One connection's protocol state.
-#[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
     surface: Surface,
+    /// How tools reach the channel (nothing, until [`Server::with_channel`]).
+    channel: Box<dyn ChannelAccess>,
     /// The version `initialize` negotiated; `None` until then.
     negotiated: Option<ProtocolVersion>,
     tools_page_size: usize,
@@ -79,14 +81,35 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 /// `_meta` key of a stateless request's client capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("config", &self.config)
+            .field("surface", &self.surface)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     pub fn new(config: ServerConfig, surface: Surface) -> Self {
         Self {
             config,
             surface,
+            channel: Box::new(NoChannel),
             negotiated: None,
             tools_page_size: DEFAULT_TOOLS_PAGE_SIZE,
         }
+    }
+
+    /// Serves the tools through `channel` (the agent's session).
+    pub fn with_channel(mut self, channel: Box<dyn ChannelAccess>) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// How tools reach the channel (the stdio loop flushes it after each batch).
+    pub fn channel_mut(&mut self) -> &mut dyn ChannelAccess {
+        self.channel.as_mut()
     }
 
     /// Sets how many tools one `tools/list` page holds (at least one).

@@ -100,7 +100,7 @@ fn rmcp_parses_call_results_with_structured_content_errors_and_resource_links() 
         ContentBlock::ResourceLink(resource) => Some(resource.uri.clone()),
         _ => None,
     });
-    assert_eq!(link.as_deref(), Some("ferry://demo/order/1"));
+    assert_eq!(link.as_deref(), Some("ferry://demo/fixture-order/1"));
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn rmcp_parses_resource_results() {
     let read: ReadResourceResult = result_as(&exchange(
         &mut session,
         "resources/read",
-        json!({ "uri": "ferry://demo/order/1" }),
+        json!({ "uri": "ferry://demo/fixture-order/1" }),
     ));
     assert_eq!(read.contents.len(), 1);
     let templates: ListResourceTemplatesResult = result_as(&exchange(
@@ -146,7 +146,7 @@ fn rmcp_parses_stateless_results_with_their_cache_hints() {
     let read: ReadResourceResult = result_as(&exchange(
         &mut session,
         "resources/read",
-        json!({ "uri": "ferry://demo/order/2", "_meta": stateless_meta() }),
+        json!({ "uri": "ferry://demo/fixture-order/2", "_meta": stateless_meta() }),
     ));
     assert_eq!(read.contents.len(), 1);
 }
@@ -159,7 +159,7 @@ fn rmcp_parses_error_answers() {
         ("tools/call", json!({ "name": "nope" }), -32602),
         (
             "resources/read",
-            json!({ "uri": "ferry://demo/order/9" }),
+            json!({ "uri": "ferry://demo/fixture-order/9" }),
             -32002,
         ),
         (

@@ -87,7 +87,10 @@ fn a_stateless_request_is_served_without_initialize_and_carries_result_type_and_
         call["result"].get("ttlMs").is_none(),
         "call results are not cacheable: {call}"
     );
-    let read = session.stateless("resources/read", json!({ "uri": "ferry://demo/order/1" }));
+    let read = session.stateless(
+        "resources/read",
+        json!({ "uri": "ferry://demo/fixture-order/1" }),
+    );
     assert_eq!(read["result"]["cacheScope"], "private");
     assert_eq!(read["result"]["ttlMs"], 0);
 }
@@ -204,10 +207,13 @@ fn an_order_answers_a_resource_link_that_resources_read_serves() {
     let result = session.call("fixture_order", json!({ "id": "42" }));
     let link = &result["content"][1];
     assert_eq!(link["type"], "resource_link");
-    assert_eq!(link["uri"], "ferry://demo/order/42");
-    let read = session.result("resources/read", json!({ "uri": "ferry://demo/order/42" }));
+    assert_eq!(link["uri"], "ferry://demo/fixture-order/42");
+    let read = session.result(
+        "resources/read",
+        json!({ "uri": "ferry://demo/fixture-order/42" }),
+    );
     let contents = &read["contents"][0];
-    assert_eq!(contents["uri"], "ferry://demo/order/42");
+    assert_eq!(contents["uri"], "ferry://demo/fixture-order/42");
     assert_eq!(contents["mimeType"], "text/markdown");
     assert!(contents["text"].as_str().unwrap().contains("order 42"));
 }
@@ -218,15 +224,15 @@ fn clients_older_than_2025_06_18_get_a_link_as_a_text_line() {
     let result = session.call("fixture_order", json!({ "id": "1" }));
     assert_eq!(
         result["content"][1],
-        json!({ "type": "text", "text": "[Resource link: order 1] ferry://demo/order/1" })
+        json!({ "type": "text", "text": "[Resource link: order 1] ferry://demo/fixture-order/1" })
     );
 }
 
 #[test]
 fn a_missing_resource_is_32002_in_the_initialize_era_and_32602_when_stateless() {
     for uri in [
-        "ferry://demo/order/7",
-        "ferry://other/order/1",
+        "ferry://demo/fixture-order/7",
+        "ferry://other/fixture-order/1",
         "ferry://demo/nokind/1",
         "https://x/y",
         "ferry://demo/../1",
@@ -245,7 +251,7 @@ fn templates_advertise_each_resource_kind_of_the_surface() {
     let result = session.result("resources/templates/list", json!({}));
     assert_eq!(
         result["resourceTemplates"][0]["uriTemplate"],
-        "ferry://demo/order/{id}"
+        "ferry://demo/fixture-order/{id}"
     );
     assert_eq!(result["resourceTemplates"].as_array().unwrap().len(), 1);
     assert_eq!(

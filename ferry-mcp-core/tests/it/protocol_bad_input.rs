@@ -208,14 +208,18 @@ pub(crate) fn cases() -> Vec<Case> {
         Case {
             state: V1125,
             input: line(
-                r#"{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"ferry://demo/order/7"}}"#,
+                r#"{"jsonrpc":"2.0","id":14,"method":"resources/read","params":{"uri":"ferry://demo/fixture-order/7"}}"#,
             ),
-            answer: "`-32002` resource not found: ferry://demo/order/7, id 14, data `{\"uri\":\"ferry://demo/order/7\"}`",
+            answer: "`-32002` resource not found: ferry://demo/fixture-order/7, id 14, data `{\"uri\":\"ferry://demo/fixture-order/7\"}`",
         },
         Case {
             state: FRESH,
-            input: stateless(22, "resources/read", r#""uri":"ferry://demo/order/7""#),
-            answer: "`-32602` resource not found: ferry://demo/order/7, id 22, data `{\"uri\":\"ferry://demo/order/7\"}`",
+            input: stateless(
+                22,
+                "resources/read",
+                r#""uri":"ferry://demo/fixture-order/7""#,
+            ),
+            answer: "`-32602` resource not found: ferry://demo/fixture-order/7, id 22, data `{\"uri\":\"ferry://demo/fixture-order/7\"}`",
         },
         Case {
             state: FRESH,

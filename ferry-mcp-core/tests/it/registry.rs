@@ -267,7 +267,7 @@ fn the_fixture_group_is_sorted_and_valid() {
         })
         .unwrap();
     assert_eq!(surface.tools().len(), fixture::GROUP.tools.len());
-    assert!(surface.resource_kind("order").is_some());
+    assert!(surface.resource_kind(fixture::FIXTURE_KIND).is_some());
 }
 
 #[test]

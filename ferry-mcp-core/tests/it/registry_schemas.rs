@@ -2,7 +2,7 @@
 //! client's validator understands, and every fixture result validates against its outputSchema.
 
 use ferry_mcp_core::registry::Surface;
-use ferry_mcp_core::tool::{CallContext, Progress};
+use ferry_mcp_core::tool::{CallContext, NoChannel, Progress};
 use ferry_mcp_testkit::fixture;
 use ferry_mcp_testkit::session::{START, Session, check_call_result};
 use serde_json::{Map, Value, json};
@@ -136,10 +136,12 @@ fn every_fixture_result_validates_against_its_output_schema() {
         let input = served.input_validator().unwrap();
         assert!(input.is_valid(&args), "{name} sample arguments are invalid");
         let mut ignore = |_: Progress| {};
+        let mut no_channel = NoChannel;
         let mut cx = CallContext {
             now: START,
             project: "demo",
             progress: &mut ignore,
+            channel: &mut no_channel,
         };
         let args: Map<String, Value> = args.as_object().cloned().unwrap();
         let outcome = tool.call(&args, &mut cx);
@@ -218,6 +220,6 @@ fn the_call_check_refuses_a_result_without_a_one_line_summary() {
 #[should_panic(expected = "over 4000")]
 fn the_call_check_refuses_structured_content_over_the_caps() {
     let long = "x".repeat(4_000);
-    let result = json!({ "content": [{ "type": "text", "text": "order 1" }], "structuredContent": { "id": "1", "title": long, "link": "ferry://demo/order/1" } });
+    let result = json!({ "content": [{ "type": "text", "text": "order 1" }], "structuredContent": { "id": "1", "title": long, "link": "ferry://demo/fixture-order/1" } });
     check_call_result(&fixture::surface(), "fixture_order", &result);
 }

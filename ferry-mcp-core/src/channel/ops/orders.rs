@@ -43,22 +43,54 @@ pub struct OrderRow {
     pub holder: Option<AgentName>,
 }
 
-/// What [`list`] gives.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What [`list`] gives: rows in the order of their last change, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderList {
-    pub rows: Vec<OrderRow>,
-    /// The cursor that returns only what changes after this answer.
-    pub next: Since,
+    pub rows: Vec<ListedOrder>,
+    /// More rows match than `limit`.
+    pub more: bool,
     /// The `since` given was from another verified state (another machine, or a rebuilt one):
-    /// this is the whole board.
+    /// these are the whole board's rows.
     pub reset: bool,
+    generation: u64,
+    last_change: u64,
+}
+
+/// One row and the stamp of its last change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedOrder {
+    pub changed: u64,
+    pub row: OrderRow,
+}
+
+impl OrderList {
+    /// The cursor that continues after the first `given` rows: the rows not given yet, then
+    /// only what changes later.
+    pub fn next(&self, given: usize) -> Since {
+        let counter = if given < self.rows.len() || self.more {
+            given
+                .checked_sub(1)
+                .and_then(|last| self.rows.get(last))
+                .map_or(0, |listed| listed.changed)
+        } else {
+            self.last_change
+        };
+        Since {
+            generation: self.generation,
+            counter,
+        }
+    }
 }
 
 /// Which orders a list shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ListFilter {
-    /// Accepted and cancelled orders too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListRequest {
+    /// Accepted and cancelled orders too (a `since` list always has them: they left).
     pub all: bool,
+    /// Only orders that changed after this cursor.
+    pub since: Option<String>,
+    /// At most this many rows.
+    pub limit: usize,
 }
 
 /// How a heavy order would start on this machine (ADR 0028, snifrig).
@@ -529,47 +561,44 @@ pub fn cancel(
     Ok(())
 }
 
-/// The board: open and held orders (every order with `filter.all`), by id; with `since`, only
-/// orders that changed after that cursor.
+/// The board: open and held orders (every order with `request.all`), in the order of their
+/// last change; with `since`, only orders that changed after that cursor.
 pub fn list(
     session: &mut Session,
-    filter: ListFilter,
-    since: Option<&str>,
+    request: &ListRequest,
     now: Timestamp,
 ) -> Result<OrderList, OpsError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
-    let since = since
+    let since = request
+        .since
+        .as_deref()
         .map(str::parse::<Since>)
         .transpose()
-        .map_err(|err| match err {
-            SinceError::Page => OpsError::Invalid(err.to_string()),
-            other => OpsError::Invalid(other.to_string()),
-        })?;
+        .map_err(|err: SinceError| OpsError::Invalid(err.to_string()))?;
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (Some(since.counter), false),
         Some(_) => (None, true),
         None => (None, false),
     };
-    let rows = session
-        .state()
-        .orders
-        .iter()
-        .filter(|order| match after {
-            // Changes include orders that became done: the reader learns they left the board.
-            Some(after) => order.changed() > after,
-            None => filter.all || !order.view().state.is_done(),
-        })
-        .map(row)
-        .collect();
+    let board = &session.state().orders;
+    let mut matching = board
+        .changed_after(after.unwrap_or(0))
+        // Changes include orders that became done: the reader learns they left the board.
+        .filter(|order| after.is_some() || request.all || !order.view().state.is_done())
+        .map(|order| ListedOrder {
+            changed: order.changed(),
+            row: row(order),
+        });
+    let rows: Vec<ListedOrder> = matching.by_ref().take(request.limit).collect();
+    let more = matching.next().is_some();
     Ok(OrderList {
         rows,
-        next: Since {
-            generation,
-            counter: session.state().counter(),
-        },
+        more,
         reset,
+        generation,
+        last_change: session.state().last_change(),
     })
 }
 

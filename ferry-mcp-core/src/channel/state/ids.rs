@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::channel::names::AgentName;
 
-/// The id of a thing made by one entry (an order, a message, an ask, a hand-in).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// The id of a thing made by one entry (an order, a message, an ask, a hand-in). Serialized
+/// as its text, everywhere.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EntryId {
     Agent { name: AgentName, seq: u64 },
     Master { era: u32, seq: u64 },
@@ -66,20 +67,16 @@ impl FromStr for EntryId {
     }
 }
 
-impl Serialize for IdText {
+impl Serialize for EntryId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0.to_string())
+        s.collect_str(self)
     }
 }
 
-/// An [`EntryId`] that serializes as its text (for entry bodies).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdText(pub EntryId);
-
-impl<'de> Deserialize<'de> for IdText {
+impl<'de> Deserialize<'de> for EntryId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        raw.parse().map(IdText).map_err(serde::de::Error::custom)
+        raw.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -72,7 +72,7 @@ pub struct Acted<'a> {
     pub time: Timestamp,
     /// When this machine first folded it (for liveness only).
     pub arrived: Timestamp,
-    /// This machine's fold counter at this entry (for `since` cursors).
+    /// This machine's fold counter at this entry.
     pub counter: u64,
     pub id: &'a EntryId,
 }
@@ -95,8 +95,11 @@ pub struct ChannelState {
     /// Held logs whose master position has now been folded.
     #[serde(skip)]
     replays: Vec<Replay>,
-    /// How many entries this machine has folded: the position of `since` cursors.
+    /// How many entries this machine has folded.
     counter: u64,
+    /// Stamps every change of a domain fold, each with its own number: the positions `since`
+    /// cursors name (ADR 0007).
+    changes: Changes,
     pub orders: OrderBoard,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
@@ -111,6 +114,7 @@ impl ChannelState {
             held: BTreeMap::new(),
             replays: Vec::new(),
             counter: 0,
+            changes: Changes::default(),
             orders: OrderBoard::default(),
             problems: Vec::new(),
             dropped_problems: 0,
@@ -128,6 +132,11 @@ impl ChannelState {
     /// How many entries have been folded here.
     pub fn counter(&self) -> u64 {
         self.counter
+    }
+
+    /// The stamp of the latest change: a `since` cursor at it returns only later changes.
+    pub fn last_change(&self) -> u64 {
+        self.changes.0
     }
 
     /// Logs to read again and feed: a new master's log once the handover to it was folded,
@@ -250,7 +259,7 @@ impl ChannelState {
         };
         // Every entry reaches the domain folds: whether an agent's counts is judged against the
         // roster as it is now, and judged again whenever a seat changes.
-        self.orders.feed(&acted, &self.identity);
+        self.orders.feed(&acted, &self.identity, &mut self.changes);
         self.after_identity_change(before, epoch);
     }
 
@@ -274,7 +283,7 @@ impl ChannelState {
             }
         }
         if self.identity.seat_epoch() != epoch {
-            self.orders.rejudge(&self.identity, self.counter);
+            self.orders.rejudge(&self.identity, &mut self.changes);
         }
     }
 
@@ -301,6 +310,18 @@ impl ChannelState {
                 }
             }
         }
+    }
+}
+
+/// Stamps the changes of the domain folds: every change gets its own, increasing number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changes(u64);
+
+impl Changes {
+    /// The stamp of a new change.
+    pub fn stamp(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
     }
 }
 

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Acted, EntryId};
+use super::{Acted, Changes, EntryId};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
 use crate::channel::keys::PublicKey;
@@ -424,7 +424,7 @@ pub struct Order {
     progress: Vec<ProgressLine>,
     handins: Vec<HandIn>,
     view: OrderView,
-    /// The fold counter when the view last changed (for `since`).
+    /// The stamp of the view's last change (for `since`).
     changed: u64,
 }
 
@@ -433,7 +433,7 @@ impl Order {
         &self.view
     }
 
-    /// The fold counter when this order last changed.
+    /// The stamp of this order's last change.
     pub fn changed(&self) -> u64 {
         self.changed
     }
@@ -455,6 +455,8 @@ impl Order {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderBoard {
     orders: BTreeMap<EntryId, Order>,
+    /// Every order by the stamp of its last change, for `since` queries.
+    by_change: BTreeMap<u64, EntryId>,
     /// Events and lines that name an order not issued (yet) here, by order id: folded when
     /// its issue arrives (logs are read in any order).
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
@@ -483,6 +485,13 @@ impl OrderBoard {
         self.orders.get(id).filter(|order| order.view.counts)
     }
 
+    /// Orders that count, by their last change, oldest first, changed after stamp `after`.
+    pub fn changed_after(&self, after: u64) -> impl Iterator<Item = &Order> {
+        self.by_change
+            .range(after.saturating_add(1)..)
+            .filter_map(|(_, id)| self.get(id))
+    }
+
     /// How many orders count.
     pub fn len(&self) -> usize {
         self.iter().count()
@@ -508,21 +517,21 @@ impl OrderBoard {
     }
 
     /// Folds one entry (any kind; other kinds are ignored).
-    pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity) {
+    pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         match acted.kind() {
-            kinds::ISSUE => self.feed_issue(acted, identity),
+            kinds::ISSUE => self.feed_issue(acted, identity, changes),
             kinds::CLAIM
             | kinds::RELEASE
             | kinds::SUBMIT
             | kinds::REVIEW
             | kinds::CANCEL
-            | kinds::PROGRESS => self.feed_event(acted, identity),
-            kinds::HANDIN => self.feed_handin(acted, identity),
+            | kinds::PROGRESS => self.feed_event(acted, identity, changes),
+            kinds::HANDIN => self.feed_handin(acted, identity, changes),
             _ => {}
         }
     }
 
-    fn feed_issue(&mut self, acted: &Acted<'_>, identity: &Identity) {
+    fn feed_issue(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         let body = match IssueBody::deserialize(acted.body()) {
             Ok(body) => body,
             Err(err) => return self.report(acted, format!("bad order.issue: {err}")),
@@ -563,7 +572,7 @@ impl OrderBoard {
             events: Vec::new(),
             progress: Vec::new(),
             handins: Vec::new(),
-            changed: acted.counter,
+            changed: changes.stamp(),
         };
         for waiting in self.waiting.remove(&id).unwrap_or_default() {
             match waiting {
@@ -573,7 +582,10 @@ impl OrderBoard {
             }
         }
         order.view = resolve(&order, identity);
-        self.orders.insert(id, order);
+        self.by_change.insert(order.changed, id.clone());
+        if let Some(replaced) = self.orders.insert(id, order) {
+            self.by_change.remove(&replaced.changed);
+        }
     }
 
     fn wait(&mut self, order: EntryId, waiting: Waiting) {
@@ -583,7 +595,7 @@ impl OrderBoard {
         }
     }
 
-    fn feed_event(&mut self, acted: &Acted<'_>, identity: &Identity) {
+    fn feed_event(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         let body = match EventBody::deserialize(acted.body()) {
             Ok(body) => body,
             Err(err) => return self.report(acted, format!("bad {}: {err}", acted.kind())),
@@ -604,7 +616,7 @@ impl OrderBoard {
             return match self.orders.get_mut(&order_id) {
                 Some(order) => {
                     push_kept(&mut order.progress, line, KEPT_PROGRESS);
-                    update(order, identity, acted.counter);
+                    update(order, identity, changes, &mut self.by_change);
                 }
                 None => self.wait(order_id, Waiting::Progress(line)),
             };
@@ -635,13 +647,13 @@ impl OrderBoard {
         match self.orders.get_mut(&order_id) {
             Some(order) => {
                 order.events.push(event);
-                update(order, identity, acted.counter);
+                update(order, identity, changes, &mut self.by_change);
             }
             None => self.wait(order_id, Waiting::Event(event)),
         }
     }
 
-    fn feed_handin(&mut self, acted: &Acted<'_>, identity: &Identity) {
+    fn feed_handin(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         let body = match HandInBody::deserialize(acted.body()) {
             Ok(body) => body,
             Err(err) => return self.report(acted, format!("bad work.handin: {err}")),
@@ -660,17 +672,16 @@ impl OrderBoard {
         match self.orders.get_mut(&order_id) {
             Some(order) => {
                 push_kept(&mut order.handins, handin, KEPT_HANDINS);
-                update(order, identity, acted.counter);
+                update(order, identity, changes, &mut self.by_change);
             }
             None => self.wait(order_id, Waiting::HandIn(handin)),
         }
     }
 
-    /// Judges every order again (a seat changed); orders whose view changes are stamped with
-    /// `counter`.
-    pub fn rejudge(&mut self, identity: &Identity, counter: u64) {
+    /// Judges every order again (a seat changed); orders whose view changes are stamped.
+    pub fn rejudge(&mut self, identity: &Identity, changes: &mut Changes) {
         for order in self.orders.values_mut() {
-            update(order, identity, counter);
+            update(order, identity, changes, &mut self.by_change);
         }
     }
 }
@@ -682,11 +693,18 @@ fn push_kept<T>(list: &mut Vec<T>, item: T, keep: usize) {
     list.push(item);
 }
 
-fn update(order: &mut Order, identity: &Identity, counter: u64) {
+fn update(
+    order: &mut Order,
+    identity: &Identity,
+    changes: &mut Changes,
+    by_change: &mut BTreeMap<u64, EntryId>,
+) {
     let view = resolve(order, identity);
     if view != order.view {
         order.view = view;
-        order.changed = counter;
+        by_change.remove(&order.changed);
+        order.changed = changes.stamp();
+        by_change.insert(order.changed, order.id.clone());
     }
 }
 

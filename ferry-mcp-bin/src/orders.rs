@@ -1,0 +1,433 @@
+//! `ferry order ...` and `ferry work hand-in`: the human's side of orders (and an agent's, with
+//! `--as`), on the same library functions as the `ferry_orders` tool.
+//!
+//! Glue only: parse arguments, open a session as the master (or the agent named by `--as`),
+//! call one function of `ferry_mcp_core::channel::ops::orders`, print its result (`--json`
+//! for scripts), save what was verified.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand, ValueEnum};
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::orders::{
+    self as ops, ClaimOutcome, IssueRequest, ListRequest, OrderDetail, RunVia, SubmitRequest,
+};
+use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::channel::state::orders::{Hints, Verdict};
+use serde_json::json;
+
+use crate::admin::{agent_name, project_id};
+use crate::display;
+use crate::snifrig::Snifrig;
+use crate::{clock, paths};
+
+/// Who acts and where, for every order command.
+#[derive(Debug, Args)]
+pub struct Acting {
+    #[arg(long, value_parser = project_id)]
+    project: ProjectId,
+    /// Act as this agent (its key on this machine) instead of the master.
+    #[arg(long = "as", value_parser = agent_name)]
+    agent: Option<AgentName>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrderCommand {
+    /// The board: open and held orders (`--all`: done ones too).
+    List {
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        all: bool,
+        /// Only orders that changed after this cursor (the `next` of an earlier list).
+        #[arg(long)]
+        since: Option<String>,
+    },
+    /// One order in full, and how it would run on this machine.
+    Show {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Issue an order (the master, or an Orchestrator with `--as`).
+    Issue {
+        title: String,
+        #[command(flatten)]
+        acting: Acting,
+        /// Offer it to one agent: only it may claim.
+        #[arg(long, value_parser = agent_name)]
+        to: Option<AgentName>,
+        /// A submission needs a review by an Orchestrator (or you).
+        #[arg(long)]
+        review: bool,
+        /// The body, read from a file (long bodies are stored as a blob).
+        #[arg(long)]
+        body_file: Option<PathBuf>,
+        /// Heavy work: run through this machine's queue where an agent's config says so.
+        #[arg(long)]
+        heavy: bool,
+        #[arg(long, requires = "heavy")]
+        cores: Option<u32>,
+        #[arg(long, requires = "heavy")]
+        ram_gb: Option<u32>,
+        #[arg(long, requires = "heavy")]
+        gpu_mem_gb: Option<u32>,
+        #[arg(long, requires = "heavy")]
+        expected_minutes: Option<u32>,
+    },
+    /// Claim an order (an agent, `--as`).
+    Claim {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Give an order back to the board: its holder, or the master or an Orchestrator handing
+    /// back the order of a holder gone silent.
+    Release {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Add a progress line (the holder, `--as`).
+    Progress {
+        id: String,
+        text: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Submit a hand-in or a git ref with a summary (the holder, `--as`).
+    Submit {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long = "ref", required_unless_present = "handin")]
+        git_ref: Option<String>,
+        #[arg(long)]
+        handin: Option<String>,
+        #[arg(long)]
+        summary: String,
+    },
+    /// Review a submission (the master, or an Orchestrator with `--as`).
+    Review {
+        id: String,
+        verdict: VerdictArg,
+        #[command(flatten)]
+        acting: Acting,
+        /// Required for `changes`.
+        #[arg(long)]
+        notes: Option<String>,
+    },
+    /// Cancel an order (the master).
+    Cancel {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum VerdictArg {
+    Accept,
+    Changes,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkCommand {
+    /// Hand work in for an order: a git ref and a short summary (any seated agent, a Worker
+    /// too). The work stays in the work repository.
+    HandIn {
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        order: String,
+        #[arg(long = "ref")]
+        git_ref: String,
+        #[arg(long)]
+        summary: String,
+    },
+}
+
+fn open(acting: &Acting) -> anyhow::Result<Session> {
+    let home = paths::home()?;
+    let actor = match &acting.agent {
+        Some(agent) => Actor::Agent(agent.clone()),
+        None => Actor::Master,
+    };
+    Ok(Session::open(&home, &acting.project, actor, clock::now())?)
+}
+
+/// Runs `work` on a session of `acting`, saves what was verified, and prints its text (or
+/// its JSON with `--json`).
+fn with_session(
+    acting: &Acting,
+    work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
+) -> anyhow::Result<ExitCode> {
+    let mut session = open(acting)?;
+    let result = work(&mut session);
+    // What was read is kept even when the operation was refused.
+    session.save().context("writing the verified state")?;
+    let (text, json) = result?;
+    let out = if acting.json {
+        display::escape_json(&json.to_string()).into_owned()
+    } else {
+        display::escape_lines(&text).into_owned()
+    };
+    crate::admin::print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn board_text(rows: &[ops::ListedOrder]) -> String {
+    if rows.is_empty() {
+        return "no orders".into();
+    }
+    let width = rows
+        .iter()
+        .map(|listed| listed.row.id.len())
+        .max()
+        .unwrap_or(2)
+        .max(2);
+    let mut lines = vec![format!(
+        "{:<width$}  {:<17}  {:<16}  TITLE",
+        "ID", "STATE", "HOLDER"
+    )];
+    for listed in rows {
+        let row = &listed.row;
+        lines.push(format!(
+            "{:<width$}  {:<17}  {:<16}  {}",
+            row.id,
+            row.state,
+            row.holder.as_ref().map_or("-", AgentName::as_str),
+            display::escape(&row.title),
+        ));
+    }
+    lines.join("\n")
+}
+
+fn detail_text(detail: &OrderDetail) -> String {
+    let row = &detail.row;
+    let mut lines = vec![
+        format!("{} {} ({})", row.id, display::escape(&row.title), row.state),
+        format!("issued by {}", detail.issued_by),
+    ];
+    if let Some(holder) = &row.holder {
+        lines.push(format!("held by {holder}"));
+    }
+    if let Some(to) = &detail.to {
+        lines.push(format!("offered to {to}"));
+    }
+    if detail.review {
+        lines.push("a submission needs a review".into());
+    }
+    if detail.heavy {
+        lines.push(format!(
+            "heavy ({}); runs {}",
+            serde_json::to_string(&detail.hints.to_json()).unwrap_or_default(),
+            match (&detail.run_via, &detail.run_command) {
+                (RunVia::Snifrig, Some(command)) => format!("via snifrig: {command}"),
+                _ => "directly".into(),
+            }
+        ));
+    }
+    if let Some(body) = &detail.body {
+        lines.push(String::new());
+        lines.push(display::escape_lines(body).into_owned());
+    }
+    if let Some(blob) = &detail.body_blob {
+        lines.push(format!("body: blob {blob}"));
+    }
+    if let Some(progress) = &detail.progress {
+        lines.push(format!(
+            "progress ({} lines), last by {}: {}",
+            detail.progress_lines,
+            progress.by,
+            display::escape(&progress.text)
+        ));
+    }
+    if let Some(submission) = &detail.submission {
+        lines.push(format!(
+            "revision {} by {}: {} {}",
+            detail.revision,
+            submission.by,
+            submission
+                .handin
+                .as_deref()
+                .or(submission.git_ref.as_deref())
+                .unwrap_or_default(),
+            display::escape(&submission.summary)
+        ));
+    }
+    if let Some(review) = &detail.review_verdict {
+        lines.push(format!(
+            "review by {}: {:?}{}",
+            review.by,
+            review.verdict,
+            review
+                .notes
+                .as_deref()
+                .map(|notes| format!(": {}", display::escape(notes)))
+                .unwrap_or_default()
+        ));
+    }
+    for handin in &detail.handins {
+        lines.push(format!("hand-in {handin}"));
+    }
+    for void in &detail.voided {
+        lines.push(format!(
+            "does not count: {} {} by {}: {}",
+            void.what, void.id, void.by, void.reason
+        ));
+    }
+    lines.join("\n")
+}
+
+fn detail_json(detail: &OrderDetail) -> serde_json::Value {
+    serde_json::to_value(detail).expect("an order detail serializes")
+}
+
+pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    match cmd {
+        OrderCommand::List { acting, all, since } => with_session(&acting, |session| {
+            let request = ListRequest {
+                all,
+                since,
+                limit: usize::MAX,
+            };
+            let list = ops::list(session, &request, now)?;
+            let next = list.next(list.rows.len()).to_string();
+            let rows: Vec<_> = list.rows.iter().map(|listed| &listed.row).collect();
+            let json = json!({"orders": rows, "next": next, "reset": list.reset});
+            Ok((format!("{}\nnext: {next}", board_text(&list.rows)), json))
+        }),
+        OrderCommand::Show { id, acting } => with_session(&acting, |session| {
+            let home = paths::home()?;
+            let queue = Snifrig::find(home.root(), std::env::var_os("PATH").as_deref());
+            let detail = ops::show(session, &id, Some(&queue), now)?;
+            Ok((detail_text(&detail), detail_json(&detail)))
+        }),
+        OrderCommand::Issue {
+            title,
+            acting,
+            to,
+            review,
+            body_file,
+            heavy,
+            cores,
+            ram_gb,
+            gpu_mem_gb,
+            expected_minutes,
+        } => {
+            let body = body_file
+                .map(|path| {
+                    std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))
+                })
+                .transpose()?;
+            with_session(&acting, |session| {
+                let request = IssueRequest {
+                    title,
+                    body,
+                    to,
+                    review,
+                    heavy,
+                    hints: Hints {
+                        cores,
+                        ram_gb,
+                        gpu_mem_gb,
+                        expected_minutes,
+                    },
+                };
+                let id = ops::issue(session, &request, now)?;
+                Ok((format!("issued order {id}"), json!({"id": id})))
+            })
+        }
+        OrderCommand::Claim { id, acting } => with_session(&acting, |session| {
+            Ok(match ops::claim(session, &id, now)? {
+                ClaimOutcome::Claimed { id } => (
+                    format!("claimed {id}"),
+                    json!({"id": id, "outcome": "claimed"}),
+                ),
+                ClaimOutcome::LostRace { id, holder } => (
+                    format!("{id} went to {holder}, whose claim won the race"),
+                    json!({"id": id, "outcome": "lost_race", "holder": holder}),
+                ),
+            })
+        }),
+        OrderCommand::Release { id, acting, note } => with_session(&acting, |session| {
+            ops::release(session, &id, note.as_deref(), now)?;
+            Ok((format!("released {id}"), json!({"id": id, "state": "open"})))
+        }),
+        OrderCommand::Progress { id, text, acting } => with_session(&acting, |session| {
+            ops::progress(session, &id, &text, now)?;
+            Ok((format!("progress on {id} recorded"), json!({"id": id})))
+        }),
+        OrderCommand::Submit {
+            id,
+            acting,
+            git_ref,
+            handin,
+            summary,
+        } => with_session(&acting, |session| {
+            let request = SubmitRequest {
+                handin,
+                git_ref,
+                summary,
+            };
+            let state = ops::submit(session, &id, &request, now)?;
+            Ok((
+                format!("submitted {id}: it is {state}"),
+                json!({"id": id, "state": state}),
+            ))
+        }),
+        OrderCommand::Review {
+            id,
+            verdict,
+            acting,
+            notes,
+        } => with_session(&acting, |session| {
+            let verdict = match verdict {
+                VerdictArg::Accept => Verdict::Accept,
+                VerdictArg::Changes => Verdict::Changes,
+            };
+            let state = ops::review(session, &id, verdict, notes.as_deref(), now)?;
+            Ok((
+                format!("reviewed {id}: it is {state}"),
+                json!({"id": id, "state": state}),
+            ))
+        }),
+        OrderCommand::Cancel { id, acting, note } => with_session(&acting, |session| {
+            ops::cancel(session, &id, note.as_deref(), now)?;
+            Ok((
+                format!("cancelled {id}"),
+                json!({"id": id, "state": "cancelled"}),
+            ))
+        }),
+    }
+}
+
+pub fn run_work(cmd: WorkCommand) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    match cmd {
+        WorkCommand::HandIn {
+            acting,
+            order,
+            git_ref,
+            summary,
+        } => with_session(&acting, |session| {
+            let handin = ops::hand_in(session, &order, &git_ref, &summary, now)?;
+            Ok((
+                format!("hand-in {handin} for {order} recorded"),
+                json!({"order": order, "handin": handin}),
+            ))
+        }),
+    }
+}

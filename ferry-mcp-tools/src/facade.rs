@@ -1,0 +1,50 @@
+//! What every tool does the same way: parse its arguments into its typed value, reach the
+//! session, and turn an operation's error into a tool error the model can act on.
+//!
+//! A tool stays a thin facade: parse, call one operation, shape the answer. The text of an
+//! error starts with the operation error's stable code, so a model (and a test) can tell a
+//! refusal from a mistake: `denied: level worker: claim needs member`,
+//! `unknown_order: unknown order m99`.
+
+use ferry_mcp_core::channel::levels::Refusal;
+use ferry_mcp_core::channel::ops::OpsError;
+use ferry_mcp_core::shape::ToolOutcome;
+use ferry_mcp_core::tool::Unavailable;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// The typed arguments of `tool`, or a tool error naming what is wrong (the schema already
+/// let them through; this is where per-action fields are checked).
+pub(crate) fn parse<T: DeserializeOwned>(
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Result<T, ToolOutcome> {
+    serde_json::from_value(Value::Object(args.clone()))
+        .map_err(|err| ToolOutcome::error(format!("invalid arguments for {tool}: {err}")))
+}
+
+/// The tool error of a channel that cannot be reached.
+pub(crate) fn unavailable(err: &Unavailable) -> ToolOutcome {
+    ToolOutcome::error(format!("{}: {err}", err.code()))
+}
+
+/// The tool error of an operation error: its code, then its message.
+pub(crate) fn failed(err: &OpsError) -> ToolOutcome {
+    match err {
+        OpsError::Refused(Refusal::MissingLevel {
+            operation,
+            needed,
+            has,
+            ..
+        }) => ToolOutcome::error(format!(
+            "denied: level {has}: {operation} needs {needed} (ask the human with ferry_ask_human)"
+        )),
+        other => ToolOutcome::error(format!("{}: {other}", other.code())),
+    }
+}
+
+/// The structuredContent of a result value.
+pub(crate) fn structured<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("tool results always serialize")
+}

@@ -1,0 +1,510 @@
+//! `ferry_orders`: the board, and an agent's part in an order (claim, progress, hand in,
+//! submit, review), over `ferry_mcp_core::channel::ops::orders`; and the
+//! `ferry://<project>/order/<id>` resource that serves an order's body.
+
+use ferry_mcp_core::channel::ops::OpsError;
+use ferry_mcp_core::channel::ops::orders::{
+    self as ops, ClaimOutcome, HeavyQueue, ListRequest, OrderDetail, RunVia, SubmitRequest,
+};
+use ferry_mcp_core::channel::state::EntryId;
+use ferry_mcp_core::channel::state::orders::Verdict;
+use ferry_mcp_core::shape::{
+    self, MAX_ITEMS, MAX_STRUCTURED_CHARS, ResourceLink, ResourceUri, ToolOutcome,
+};
+use ferry_mcp_core::tool::{
+    Annotations, CallContext, ReadContext, ResourceError, ResourceKind, ResourceTemplate,
+    ResourceText, Tool, ToolDefinition,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::facade;
+
+/// The arguments of `ferry_orders`, one variant per action.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+pub enum OrdersArgs {
+    List {
+        #[serde(default)]
+        since: Option<String>,
+    },
+    Show {
+        id: String,
+    },
+    Claim {
+        id: String,
+    },
+    Release {
+        id: String,
+        #[serde(default)]
+        note: Option<String>,
+    },
+    Progress {
+        id: String,
+        note: String,
+    },
+    Handin {
+        id: String,
+        #[serde(rename = "ref")]
+        git_ref: String,
+        note: String,
+    },
+    Submit {
+        id: String,
+        /// A git ref or sha, or the id of a hand-in of this order.
+        #[serde(rename = "ref")]
+        git_ref: String,
+        note: String,
+    },
+    Review {
+        id: String,
+        verdict: VerdictArg,
+        #[serde(default)]
+        notes: Option<String>,
+    },
+}
+
+/// `accept` or `changes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictArg {
+    Accept,
+    Changes,
+}
+
+/// One row of the board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Row {
+    pub id: String,
+    pub title: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+}
+
+/// One order in full (`show`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct Detail {
+    pub id: String,
+    pub title: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    pub by: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    pub review: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub heavy: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Value>,
+    pub run_via: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    pub revision: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submitted: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handins: Vec<String>,
+    /// Events that do not count (lost races, refusals), latest last.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub void: Vec<String>,
+}
+
+/// What `ferry_orders` answers (the fields of the action that ran).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct OrdersOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orders: Option<Vec<Row>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<Detail>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handin: Option<String>,
+    /// More orders than this answer holds: pass `next` as `since` for the rest.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Pass as `since` to get only what changed after this answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// The `since` given was from another machine or an older state: this is the whole board.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+}
+
+pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
+    name: "ferry_orders",
+    title: "Orders",
+    description: "The order board. list (since: cursor for changes only) | show id | claim id | release id | progress id note | handin id ref note | submit id ref note | review id verdict notes. ref: a git ref or hand-in id, never code.",
+    input_schema: r#"{"type":"object","properties":{"action":{"enum":["list","show","claim","release","progress","handin","submit","review"]},"id":{"type":"string"},"since":{"type":"string"},"note":{"type":"string"},"ref":{"type":"string"},"verdict":{"enum":["accept","changes"]},"notes":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"next":{"type":"string"},"reset":{"type":"boolean"}},"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::APPEND,
+};
+
+/// `ferry_orders`.
+#[derive(Debug)]
+pub struct FerryOrders;
+
+impl Tool for FerryOrders {
+    fn definition(&self) -> &'static ToolDefinition {
+        &DEFINITION
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        let args = match facade::parse::<OrdersArgs>(DEFINITION.name, args) {
+            Ok(args) => args,
+            Err(refusal) => return refusal,
+        };
+        let now = cx.now;
+        let project = cx.project.to_owned();
+        let (session, queue) = match cx.channel.session_and_queue(now) {
+            Ok(reached) => reached,
+            Err(err) => return facade::unavailable(&err),
+        };
+        match run(session, queue, args, &project, now) {
+            Ok(outcome) => outcome,
+            Err(err) => facade::failed(&err),
+        }
+    }
+}
+
+fn run(
+    session: &mut ferry_mcp_core::channel::session::Session,
+    queue: Option<&dyn HeavyQueue>,
+    args: OrdersArgs,
+    project: &str,
+    now: ferry_mcp_core::time::Timestamp,
+) -> Result<ToolOutcome, OpsError> {
+    Ok(match args {
+        OrdersArgs::List { since } => list(session, since, now)?,
+        OrdersArgs::Show { id } => show(session, queue, &id, project, now)?,
+        OrdersArgs::Claim { id } => match ops::claim(session, &id, now)? {
+            ClaimOutcome::Claimed { id } => answer(
+                OrdersOut {
+                    id: Some(id.clone()),
+                    outcome: Some("claimed".into()),
+                    state: Some("claimed".into()),
+                    ..OrdersOut::default()
+                },
+                format!("claimed {id}: work in the repo, report with progress, then submit a ref"),
+            ),
+            ClaimOutcome::LostRace { id, holder } => answer(
+                OrdersOut {
+                    id: Some(id.clone()),
+                    outcome: Some("lost_race".into()),
+                    holder: Some(holder.to_string()),
+                    ..OrdersOut::default()
+                },
+                format!("{id} went to {holder}, whose claim won the race; pick another order"),
+            ),
+        },
+        OrdersArgs::Release { id, note } => {
+            ops::release(session, &id, note.as_deref(), now)?;
+            state_answer(
+                &id,
+                "open",
+                format!("released {id}: it is back on the board"),
+            )
+        }
+        OrdersArgs::Progress { id, note } => {
+            ops::progress(session, &id, &note, now)?;
+            state_answer(&id, "in_progress", format!("progress on {id} recorded"))
+        }
+        OrdersArgs::Handin { id, git_ref, note } => {
+            let handin = ops::hand_in(session, &id, &git_ref, &note, now)?;
+            answer(
+                OrdersOut {
+                    id: Some(id.clone()),
+                    handin: Some(handin.clone()),
+                    ..OrdersOut::default()
+                },
+                format!("hand-in {handin} for {id} recorded"),
+            )
+        }
+        OrdersArgs::Submit { id, git_ref, note } => {
+            let request = submit_request(session, &id, git_ref, note);
+            let state = ops::submit(session, &id, &request, now)?;
+            state_answer(&id, state, format!("submitted {id}: it is {state}"))
+        }
+        OrdersArgs::Review { id, verdict, notes } => {
+            let verdict = match verdict {
+                VerdictArg::Accept => Verdict::Accept,
+                VerdictArg::Changes => Verdict::Changes,
+            };
+            let state = ops::review(session, &id, verdict, notes.as_deref(), now)?;
+            state_answer(&id, state, format!("reviewed {id}: it is {state}"))
+        }
+    })
+}
+
+/// `ref` names a hand-in of this order when it is one's id, else a git ref.
+fn submit_request(
+    session: &ferry_mcp_core::channel::session::Session,
+    order: &str,
+    git_ref: String,
+    summary: String,
+) -> SubmitRequest {
+    let is_handin = git_ref.parse::<EntryId>().is_ok_and(|handin| {
+        order.parse::<EntryId>().is_ok_and(|order| {
+            session
+                .state()
+                .orders
+                .get(&order)
+                .is_some_and(|order| order.handin(&handin).is_some())
+        })
+    });
+    if is_handin {
+        SubmitRequest {
+            handin: Some(git_ref),
+            git_ref: None,
+            summary,
+        }
+    } else {
+        SubmitRequest {
+            handin: None,
+            git_ref: Some(git_ref),
+            summary,
+        }
+    }
+}
+
+fn answer(out: OrdersOut, summary: String) -> ToolOutcome {
+    ToolOutcome::ok(facade::structured(&out), summary)
+}
+
+fn state_answer(id: &str, state: &str, summary: String) -> ToolOutcome {
+    answer(
+        OrdersOut {
+            id: Some(id.to_owned()),
+            state: Some(state.to_owned()),
+            ..OrdersOut::default()
+        },
+        summary,
+    )
+}
+
+/// Characters a row's title keeps in a list (the full title is in `show`).
+const LIST_TITLE_CHARS: usize = 80;
+
+fn list(
+    session: &mut ferry_mcp_core::channel::session::Session,
+    since: Option<String>,
+    now: ferry_mcp_core::time::Timestamp,
+) -> Result<ToolOutcome, OpsError> {
+    let listed = ops::list(
+        session,
+        &ListRequest {
+            all: false,
+            since,
+            limit: MAX_ITEMS,
+        },
+        now,
+    )?;
+    let rows: Vec<Row> = listed
+        .rows
+        .iter()
+        .map(|listed| Row {
+            id: listed.row.id.clone(),
+            title: clip(&listed.row.title, LIST_TITLE_CHARS),
+            state: listed.row.state.to_owned(),
+            holder: listed.row.holder.as_ref().map(ToString::to_string),
+        })
+        .collect();
+    // Cut to the character cap, keeping room for the other fields.
+    let budget = MAX_STRUCTURED_CHARS - shape::TRUNCATION_FIELDS_CHARS - 64;
+    let mut used = 0;
+    let mut given = 0;
+    for row in &rows {
+        let chars = serde_json::to_string(row).map_or(0, |text| text.chars().count()) + 1;
+        if given > 0 && used + chars > budget {
+            break;
+        }
+        used += chars;
+        given += 1;
+    }
+    let truncated = given < rows.len() || listed.more;
+    let next = listed.next(given).to_string();
+    let count = given;
+    let mut rows = rows;
+    rows.truncate(given);
+    let summary = match (count, truncated, listed.reset) {
+        (0, _, _) => "no orders changed".to_owned(),
+        (n, true, _) => format!("{n} orders (more: pass next as since)"),
+        (n, false, true) => format!("{n} orders (the whole board: the cursor was from elsewhere)"),
+        (n, false, false) => format!("{n} orders"),
+    };
+    Ok(answer(
+        OrdersOut {
+            orders: Some(rows),
+            truncated,
+            next: Some(next),
+            reset: listed.reset,
+            ..OrdersOut::default()
+        },
+        summary,
+    ))
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(max.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
+}
+
+fn show(
+    session: &mut ferry_mcp_core::channel::session::Session,
+    queue: Option<&dyn HeavyQueue>,
+    id: &str,
+    project: &str,
+    now: ferry_mcp_core::time::Timestamp,
+) -> Result<ToolOutcome, OpsError> {
+    let detail = ops::show(session, id, queue, now)?;
+    let link = ResourceUri::new(project, ORDER_KIND, &detail.row.id)
+        .ok()
+        .map(|uri| {
+            ResourceLink::new(uri, format!("order {}", detail.row.id))
+                .mime_type("text/markdown")
+                .description("the order's full text")
+        });
+    let summary = format!(
+        "{} {} ({})",
+        detail.row.id,
+        detail.row.state,
+        clip(&detail.row.title, 60)
+    );
+    let out = OrdersOut {
+        order: Some(detail_out(&detail)),
+        ..OrdersOut::default()
+    };
+    let mut outcome = answer(out, summary);
+    if let Some(link) = link {
+        outcome = outcome.with_link(link);
+    }
+    Ok(outcome)
+}
+
+fn detail_out(detail: &OrderDetail) -> Detail {
+    Detail {
+        id: detail.row.id.clone(),
+        title: detail.row.title.clone(),
+        state: detail.row.state.to_owned(),
+        holder: detail.row.holder.as_ref().map(ToString::to_string),
+        by: detail.issued_by.to_string(),
+        to: detail.to.as_ref().map(ToString::to_string),
+        review: detail.review,
+        heavy: detail.heavy,
+        hints: (!detail.hints.is_empty()).then(|| detail.hints.to_json()),
+        run_via: match detail.run_via {
+            RunVia::Snifrig => "snifrig".into(),
+            RunVia::Direct => "direct".into(),
+        },
+        run: detail.run_command.clone(),
+        revision: detail.revision,
+        submitted: detail.submission.as_ref().map(|submission| {
+            let what = submission
+                .handin
+                .as_deref()
+                .or(submission.git_ref.as_deref())
+                .unwrap_or_default();
+            clip(
+                &format!("{} by {}: {}", what, submission.by, submission.summary),
+                300,
+            )
+        }),
+        verdict: detail.review_verdict.as_ref().map(|review| {
+            let verdict = match review.verdict {
+                Verdict::Accept => "accepted",
+                Verdict::Changes => "changes requested",
+            };
+            clip(
+                &format!(
+                    "{verdict} by {}{}",
+                    review.by,
+                    review
+                        .notes
+                        .as_deref()
+                        .map(|notes| format!(": {notes}"))
+                        .unwrap_or_default()
+                ),
+                300,
+            )
+        }),
+        progress: detail
+            .progress
+            .as_ref()
+            .map(|progress| clip(&format!("{}: {}", progress.by, progress.text), 300)),
+        handins: detail.handins.clone(),
+        void: detail
+            .voided
+            .iter()
+            .map(|void| {
+                clip(
+                    &format!("{} {} by {}: {}", void.what, void.id, void.by, void.reason),
+                    160,
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The `order` resource kind: `ferry://<project>/order/<id>` is the order's full text.
+pub(crate) const ORDER_KIND: &str = "order";
+
+static ORDER_TEMPLATE: ResourceTemplate = ResourceTemplate {
+    kind: ORDER_KIND,
+    name: "order",
+    title: "Order",
+    description: "An order's title and full body.",
+    mime_type: "text/markdown",
+};
+
+/// Serves `ferry://<project>/order/<id>`.
+#[derive(Debug)]
+pub struct OrderBodies;
+
+impl ResourceKind for OrderBodies {
+    fn template(&self) -> &'static ResourceTemplate {
+        &ORDER_TEMPLATE
+    }
+
+    fn read(
+        &self,
+        uri: &ResourceUri,
+        cx: &mut ReadContext<'_>,
+    ) -> Result<ResourceText, ResourceError> {
+        let now = cx.now;
+        let session = cx
+            .channel
+            .session(now)
+            .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
+        match ops::body_text(session, uri.id(), now) {
+            Ok(text) => Ok(ResourceText {
+                mime_type: ORDER_TEMPLATE.mime_type,
+                text,
+            }),
+            Err(OpsError::UnknownOrder(_) | OpsError::BadId(_)) => Err(ResourceError::NotFound),
+            Err(err) => Err(ResourceError::Unreadable(err.to_string())),
+        }
+    }
+}
