@@ -64,10 +64,16 @@ pub enum GuardRefusal {
         "text looks like {}: send secrets with `ferry channel secret`, never in a message",
         .kind.described()
     )]
-    Secret { kind: SecretKind },
+    Secret {
+        /// The kind of the first secret in the text.
+        kind: SecretKind,
+    },
     /// A post or summary looks like code or a diff.
     #[error("text looks like {}: hand in a git ref, not the work", .kind.described())]
-    Code { kind: CodeKind },
+    Code {
+        /// The shape the text has.
+        kind: CodeKind,
+    },
 }
 
 impl GuardRefusal {

@@ -216,7 +216,9 @@ impl fmt::Display for SecretKind {
 /// One secret-shaped span: its kind and its byte range in the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretMatch {
+    /// What the span looks like.
     pub kind: SecretKind,
+    /// Where it is, in bytes; always on character boundaries.
     pub range: Range<usize>,
 }
 
