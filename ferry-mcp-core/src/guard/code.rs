@@ -166,6 +166,7 @@ const STRONG: &[&str] = &[
     r"^@(?:Override|Test|Autowired|Deprecated|SuppressWarnings|Component|Service|Bean|GetMapping|PostMapping|RestController)\b",
     // Shell
     r"^#!\s*/\S+",
+    r"^<\?php\b",
     r"^(?:then|fi|esac|;;)$",
     r"^(?:if|elif|while|until)\s+\[\[?\s.*\]\]?\s*;?\s*(?:then|do)?$",
     r"^for\s+[A-Za-z_][A-Za-z0-9_]*\s+in\s+.+;\s*do$",
@@ -203,6 +204,10 @@ const MEDIUM: &[&str] = &[
     // a command that expands a variable or a substitution: `cd "$(dirname "$0")"`
     r#"^[a-z][A-Za-z0-9_.-]*\s.*(?:\$\(|\$\{[A-Za-z_]|"\$[A-Za-z_0-9@])"#,
     r"^(?:std::)?cout\s*<<",
+    // a C-family control header whose body is on the next line
+    r"^(?:for|while|if|switch)\s*\(.*[;=<>!].*\)$",
+    // PHP
+    r"^\$[A-Za-z_][A-Za-z0-9_]*\s*(?:\[[^\]]*\])?\s*[-+.*/]?=\s*.+;$",
 ];
 
 const WEAK: &[&str] = &[

@@ -411,6 +411,8 @@ fn a_claimed_order_cannot_be_claimed_twice() {
     board.claim(1, "alice").unwrap();
     assert!(board.claim(1, "bob").is_err());
 }""",
+        """fn main() {
+}""",
         """enum State {
     Open,
     Claimed { by: AgentName },
@@ -454,6 +456,13 @@ for line in lines:
     value = int(text)
 except ValueError:
     value = 0""",
+        """import os
+print(os.getcwd())""",
+        """x = compute()
+y = transform(x)
+save(y)""",
+        """def f(x):
+    return x * 2""",
         """async def fetch(session, url):
     async with session.get(url) as response:
         return await response.text()""",
@@ -463,6 +472,8 @@ class Order:
     title: str""",
     ],
     "javascript": [
+        """const a = 1;
+const b = 2;""",
         """function add(a, b) {
   return a + b;
 }""",
@@ -577,6 +588,10 @@ int main(void) {
     }
     return n;
 }""",
+        """for (int i = 0; i < n; i++)
+    sum += a[i];""",
+        """while (n > 0)
+    n = next(n);""",
         """#ifndef FERRY_H
 #define FERRY_H
 int ferry_check(const char *text);
@@ -688,6 +703,8 @@ ORDER BY id;""",
     title TEXT NOT NULL,
     claimed_by TEXT
 );""",
+        """SELECT *
+FROM orders;""",
         """INSERT INTO orders (id, title)
 VALUES (1, 'write the guard');""",
         """UPDATE orders SET state = 'done'
@@ -702,6 +719,19 @@ group by o.id;""",
 SELECT author, count(*) FROM recent GROUP BY author;""",
         """ALTER TABLE orders ADD COLUMN heavy BOOLEAN DEFAULT false;
 CREATE INDEX orders_state ON orders (state);""",
+    ],
+    "php": [
+        """<?php
+echo "hi";
+$x = 1;""",
+        """<?php
+function claim(int $id, string $agent): bool {
+    return $this->board->claim($id, $agent);
+}""",
+        """$orders = [];
+foreach ($rows as $row) {
+    $orders[] = $row['id'];
+}""",
     ],
     "diff": [
         """diff --git a/ferry-mcp-core/src/lib.rs b/ferry-mcp-core/src/lib.rs
@@ -1110,6 +1140,20 @@ def ordinary():
             "Error: permission denied (publickey).\nfatal: Could not read from remote repository.",
             "warning: unused variable: `x`\n  --> src/main.rs:2:9\n   |\n2  |     let x = 5;\n   |         ^ help: if this is intentional, prefix it with an underscore: `_x`",
             "Review comments:\nreturn early on error;\nthe rest reads well",
+            "Reproduce with:\ncargo test -p ferry-mcp-core guard",
+            "Fix:\nlet x = foo()?;",
+            "Config changes:\nretries = 3\ntimeout = 30s\nbackoff = exponential",
+            "Steps:\nfor each order: claim it\nif it fails: retry",
+            "Status: done.\nTests: 218 passed, 1 skipped.\nClippy: clean.\nBench: 2.5 µs per KB.",
+            "Plan:\nfirst, read the docs;\nthen, write the module;\nfinally, measure.",
+            "The error was:\nthread 'main' panicked at 'index out of bounds', src/guard/code.rs:120:9\nnote: run with `RUST_BACKTRACE=1`",
+            "Agent alice -> bob: can you review order 42?\nbob -> alice: yes, after lunch.",
+            "ok\nthanks",
+            '{\n  "order": 42,\n  "state": "done"\n}',
+            "order: 42\nstate: done\nref: refs/heads/guard",
+            "Next steps:\n  - wire guard::check into ferry_talk\n  - redact on read in ferry_catchup",
+            "I renamed it:\nfn parse(text: &str) -> Result<Order, ParseError>",
+            "Try:\nnpm install\nnpm run build && npm test\nnode dist/index.js --port 3000",
             "Decision log:\nuse regex; it is already in the graph\nno aho-corasick; regex has it inside",
         ],
     )
