@@ -8,10 +8,13 @@
 //! - [`shape`]: response shaping shared by every tool (caps, truncation, cursors, links).
 //! - [`tokens`]: the token estimate that the budgets are written in.
 //! - [`channel`]: the channel store (signed per-author logs, identity, levels, machine state).
+//! - [`guard`]: the pure check every text an agent sends passes (no secrets; no code in posts),
+//!   and the redaction of anything read back.
 //!
 //! Time is always passed in as a [`time::Timestamp`]; nothing here reads the wall clock.
 
 pub mod channel;
+pub mod guard;
 pub mod protocol;
 pub mod registry;
 pub mod shape;

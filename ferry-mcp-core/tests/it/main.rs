@@ -2,6 +2,7 @@
 
 mod channel_log;
 mod concurrency;
+mod guard;
 mod home;
 mod identity;
 mod levels;

@@ -1,0 +1,1265 @@
+#!/usr/bin/env python3
+"""Writes the guard's corpus: secrets.txt, code.txt and ordinary.txt beside this script.
+
+Every value is fake but real-shaped (prefixes, lengths, alphabets, and the checksums of the
+formats that have one: GitHub's and npm's CRC-32, age's bech32). The output is deterministic,
+so running it again changes nothing; the files are committed and the tests never run this.
+
+    python3 ferry-mcp-core/tests/guard_corpus/generate.py
+"""
+
+import base64
+import binascii
+import json
+import pathlib
+import random
+import string
+
+HERE = pathlib.Path(__file__).resolve().parent
+R = random.Random(20260815)
+
+UPPER = string.ascii_uppercase
+LOWER = string.ascii_lowercase
+DIGITS = string.digits
+BASE62 = DIGITS + UPPER + LOWER  # the order GitHub's checksum digits use
+ALNUM = UPPER + LOWER + DIGITS
+URLSAFE = ALNUM + "-_"
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+
+
+def pick(alphabet, n):
+    return "".join(R.choice(alphabet) for _ in range(n))
+
+
+def escape(text):
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
+def b62(n, width):
+    out = ""
+    while n:
+        n, d = divmod(n, 62)
+        out = BASE62[d] + out
+    return out.rjust(width, "0")
+
+
+def crc_token(prefix, random_len=30):
+    body = pick(ALNUM, random_len)
+    return prefix + body + b62(binascii.crc32(body.encode()), 6)
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def bech32_encode(hrp, data8):
+    charset = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+    gen = [0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3]
+
+    def polymod(values):
+        chk = 1
+        for v in values:
+            top = chk >> 25
+            chk = (chk & 0x1FFFFFF) << 5 ^ v
+            for i in range(5):
+                chk ^= gen[i] if (top >> i) & 1 else 0
+        return chk
+
+    acc, bits, data5 = 0, 0, []
+    for b in data8:
+        acc = (acc << 8) | b
+        bits += 8
+        while bits >= 5:
+            bits -= 5
+            data5.append((acc >> bits) & 31)
+    if bits:
+        data5.append((acc << (5 - bits)) & 31)
+    expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    mod = polymod(expanded + data5 + [0] * 6) ^ 1
+    check = [(mod >> 5 * (5 - i)) & 31 for i in range(6)]
+    return hrp + "1" + "".join(charset[d] for d in data5 + check)
+
+
+def pem_lines(data, width=64):
+    text = base64.b64encode(data).decode()
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
+
+
+# Sentences a secret arrives in: bare, quoted, in JSON, in a command, mid-sentence.
+CONTEXTS = [
+    "{s}",
+    "here is the key: {s}",
+    "use {s} for the deploy",
+    "the value is `{s}` (from the vault)",
+    '{{"key": "{s}"}}',
+    "{s} <- rotated yesterday",
+    "try again with {s}.",
+    "curl -H 'X-Api-Key: {s}' https://api.example.com/v1/items",
+    "config:\n  key: {s}\n  region: eu-west-1",
+    "Found it in the old .env, {s}, still valid I think",
+]
+
+
+def in_context(value, i):
+    return CONTEXTS[i % len(CONTEXTS)].format(s=value)
+
+
+def secrets():
+    rows = []
+
+    def add(kind, values, contexts=None):
+        for i, v in enumerate(values):
+            text = in_context(v, i) if contexts is None else contexts[i % len(contexts)].format(s=v)
+            rows.append((kind, text))
+
+    add("github_token", [crc_token(R.choice(["ghp_", "gho_", "ghu_", "ghs_", "ghr_"])) for _ in range(20)])
+    add(
+        "github_fine_grained_token",
+        [
+            "github_pat_11" + pick(UPPER + DIGITS, 20) + "_" + (lambda b: b + b62(binascii.crc32(b.encode()), 6))(pick(ALNUM, 53))
+            for _ in range(12)
+        ],
+    )
+    add(
+        "gitlab_token",
+        ["glpat-" + pick(URLSAFE, 20) for _ in range(6)]
+        + ["glpat-" + pick(URLSAFE, 27) + ".01." + pick(HEX, 2) + pick(LOWER + DIGITS, 7) for _ in range(3)]
+        + [R.choice(["gldt-", "glrt-", "glptt-"]) + pick(URLSAFE, 20) for _ in range(3)],
+    )
+    add(
+        "anthropic_api_key",
+        ["sk-ant-api03-" + pick(URLSAFE, 93) + "AA" for _ in range(9)] + ["sk-ant-admin01-" + pick(URLSAFE, 93) + "AA" for _ in range(3)],
+    )
+    add(
+        "openai_api_key",
+        ["sk-" + pick(ALNUM, 20) + "T3BlbkFJ" + pick(ALNUM, 20) for _ in range(5)]
+        + ["sk-proj-" + pick(URLSAFE, 74) + "T3BlbkFJ" + pick(URLSAFE, 74) for _ in range(5)]
+        + ["sk-svcacct-" + pick(URLSAFE, 58) + "T3BlbkFJ" + pick(URLSAFE, 58) for _ in range(2)],
+    )
+    add("google_api_key", ["AIzaSy" + pick(URLSAFE, 33) for _ in range(12)])
+    add("google_oauth", ["GOCSPX-" + pick(URLSAFE, 28) for _ in range(6)] + ["ya29." + pick(URLSAFE, 120) for _ in range(6)])
+    add("huggingface_token", ["hf_" + pick(UPPER + LOWER, 34) for _ in range(12)])
+    add("aws_access_key_id", [R.choice(["AKIA", "ASIA"]) + pick(UPPER + "234567", 16) for _ in range(12)])
+    add(
+        "aws_secret_access_key",
+        [pick(B64, 40) for _ in range(12)],
+        [
+            "aws_secret_access_key = {s}",
+            "AWS_SECRET_ACCESS_KEY={s}",
+            '{{"AccessKeyId": "ASIA' + pick(UPPER + "234567", 16) + '", "SecretAccessKey": "{s}"}}',
+            "[default]\naws_access_key_id = AKIA" + pick(UPPER + "234567", 16) + "\naws_secret_access_key = {s}",
+            "key id AKIA" + pick(UPPER + "234567", 16) + " and the secret {s}",
+            "export AWS_SECRET_ACCESS_KEY='{s}'",
+        ],
+    )
+    add(
+        "slack_token",
+        ["xoxb-" + pick(DIGITS, 12) + "-" + pick(DIGITS, 13) + "-" + pick(ALNUM, 24) for _ in range(6)]
+        + ["xoxp-" + pick(DIGITS, 12) + "-" + pick(DIGITS, 12) + "-" + pick(DIGITS, 13) + "-" + pick(HEX, 32) for _ in range(4)]
+        + ["xapp-1-A" + pick(UPPER + DIGITS, 10) + "-" + pick(DIGITS, 13) + "-" + pick(HEX, 64) for _ in range(2)],
+    )
+    add(
+        "slack_webhook",
+        ["https://hooks.slack.com/services/T" + pick(UPPER + DIGITS, 8) + "/B" + pick(UPPER + DIGITS, 10) + "/" + pick(ALNUM, 24) for _ in range(12)],
+    )
+    add("npm_token", [crc_token("npm_") for _ in range(12)])
+    add(
+        "pypi_token",
+        ["pypi-AgEIcHlwaS5vcmc" + b64url(R.randbytes(R.randint(60, 140))) for _ in range(10)]
+        + ["pypi-AgENdGVzdC5weXBpLm9yZw" + b64url(R.randbytes(80)) for _ in range(2)],
+    )
+    add(
+        "stripe_key",
+        ["sk_live_" + pick(ALNUM, R.choice([24, 99])) for _ in range(5)]
+        + ["rk_live_" + pick(ALNUM, 24) for _ in range(3)]
+        + ["sk_test_" + pick(ALNUM, 24) for _ in range(2)]
+        + ["whsec_" + pick(ALNUM, 32) for _ in range(2)],
+    )
+    add("twilio_api_key", ["SK" + pick(HEX, 32) for _ in range(12)])
+    add(
+        "twilio_auth_token",
+        [pick(HEX, 32) for _ in range(12)],
+        [
+            "TWILIO_AUTH_TOKEN={s}",
+            "account AC" + pick(HEX, 32) + " auth token {s}",
+            "client = Client('AC" + pick(HEX, 32) + "', '{s}')",
+            'twilio_auth_token: "{s}"',
+        ],
+    )
+    add("sendgrid_api_key", ["SG." + pick(URLSAFE, 22) + "." + pick(URLSAFE, 43) for _ in range(12)])
+    add(
+        "discord_bot_token",
+        [
+            b64url(str(R.randint(10**16, 10**19)).encode()) + "." + pick(URLSAFE, 6) + "." + pick(URLSAFE, R.choice([27, 38]))
+            for _ in range(12)
+        ],
+    )
+    add(
+        "discord_webhook",
+        ["https://discord.com/api/webhooks/" + pick(DIGITS, 18) + "/" + pick(URLSAFE, 68) for _ in range(12)],
+    )
+    add("telegram_bot_token", [pick(DIGITS, R.choice([9, 10])) + ":AA" + pick(URLSAFE, 33) for _ in range(12)])
+    add("shopify_token", [R.choice(["shpat_", "shpss_", "shpca_"]) + pick(HEX, 32) for _ in range(12)])
+    add("digitalocean_token", [R.choice(["dop_v1_", "doo_v1_"]) + pick(HEX, 64) for _ in range(12)])
+    add(
+        "azure_storage_key",
+        [base64.b64encode(R.randbytes(64)).decode() for _ in range(12)],
+        [
+            "DefaultEndpointsProtocol=https;AccountName=ferrylogs;AccountKey={s};EndpointSuffix=core.windows.net",
+            "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=backup01;AccountKey={s}",
+        ],
+    )
+    add("age_secret_key", [bech32_encode("age-secret-key-", R.randbytes(32)).upper() for _ in range(12)])
+    add(
+        "ferry_secret_key",
+        [pick(HEX, 64) for _ in range(12)],
+        [
+            '{{\n  "format": "ferry-key/1",\n  "public": "' + pick(HEX, 64) + '",\n  "secret": "{s}"\n}}',
+            'the key file says "secret": "{s}"',
+        ],
+    )
+
+    def jwt():
+        alg = R.choice(["HS256", "RS256", "ES256", "EdDSA"])
+        header = {"alg": alg, "typ": "JWT"}
+        if R.random() < 0.5:
+            header["kid"] = pick(HEX, 16)
+        payload = {"sub": pick(DIGITS, 8), "iat": 1_790_000_000 + R.randint(0, 10**7), "scope": "orders:read"}
+        sig_len = {"HS256": 32, "RS256": 256, "ES256": 64, "EdDSA": 64}[alg]
+        return ".".join(
+            [b64url(json.dumps(header, separators=(",", ":")).encode()), b64url(json.dumps(payload).encode()), b64url(R.randbytes(sig_len))]
+        )
+
+    add("jwt", [jwt() for _ in range(12)], CONTEXTS + ["Authorization: Bearer {s}"])
+
+    def rsa_like(head, der_prefix, size):
+        return head, der_prefix + R.randbytes(size)
+
+    private = []
+    for i in range(12):
+        label, data = R.choice(
+            [
+                rsa_like("RSA PRIVATE KEY", b"\x30\x82\x04\xa4\x02\x01\x00\x02\x82\x01\x01\x00", 1180),
+                rsa_like("PRIVATE KEY", b"\x30\x82\x04\xbe\x02\x01\x00\x30\x0d\x06\x09", 1200),
+                rsa_like("EC PRIVATE KEY", b"\x30\x77\x02\x01\x01\x04\x20", 110),
+                rsa_like("ENCRYPTED PRIVATE KEY", b"\x30\x82\x05\x1c\x30\x4e\x06\x09", 1300),
+            ]
+        )
+        body = pem_lines(data)
+        block = f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
+        if i % 4 == 1:
+            block = json.dumps({"type": "service_account", "private_key": block + "\n"})[1:-1]
+            block = "{" + block + "}"
+        elif i % 4 == 2:
+            # pasted but cut off before the END line
+            block = f"-----BEGIN {label}-----\n" + "\n".join(body.split("\n")[:3])
+        elif i % 4 == 3:
+            block = "the old deploy key:\n" + block + "\nplease use it for now"
+        private.append(block)
+    add("private_key", private, ["{s}"])
+
+    def openssh():
+        data = b"openssh-key-v1\x00\x00\x00\x00\x04none\x00\x00\x00\x04none" + R.randbytes(360)
+        return "-----BEGIN OPENSSH PRIVATE KEY-----\n" + pem_lines(data, 70) + "\n-----END OPENSSH PRIVATE KEY-----"
+
+    add("openssh_private_key", [openssh() for _ in range(12)], ["{s}", "my id_ed25519:\n{s}", "{s}\n"])
+
+    def pgp():
+        data = b"\x95\x03\x98\x04" + R.randbytes(900)
+        crc = base64.b64encode(R.randbytes(3)).decode()
+        head = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n"
+        if R.random() < 0.5:
+            head += "Comment: exported for the release box\n"
+        return head + "\n" + pem_lines(data) + "\n=" + crc + "\n-----END PGP PRIVATE KEY BLOCK-----"
+
+    add("pgp_private_key", [pgp() for _ in range(12)], ["{s}", "signing key for releases:\n{s}"])
+
+    words = ["app", "ferry", "orders", "admin", "svc", "reader", "root", "guest", "deploy"]
+
+    def password():
+        return R.choice(["pass", "hunter2", pick(ALNUM, R.randint(12, 24)), pick(ALNUM + "!*-_", 16)])
+
+    db = []
+    for _ in range(14):
+        scheme = R.choice(["postgres", "postgresql", "mysql", "mongodb+srv", "mongodb", "redis", "rediss", "amqp", "amqps", "mariadb"])
+        user = "" if scheme.startswith("redis") and R.random() < 0.5 else R.choice(words)
+        host = R.choice(["db", "localhost", "10.0.3.12", "cluster0.ab1cd.mongodb.net", "rabbit.internal", "cache-1.prod"])
+        port = {"postgres": 5432, "postgresql": 5432, "mysql": 3306, "mariadb": 3306, "redis": 6379, "rediss": 6380, "amqp": 5672, "amqps": 5671}.get(scheme)
+        url = f"{scheme}://{user}:{password()}@{host}" + (f":{port}" if port else "") + "/" + R.choice(words)
+        db.append(url)
+    add("database_url", db, ["{s}", "DATABASE_URL={s}", "connect with {s} and run the migration", "url: \"{s}\""])
+
+    urls = [
+        f"https://{R.choice(words)}:{pick(ALNUM, 20)}@git.example.com/ferry/ferry-mcp.git",
+        f"https://x-access-token:{pick(ALNUM, 32)}@gitea.internal/org/repo.git",
+        f"ftp://{R.choice(words)}:{password()}@ftp.example.org/releases/",
+        f"https://{R.choice(words)}:{password()}@registry.example.com/v2/",
+        f"smtp://mailer:{pick(ALNUM, 16)}@smtp.example.com:587",
+        f"wss://bot:{pick(ALNUM, 24)}@stream.example.net/feed",
+    ] * 2
+    add("url_password", [u.replace("REPLACE", pick(ALNUM, 4)) for u in urls], ["{s}", "clone {s} for the fix", "remote: {s}"])
+    add(
+        "bearer_token",
+        [pick(ALNUM + "._-", R.randint(32, 64)) for _ in range(12)],
+        [
+            "Authorization: Bearer {s}",
+            'curl -H "Authorization: Bearer {s}" https://api.example.com/orders',
+            "headers: {{ authorization: 'token {s}' }}",
+            "send Bearer {s} with each call",
+        ],
+    )
+    env_keys = [
+        "API_KEY",
+        "SECRET",
+        "PASSWORD",
+        "DB_PASSWORD",
+        "SECRET_KEY",
+        "DJANGO_SECRET_KEY",
+        "CLIENT_SECRET",
+        "JWT_SECRET",
+        "SESSION_SECRET",
+        "MAILGUN_API_KEY",
+        "spring.datasource.password",
+        "app.secret",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+        "auth_token",
+        "SIGNING_KEY",
+    ]
+    env = []
+    for i, key in enumerate(env_keys * 2):
+        value = pick(HEX, 64) if i % 5 == 4 else pick(ALNUM + "+/_-!", R.randint(16, 48))
+        form = R.choice(["{k}={v}", 'export {k}="{v}"', "{k}: {v}", '"{k}": "{v}"', "{k} = '{v}'"])
+        env.append(form.format(k=key, v=value))
+    add("env_secret", env, ["{s}", "in .env:\n{s}\nDEBUG=false", "set {s} in the runner"])
+    # Shapes met outside the contexts above: tokens in remotes and query strings, short
+    # typed passwords, a key with its prefix cut off.
+    add(
+        "github_token",
+        [crc_token("ghp_") for _ in range(6)],
+        [
+            "git remote set-url origin https://{s}@github.com/ferry/ferry-mcp.git",
+            "(`{s}`)",
+            "token={s}&scope=repo",
+            "export GH_TOKEN={s}; gh pr list",
+            "[{s}]",
+            '"{s}",',
+        ],
+    )
+    add("npm_token", [crc_token("npm_") for _ in range(2)], ["//registry.npmjs.org/:_authToken={s}"])
+    add(
+        "openai_api_key",
+        [pick(ALNUM, 20) + "T3BlbkFJ" + pick(ALNUM, 20) for _ in range(2)],
+        ["the new key is {s} (sk- prefix dropped)"],
+    )
+    add("jwt", [jwt() for _ in range(2)], ["Cookie: session={s}; Path=/"])
+    add(
+        "env_secret",
+        [pick(ALNUM, 10) + "!" + pick(ALNUM, 8) for _ in range(2)]
+        + [pick(ALNUM, 6) + "#" + pick(ALNUM, 6) for _ in range(2)]
+        + [pick(ALNUM, 32) for _ in range(2)],
+        [
+            "Server=tcp:ferry.database.windows.net;Database=orders;User ID=admin;Password={s};",
+            "DB_PASS={s}",
+            "password: '{s}'",
+            "PGPASSWORD={s} psql -h db",
+            "https://api.example.com/v1/items?api_key={s}&limit=20",
+            '"client_secret":"{s}"',
+        ],
+    )
+    return rows
+
+
+# --- code -------------------------------------------------------------------------------
+
+CODE = {
+    "rust": [
+        """fn main() {
+    println!("hello, fleet");
+}""",
+        """pub fn check(text: &str, used_as: TextUse) -> Result<(), GuardRefusal> {
+    if let Some(kind) = secrets::first_secret(text) {
+        return Err(GuardRefusal::Secret { kind });
+    }
+    Ok(())
+}""",
+        """use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Clone)]
+pub struct Roster {
+    members: BTreeMap<String, Level>,
+}""",
+        """impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}""",
+        """let mut total = 0;
+for entry in entries {
+    total += entry.len();
+}
+assert_eq!(total, 42);""",
+        """match outcome {
+    Ok(value) => value,
+    Err(err) => return Err(err.into()),
+}""",
+        """#[test]
+fn a_claimed_order_cannot_be_claimed_twice() {
+    let board = Board::default();
+    board.claim(1, "alice").unwrap();
+    assert!(board.claim(1, "bob").is_err());
+}""",
+        """fn main() {
+}""",
+        """enum State {
+    Open,
+    Claimed { by: AgentName },
+    Done,
+}""",
+        """pub(crate) async fn poll(&mut self) -> io::Result<usize> {
+    let n = self.reader.read(&mut self.buf).await?;
+    Ok(n)
+}""",
+        """mod tests;
+pub mod guard;
+pub use guard::check;""",
+    ],
+    "python": [
+        """def parse(line):
+    parts = line.split("\\t")
+    return parts[0], parts[1]""",
+        """import json
+import sys
+
+for line in sys.stdin:
+    print(json.loads(line)["id"])""",
+        """class Board:
+    def __init__(self):
+        self.orders = {}
+
+    def claim(self, order_id, agent):
+        self.orders[order_id] = agent""",
+        """from pathlib import Path
+
+root = Path(__file__).parent
+files = sorted(root.glob("*.txt"))""",
+        """if __name__ == "__main__":
+    main()""",
+        """with open("corpus.txt") as f:
+    lines = f.read().splitlines()
+counts = {}
+for line in lines:
+    counts[line] = counts.get(line, 0) + 1""",
+        """try:
+    value = int(text)
+except ValueError:
+    value = 0""",
+        """import os
+print(os.getcwd())""",
+        """x = compute()
+y = transform(x)
+save(y)""",
+        """def f(x):
+    return x * 2""",
+        """async def fetch(session, url):
+    async with session.get(url) as response:
+        return await response.text()""",
+        """@dataclass
+class Order:
+    id: int
+    title: str""",
+    ],
+    "javascript": [
+        """const a = 1;
+const b = 2;""",
+        """function add(a, b) {
+  return a + b;
+}""",
+        """const express = require('express');
+const app = express();
+app.get('/', (req, res) => res.send('ok'));
+app.listen(3000);""",
+        """import { readFile } from 'node:fs/promises';
+
+const text = await readFile('orders.json', 'utf8');
+console.log(JSON.parse(text).length);""",
+        """export default async function handler(req, res) {
+  const orders = await db.orders.findMany();
+  res.json(orders);
+}""",
+        """items.forEach((item) => {
+  if (item.done) {
+    count++;
+  }
+});""",
+        """class Queue {
+  constructor() {
+    this.items = [];
+  }
+}""",
+        """module.exports = {
+  mode: 'production',
+  entry: './src/index.js',
+};""",
+        """let retries = 0;
+while (retries < 3) {
+  retries += 1;
+}""",
+    ],
+    "typescript": [
+        """interface Order {
+  id: number;
+  title: string;
+  claimedBy?: string;
+}""",
+        """export type Level = 'worker' | 'member' | 'orchestrator';
+
+export function canPost(level: Level): boolean {
+  return level !== 'worker';
+}""",
+        """import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+
+const result = await client.callTool({ name: 'ferry_join', arguments: {} });""",
+        """export class Guard {
+  private readonly patterns: RegExp[] = [];
+
+  check(text: string): boolean {
+    return this.patterns.some((p) => p.test(text));
+  }
+}""",
+        """const enum Kind {
+  Post,
+  Summary,
+}
+const k: Kind = Kind.Post;""",
+        """function assertNever(x: never): never {
+  throw new Error('unexpected: ' + x);
+}""",
+    ],
+    "go": [
+        """package main
+
+import "fmt"
+
+func main() {
+	fmt.Println("hello")
+}""",
+        """func (b *Board) Claim(id int, agent string) error {
+	if _, ok := b.claimed[id]; ok {
+		return ErrClaimed
+	}
+	b.claimed[id] = agent
+	return nil
+}""",
+        """type Order struct {
+	ID    int
+	Title string
+}""",
+        """import (
+	"os"
+	"strings"
+)""",
+        """data, err := os.ReadFile(path)
+if err != nil {
+	return err
+}""",
+        """for i := 0; i < n; i++ {
+	total += i
+}""",
+        """defer f.Close()
+scanner := bufio.NewScanner(f)
+for scanner.Scan() {
+	lines = append(lines, scanner.Text())
+}""",
+    ],
+    "c": [
+        """#include <stdio.h>
+
+int main(void) {
+    printf("hello\\n");
+    return 0;
+}""",
+        """static int count_lines(const char *text) {
+    int n = 0;
+    for (; *text; text++) {
+        if (*text == '\\n') n++;
+    }
+    return n;
+}""",
+        """for (int i = 0; i < n; i++)
+    sum += a[i];""",
+        """while (n > 0)
+    n = next(n);""",
+        """#ifndef FERRY_H
+#define FERRY_H
+int ferry_check(const char *text);
+#endif""",
+        """char buf[256];
+size_t len = strlen(src);
+memcpy(buf, src, len);
+buf[len] = 0;""",
+        """struct order {
+    int id;
+    char title[64];
+};""",
+        """if (fd < 0) {
+    perror("open");
+    exit(1);
+}""",
+    ],
+    "cpp": [
+        """#include <iostream>
+#include <vector>
+
+int main() {
+    std::vector<int> v{1, 2, 3};
+    std::cout << v.size() << std::endl;
+}""",
+        """namespace ferry {
+class Guard {
+public:
+    bool check(const std::string& text) const;
+};
+}""",
+        """template <typename T>
+T max_of(const std::vector<T>& xs) {
+    return *std::max_element(xs.begin(), xs.end());
+}""",
+        """auto it = map.find(key);
+if (it != map.end()) {
+    return it->second;
+}""",
+        """std::string Guard::redact(const std::string& text) const {
+    return std::regex_replace(text, pattern_, "[redacted]");
+}""",
+    ],
+    "java": [
+        """public class Main {
+    public static void main(String[] args) {
+        System.out.println("hello");
+    }
+}""",
+        """package org.ferry.guard;
+
+import java.util.List;
+import java.util.regex.Pattern;""",
+        """@Override
+public String toString() {
+    return "Order(" + id + ")";
+}""",
+        """private final Map<Integer, String> claimed = new HashMap<>();
+
+public boolean claim(int id, String agent) {
+    return claimed.putIfAbsent(id, agent) == null;
+}""",
+        """for (String line : lines) {
+    if (line.isBlank()) {
+        continue;
+    }
+    out.add(line.trim());
+}""",
+        """try {
+    Files.writeString(path, text);
+} catch (IOException e) {
+    throw new UncheckedIOException(e);
+}""",
+    ],
+    "shell": [
+        """#!/usr/bin/env bash
+set -euo pipefail
+cargo build --release
+cp target/release/ferry /usr/local/bin/""",
+        """for f in *.log; do
+  gzip "$f"
+done""",
+        """if [ -z "$FERRY_HOME" ]; then
+  echo "FERRY_HOME is not set" >&2
+  exit 1
+fi""",
+        """case "$1" in
+  start) run_server ;;
+  stop) kill "$(cat pid)" ;;
+esac""",
+        """deploy() {
+  rsync -av dist/ host:/srv/app/
+  ssh host 'systemctl restart app'
+}""",
+        """export PATH="$HOME/.cargo/bin:$PATH"
+cd "$(dirname "$0")/.."
+grep -rn 'TODO' src | wc -l""",
+        """while read -r line; do
+  echo "got: $line"
+done < input.txt""",
+    ],
+    "sql": [
+        """SELECT id, title, claimed_by
+FROM orders
+WHERE state = 'open'
+ORDER BY id;""",
+        """CREATE TABLE orders (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    claimed_by TEXT
+);""",
+        """SELECT *
+FROM orders;""",
+        """INSERT INTO orders (id, title)
+VALUES (1, 'write the guard');""",
+        """UPDATE orders SET state = 'done'
+WHERE id = 42;""",
+        """select o.id, count(*)
+from orders o
+join entries e on e.order_id = o.id
+group by o.id;""",
+        """WITH recent AS (
+    SELECT * FROM entries WHERE at > now() - interval '1 day'
+)
+SELECT author, count(*) FROM recent GROUP BY author;""",
+        """ALTER TABLE orders ADD COLUMN heavy BOOLEAN DEFAULT false;
+CREATE INDEX orders_state ON orders (state);""",
+    ],
+    "php": [
+        """<?php
+echo "hi";
+$x = 1;""",
+        """<?php
+function claim(int $id, string $agent): bool {
+    return $this->board->claim($id, $agent);
+}""",
+        """$orders = [];
+foreach ($rows as $row) {
+    $orders[] = $row['id'];
+}""",
+    ],
+    "diff": [
+        """diff --git a/ferry-mcp-core/src/lib.rs b/ferry-mcp-core/src/lib.rs
+index 3f2a9c1..4e5f6a7 100644
+--- a/ferry-mcp-core/src/lib.rs
++++ b/ferry-mcp-core/src/lib.rs
+@@ -14,6 +14,7 @@
+ pub mod channel;
++pub mod guard;
+ pub mod protocol;""",
+        """--- a/README.md
++++ b/README.md
+@@ -1,3 +1,4 @@
+ # ferry-mcp
++An MCP server for fleets.""",
+        """@@ -10,7 +10,7 @@ fn parse(text: &str) {
+-    let x = 1;
++    let x = 2;
+     x""",
+        """diff --git a/docs/ARCHITECTURE.md b/docs/ARCHITECTURE.md
+new file mode 100644
+index 0000000..e69de29""",
+        """Here is my change:
+diff --git a/Cargo.toml b/Cargo.toml
+index 1111111..2222222 100644
+--- a/Cargo.toml
++++ b/Cargo.toml
+@@ -20,3 +20,4 @@ thiserror = "2"
++regex = "1"
+Please apply it.""",
+        """@@ -1 +1 @@
+-old line
++new line""",
+    ],
+    "fenced": [
+        """```rust
+let x = 1;
+```""",
+        """Try this:
+
+```
+cargo test -p ferry-mcp-core
+```""",
+        """```json
+{"order": 42}
+```""",
+        """~~~python
+print("hi")
+~~~""",
+        """The fix:
+```
+add the regex set, then run it
+```
+done""",
+        """```sh
+ferry channel status""",
+    ],
+}
+
+# Prose an agent wraps a paste in; each unfenced sample also appears wrapped.
+WRAPS = [
+    "Here is the fix:\n\n{c}\n\nThat should do it.",
+    "Done. The new version:\n{c}",
+    "{c}\n\nLet me know if this is ok.",
+]
+
+
+def code():
+    rows = []
+    for lang, samples in CODE.items():
+        for s in samples:
+            rows.append((lang, s))
+        if lang in ("diff", "fenced"):
+            continue
+        for i, s in enumerate(samples):
+            rows.append((lang, WRAPS[i % len(WRAPS)].format(c=s)))
+    return rows
+
+
+# --- ordinary ---------------------------------------------------------------------------
+
+
+def sha1():
+    return pick(HEX, 40)
+
+
+def ordinary():
+    rows = []
+
+    def add(kind, texts):
+        rows.extend((kind, t) for t in texts)
+
+    add(
+        "commit",
+        [
+            t.format(s=sha1(), short=pick(HEX, 7), mid=pick(HEX, 12))
+            for t in [
+                "merged in {short}",
+                "fixed by {s}",
+                "cherry-pick {short} onto release",
+                "bisect points at {mid}",
+                "rebased on {s}, tests green",
+                "commit {s} is the one to review",
+                "reverted {short} because it broke the reader",
+                "see {short}..{short} for the range",
+                "HEAD is at {s}",
+                "the secret rotation landed in {short}",
+            ]
+            for _ in range(4)
+        ],
+    )
+    add(
+        "sha256",
+        [
+            t.format(h=pick(HEX, 64))
+            for t in [
+                "pin sha256:{h}",
+                "the download must match {h}",
+                "expected sha256 = {h}",
+                "sha256sum: {h}  ferry-x86_64-linux.tar.gz",
+                "digest sha256:{h} for the image",
+            ]
+            for _ in range(5)
+        ],
+    )
+    add(
+        "uuid",
+        [
+            t.format(u="-".join(pick(HEX, n) for n in (8, 4, 4, 4, 12)))
+            for t in [
+                "request id {u}",
+                "order {u} is blocked",
+                "trace {u} shows the timeout",
+                "the session id was {u}",
+                "idempotency key {u}",
+            ]
+            for _ in range(5)
+        ],
+    )
+    add(
+        "path",
+        [
+            "see ferry-mcp-core/src/guard/secrets.rs",
+            "the key lives in ~/.local/state/ferry/keys/demo/alice.json",
+            "logs are under /var/log/ferry/2026-08-15/",
+            "moved tests/it/guard.rs next to tests/it/shape.rs",
+            "C:\\Users\\ana\\AppData\\Roaming\\ferry\\config.toml is the Windows path",
+            "edit .github/workflows/ci.yml to add the bench step",
+            "the secrets folder is /run/secrets/ (mounted read-only)",
+            "look at src/channel/home/seal.rs for the sealed key format",
+            "ferry-mcp-core/tests/guard_corpus/ordinary.txt has the hard cases",
+            "/home/ana/projects/ferry/target/debug/ferry",
+            "token.rs and secret.rs were renamed to tokens.rs and secrets.rs",
+            "the private_key.pem in tests/fixtures is a fake on purpose",
+        ],
+    )
+    add(
+        "url",
+        [
+            "PR: https://github.com/ferry/ferry-mcp/pull/42",
+            "docs at https://docs.rs/regex/latest/regex/struct.RegexSet.html",
+            "clone https://ana@git.example.com/ferry/ferry-mcp.git",
+            "the remote is ssh://git@git.example.com:22/ferry/ferry-mcp.git",
+            "git@github.com:ferry/ferry-mcp.git is the upstream",
+            "https://example.com/search?q=api+key&page=2",
+            "see https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/",
+            "the webhook docs: https://api.slack.com/messaging/webhooks",
+            "http://localhost:3000/orders/42",
+            "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX is the doc example",
+            "postgres://localhost:5432/ferry (no password, peer auth)",
+            "redis://cache:6379/0",
+            "mongodb://db.internal:27017/orders",
+            "https://user@host.example.com/path has a user but no password",
+            "ferry://demo/order/42",
+            "https://ci.example.com/job/ferry/1337/console",
+        ],
+    )
+    add(
+        "cursor",
+        [
+            "next: eyJvZmZzZXQiOjQwfQ",
+            "cursor=Y3Vyc29yOjQy",
+            "resume with c1.alice~0123456789abcdef~12.bob~fedcba9876543210~3",
+            "next cursor c2a",
+            "pass nextPageToken=CiAKGjBpNDd2Nmp2Zml2cXRwYjBpOXA0 to get the rest",
+            "the page token is CAUQAA",
+            "cursor: eyJsYXN0IjoiYm9iIiwic2VxIjoxMn0=",
+            "catch up from c1.fang~00ff00ff00ff00ff~120",
+            "continuation_token: AAAAAQAAAAAAAAAD",
+            "offset token MTIzNDU2 (base64 of 123456)",
+        ],
+    )
+    add(
+        "public_key",
+        [
+            t.format(k=pick(HEX, 64))
+            for t in [
+                "alice's key is {k}",
+                "public key: {k}",
+                "pinned roster key {k}",
+                "the master key changed to {k}",
+                '"public": "{k}"',
+            ]
+            for _ in range(4)
+        ]
+        + ["signature " + pick(HEX, 128) for _ in range(3)]
+        + ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + pick(ALNUM + "+/", 43) + " ana@laptop" for _ in range(3)],
+    )
+    add(
+        "placeholder",
+        [
+            "GH_TOKEN: ${{ secrets.PAT_WORKFLOW }}",
+            "NPM_TOKEN=${{ secrets.NPM_TOKEN }}",
+            "set OPENAI_API_KEY=<YOUR_API_KEY>",
+            "api_key: <YOUR_API_KEY>",
+            "the key looks like sk-... and starts with sk-proj-",
+            "sk-proj-...",
+            "export OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "API_KEY=changeme",
+            "PASSWORD=changeme",
+            "SECRET=xxxx",
+            "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789 is not a real one",
+            "github_pat_xxxxxxxxxxxxxxxxxxxxxx_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "PASSWORD=<password>",
+            "AKIAIOSFODNN7EXAMPLE is the AWS docs example id",
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "postgres://user:${DB_PASSWORD}@db/app",
+            "mysql://root:<password>@localhost/shop",
+            "redis://:****@cache:6379",
+            "TOKEN=your-token-here",
+            "xoxb-your-token",
+            "SLACK_BOT_TOKEN=xoxb-xxxxxxxxxxxx-xxxxxxxxxxxxx-xxxxxxxxxxxxxxxxxxxxxxxx",
+            "Authorization: Bearer $TOKEN",
+            'curl -H "Authorization: Bearer ${GITHUB_TOKEN}" https://api.github.com/user',
+            "SECRET_KEY=your_secret_key_here",
+            "api_key = os.environ['API_KEY']",
+            "token: process.env.FERRY_TOKEN",
+            "DB_PASSWORD=$(cat /run/secrets/db_password)",
+            "sk_live_...",
+            "hf_...",
+            "-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----",
+            "a PEM key starts with -----BEGIN PRIVATE KEY----- and then base64 lines",
+            "client_secret: REPLACE_ME",
+            "password: ********",
+            "AIzaSyXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "STRIPE_SECRET_KEY=sk_test_xxxxxxxxxxxxxxxxxxxxxxxx",
+            "eyJhbGciOiJIUzI1NiJ9 is just a base64 header",
+            "jwt: <paste the token from the login response>",
+            "password=%s",
+        ],
+    )
+    add(
+        "prose",
+        [
+            "rotate the GitHub token before Friday",
+            "the API key is in the vault",
+            "never paste a private key into a message",
+            "I replaced the AWS secret access key in CI",
+            "the JWT expires after an hour, so refresh it",
+            "password rotation is done for all three services",
+            "Secret scanning flagged nothing on main",
+            "the token endpoint returns 401 when the clock is off",
+            "we should use ferry channel secret for the deploy key",
+            "who has the Stripe live key? I need a restricted one",
+            "the OpenAI key was revoked, ask Ana for a new one",
+            "Slack webhook moved to the ops channel",
+            "the npm token needs publish rights on @ferry/cli",
+            "the PyPI token is scoped to the ferry project only",
+            "Twilio auth tokens are rotated monthly",
+            "our Discord bot token lives in 1Password",
+            "the database URL now points at the replica",
+            "AWS access keys older than 90 days get disabled",
+            "the SSH private key for the runner was regenerated",
+            "GitLab deploy tokens expire in 30 days",
+            "renamed the SECRET env var to FERRY_SECRET",
+            "hugging face token for the model mirror is read-only",
+            "the bearer token goes in the Authorization header",
+            "API keys must never be logged",
+            "key rotation runbook: docs/runbooks/rotate.md",
+            "the secret is 32 bytes and base64 encoded",
+            "tokens: 1200 in, 340 out",
+            "I used about 40k tokens on that order",
+            "token budget is 630 for the whole tools list",
+            "secret sauce: small commits",
+            "the password prompt hangs on Windows",
+            "sealed keys need the passphrase after a reboot",
+            "age keys are fine for the backups",
+            "our PGP key expired, releases are unsigned until Monday",
+            "JWT, PASETO or macaroons? macaroons look like PyPI tokens",
+            "please do not send the .env file",
+        ],
+    )
+    add(
+        "assignment",
+        [
+            "token_ttl: 3600",
+            "max_tokens=4096",
+            "TOKEN_FILE=/run/secrets/token",
+            "SECRET_NAME=prod/db/password",
+            "tokenizer: cl100k_base",
+            "password_min_length: 12",
+            "GITHUB_TOKEN is set in CI",
+            "API_KEY_HEADER=X-Api-Key",
+            "SECRET_ARN=arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod",
+            "token_type: Bearer",
+            "secret_rotation: 30d",
+            "AUTH_URL=https://auth.example.com/oauth/token",
+            "PASSWORD_POLICY=strict",
+            "secret: see the vault",
+            "api_key: stored in 1password",
+            "TOKEN_SHA256=" + pick(HEX, 64),
+            "SECRET_KEY_FILE=/etc/ferry/secret.key",
+            "password_hash: argon2id",
+            "credentials: ~/.aws/credentials",
+            "TOKEN_LIMIT=1000000",
+            "ACCESS_KEY_ID=AKIA (the rest is in the vault)",
+            "secret_id=" + "-".join(pick(HEX, n) for n in (8, 4, 4, 4, 12)),
+            "token: " + "-".join(pick(HEX, n) for n in (8, 4, 4, 4, 12)),
+            "PRIVATE_KEY_PATH=./keys/dev.pem",
+            "password: correct-horse-battery-staple (the example from xkcd)",
+            "SECRET=refs/heads/main",
+            "token=" + pick(HEX, 40),
+        ],
+    )
+    add(
+        "digest",
+        [
+            "X-Request-Id: " + pick(HEX, 32),
+            "traceparent: 00-" + pick(HEX, 32) + "-" + pick(HEX, 16) + "-01",
+            'etag "' + sha1() + '"',
+            'integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"',
+            "docker pull ghcr.io/ferry/ferry@sha256:" + pick(HEX, 64),
+            "nix store path /nix/store/0c0a2h2qgmxw4v6xvjn3q6y9r8m1z5k7-ferry-0.1.0",
+            "go.sum: github.com/stretchr/testify v1.8.4 h1:CcVxjf3Q8PM0mHUKJCdn+eZZtm5yQwehR5yeSVQQcUk=",
+            'Cargo.lock checksum = "' + pick(HEX, 64) + '"',
+            "npm integrity sha512-" + base64.b64encode(R.randbytes(64)).decode(),
+            "base64 of the nonce: " + base64.b64encode(R.randbytes(16)).decode(),
+            "gpg: Signature made Fri 15 Aug 2026, key ID 4AEE18F83AFDEB23",
+            "fingerprint 3AA5 C343 7123 37C5 4D4E  1E9A 4AEE 18F8 3AFD EB23",
+            "The build took 12m34s; artifact sha1 " + sha1(),
+            "Content-Security-Policy: default-src 'self'; script-src 'nonce-rAnd0m123'",
+            "the MCP session id Mcp-Session-Id: " + "-".join(pick(HEX, n) for n in (8, 4, 4, 4, 12)),
+        ],
+    )
+    add(
+        "public_material",
+        [
+            "-----BEGIN CERTIFICATE-----\n" + pem_lines(R.randbytes(96)) + "\n-----END CERTIFICATE-----",
+            "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA" + base64.b64encode(R.randbytes(32)).decode() + "\n-----END PUBLIC KEY-----",
+            "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC" + pick(ALNUM + "+/", 60) + " ana@box",
+            "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p is my age recipient",
+            "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+            "0x742d35Cc6634C0532925a3b844Bc454e4438f44e",
+            "PGP key 0x4AEE18F83AFDEB23 signs the releases",
+            "Signed-off-by: Ana Lima <ana@example.com>",
+            "Co-authored-by: bob <bob@users.noreply.github.com>",
+        ],
+    )
+    add(
+        "key_names",
+        [
+            "AKIA is the prefix of long-term AWS key ids, ASIA of temporary ones",
+            "the Slack token starts with xoxb- for bots and xoxp- for users",
+            "sk-ant- keys belong to the Anthropic console",
+            "ya29 tokens are short-lived Google OAuth tokens",
+            "github_pat_ tokens are fine-grained",
+            "the regex is gh[pousr]_[A-Za-z0-9]{36}",
+            "pattern: AKIA[0-9A-Z]{16}",
+            "jwt.io shows the header alg HS256",
+            "eyJhbGciOiJIUzI1NiJ9.e30 (an empty payload example)",
+            "https://example.com/reset?token=abc",
+            "https://example.com/callback?code=4%2F0AY0e-g7xQ&state=xyz",
+            "https://s3.amazonaws.com/bucket/key?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA",
+            "password123 is a terrible password",
+            'the password is "hunter2"',
+            "We use mTLS; no passwords anywhere",
+            "Secret: none needed, the job uses OIDC",
+            "password reset mail goes out at 09:00",
+            "export RUST_LOG=ferry=debug,regex=warn",
+            'RUSTFLAGS="-C target-cpu=native" cargo bench',
+            'the commit message says "token: redact before write"',
+            "session_token_max_age=86400",
+            "The auth token was 401'ing because of clock skew, fixed in " + pick(HEX, 7),
+            "SECRET_SCANNING_ENABLED=true",
+            "api_key_rotation_days: 90",
+            "token 5 of 12 processed",
+            "use Bearer auth with the token from ferry login",
+            "Authorization header missing on /orders",
+            "bypass=true for the dry run",
+        ],
+    )
+    add(
+        "multiline",
+        [
+            "Summary of today:\n- fixed the reader cursor (c1.alice~0123456789abcdef~12)\n- added SECRET redaction\n- bench: 1.2 µs/KB",
+            "Agent fang: standing by.\nPrimary: alice since 10:02.\nQueue: 3 orders open.",
+            "1. git fetch origin\n2. git rebase origin/main\n3. cargo test",
+            "Commands I ran:\ncargo build --release\ncargo test --workspace --no-fail-fast\ncargo clippy --all-targets -- -D warnings",
+            "Recap:\nIf the primary is quiet for 10 minutes, a standby takes over.\nOtherwise nothing happens.",
+            "for each order in the queue: claim, work, submit\nthen report back",
+            "Results:\n  tests: 212 passed\n  clippy: clean\n  fmt: clean",
+            "The API:\n  check(text, use) -> Result\n  redact(text) -> Redacted\n  find_secrets(text) -> Vec",
+            "Let me know what you think; I'm around until 18:00.\nThanks!",
+            "Error: permission denied (publickey).\nfatal: Could not read from remote repository.",
+            "warning: unused variable: `x`\n  --> src/main.rs:2:9\n   |\n2  |     let x = 5;\n   |         ^ help: if this is intentional, prefix it with an underscore: `_x`",
+            "Review comments:\nreturn early on error;\nthe rest reads well",
+            "Reproduce with:\ncargo test -p ferry-mcp-core guard",
+            "Fix:\nlet x = foo()?;",
+            "Config changes:\nretries = 3\ntimeout = 30s\nbackoff = exponential",
+            "Steps:\nfor each order: claim it\nif it fails: retry",
+            "Status: done.\nTests: 218 passed, 1 skipped.\nClippy: clean.\nBench: 2.5 µs per KB.",
+            "Plan:\nfirst, read the docs;\nthen, write the module;\nfinally, measure.",
+            "The error was:\nthread 'main' panicked at 'index out of bounds', src/guard/code.rs:120:9\nnote: run with `RUST_BACKTRACE=1`",
+            "Agent alice -> bob: can you review order 42?\nbob -> alice: yes, after lunch.",
+            "ok\nthanks",
+            '{\n  "order": 42,\n  "state": "done"\n}',
+            "order: 42\nstate: done\nref: refs/heads/guard",
+            "Next steps:\n  - wire guard::check into ferry_talk\n  - redact on read in ferry_catchup",
+            "I renamed it:\nfn parse(text: &str) -> Result<Order, ParseError>",
+            "Try:\nnpm install\nnpm run build && npm test\nnode dist/index.js --port 3000",
+            "Decision log:\nuse regex; it is already in the graph\nno aho-corasick; regex has it inside",
+        ],
+    )
+    add(
+        "gitref",
+        [
+            "refs/heads/main",
+            "origin/feature-x",
+            "pushed to refs/heads/guard",
+            "rebase onto origin/main please",
+            "tag v1.4.2 is out",
+            "release-2026-08 branch is frozen",
+            "refs/tags/v0.9.0-rc.1",
+            "work is on guard at " + pick(HEX, 7),
+            "hand in: refs/heads/orders/42-guard",
+            "HEAD~3",
+        ],
+    )
+    add(
+        "order",
+        [t.format(n=R.randint(1, 9999)) for t in ["order {n}", "claimed #{n}", "ord-{n}", "order {n} is done", "review order {n} please"] for _ in range(4)],
+    )
+    add(
+        "number",
+        [
+            "1200 tests",
+            "p99 = 12.5 ms",
+            "3,000,000 entries",
+            "version 0.1.0",
+            "exit code 101",
+            "0x7fff5fbff8a8",
+            "2026-08-15T10:00:00Z",
+            "12:30:45",
+            "+49 30 1234567",
+            "4111 1111 1111 1111 is the test card",
+            "port 5432",
+            "ratio 1.07",
+            "65535",
+            "3.14159265358979323846",
+            "18446744073709551615",
+        ],
+    )
+    add(
+        "mention",
+        [
+            "renamed fn foo to bar",
+            "the def parse() helper is gone",
+            "moved the import of regex into core",
+            "SELECT count is off by one in the report",
+            "use std::fmt; is unused now",
+            "fn check(text: &str, used_as: TextUse) -> Result<(), GuardRefusal> is the entry point",
+            "class Board could be a struct",
+            "#include guards are not needed in Rust",
+            "function names in camelCase, please",
+            "the diff is in " + pick(HEX, 7),
+            "hunk @@ -1,3 +1,4 @@ looked odd",
+            "the --- a/ and +++ b/ prefixes are stripped",
+            "diff --git output is not accepted in posts",
+            "run `cargo test -p ferry-mcp-core` before you submit",
+            "let x = 5; is the example in the docs",
+            "wrap code in ``` fences in the PR, not here",
+            "I called items.push(item) in a loop, now it is extend",
+            "const enums are not worth it",
+            "if err != nil { return err } is fine here",
+        ],
+    )
+    add(
+        "multiline",
+        [
+            "Done:\n- renamed fn parse to parse_text\n- dropped the unused import\n- SELECT count now matches\nNext: review",
+            "Summary\n\nThe guard now refuses diffs. Tests: 120 passed. Commit " + pick(HEX, 7) + " on branch guard.",
+            "Plan:\n1. add the regex set\n2. write the corpus\n3. measure the cost per KB",
+            "Blocked: cargo test fails on main since " + pick(HEX, 7) + ".\nerror[E0425]: cannot find value `x` in this scope\nWaiting on Ana.",
+            "| kind | recall |\n|---|---|\n| github_token | 100% |\n| jwt | 100% |",
+            "Q: should posts allow one-line commands?\nA: yes, `cargo test -p ferry-mcp-core` is fine.",
+            "if the build is green, merge it\nif not, ping me",
+            "Checked:\ncargo fmt --all --check: clean\ncargo clippy: clean",
+            "Rotated:\n- the GitHub token\n- the npm token\n- the AWS access key\nAll in the vault.",
+            "Status for order 42\n\nclaimed by alice at 10:02\nprogress: corpus written\nnext: bench",
+            "Hi Bob,\n\nthe key file format is ferry-key/1, with public and secret fields.\nDon't paste one here.\n\nAna",
+            "Review notes:\n* naming is fine\n* the regex set is compiled once\n* one test name reads badly",
+            "Results\nref: refs/heads/guard\ncommit: " + sha1() + "\nnote: all green",
+            "Changed files:\nferry-mcp-core/src/guard/mod.rs\nferry-mcp-core/src/lib.rs\ndocs/ARCHITECTURE.md",
+            "thread 'main' panicked at src/main.rs:3:5:\ncalled `Option::unwrap()` on a `None` value",
+            "Timeline:\n10:00 started\n10:40 corpus done\n11:15 bench done",
+            "The fix is small. I moved the check before the write,\nso nothing is appended when the guard refuses.\nTests cover both paths.",
+            "Questions:\n- keep the 200-byte window for AWS secrets?\n- report kinds in snake_case?",
+            "hints: cores=2, ram_gb=4\nexpected_minutes: 30",
+            "Progress: 3/5 steps\nBlocked on: review of " + pick(HEX, 7),
+            "Notes from the call\n\nWe keep posts short. Work goes to the repo.\nThe human approves releases.",
+            "TODO\n- [x] guard\n- [ ] wire it into ferry_talk\n- [ ] docs",
+            "Steps to reproduce:\n1. ferry init --demo\n2. ferry mcp serve --as alice --project demo\n3. call ferry_talk with an empty body",
+            "I think we should:\n  keep the set of kinds small\n  add more only with corpus samples\nThoughts?",
+            "Review: approved.\nNice tests; the names read as sentences.\nMerge when CI is green.",
+        ],
+    )
+    return rows
+
+
+def write(name, rows):
+    with open(HERE / name, "w", encoding="utf-8", newline="\n") as f:
+        for kind, text in rows:
+            f.write(f"{kind}\t{escape(text)}\n")
+
+
+if __name__ == "__main__":
+    write("secrets.txt", secrets())
+    write("code.txt", code())
+    write("ordinary.txt", ordinary())
