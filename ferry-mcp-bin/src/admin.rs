@@ -123,6 +123,11 @@ pub enum ChannelCommand {
         #[arg(long)]
         channel: PathBuf,
     },
+    /// Send a named secret to one agent, sealed to its key; open it on its machine.
+    Secret {
+        #[command(subcommand)]
+        command: crate::secrets::SecretCommand,
+    },
     /// Agents, levels and integrity problems.
     Status {
         #[arg(long, value_parser = project_id)]
@@ -364,6 +369,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     shown(master)
                 ))?;
             }
+            ChannelCommand::Secret { command } => return crate::secrets::run(command),
             ChannelCommand::Status { project, json } => {
                 let status = ops::status(&home, &project, now)?;
                 if json {

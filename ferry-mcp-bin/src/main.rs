@@ -9,7 +9,9 @@ mod display;
 mod mcp;
 mod orders;
 mod paths;
+mod secrets;
 mod snifrig;
+mod talk;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +34,11 @@ enum Command {
     Order {
         #[command(subcommand)]
         command: orders::OrderCommand,
+    },
+    /// Talk to the fleet: post, and read what is new.
+    Talk {
+        #[command(subcommand)]
+        command: talk::TalkCommand,
     },
     /// Hand work in for an order.
     Work {
@@ -61,6 +68,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Mcp(args) => mcp::run(args),
         Command::Order { command } => orders::run_order(command),
+        Command::Talk { command } => talk::run(command),
         Command::Work { command } => orders::run_work(command),
         Command::Admin(cmd) => admin::run(cmd),
     };

@@ -156,7 +156,7 @@ pub enum WorkCommand {
     },
 }
 
-fn open(acting: &Acting) -> anyhow::Result<Session> {
+pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
     let home = paths::home()?;
     let actor = match &acting.agent {
         Some(agent) => Actor::Agent(agent.clone()),
@@ -167,11 +167,11 @@ fn open(acting: &Acting) -> anyhow::Result<Session> {
 
 /// Runs `work` on a session of `acting`, saves what was verified, and prints its text (or
 /// its JSON with `--json`).
-fn with_session(
+pub(crate) fn with_session(
     acting: &Acting,
     work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
 ) -> anyhow::Result<ExitCode> {
-    let mut session = open(acting)?;
+    let mut session = open_session(acting)?;
     let result = work(&mut session);
     // What was read is kept even when the operation was refused.
     session.save().context("writing the verified state")?;

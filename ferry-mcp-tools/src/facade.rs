@@ -24,6 +24,14 @@ pub(crate) fn parse<T: DeserializeOwned>(
         .map_err(|err| ToolOutcome::error(format!("invalid arguments for {tool}: {err}")))
 }
 
+/// The session of this server's agent, or the tool error that says why there is none.
+pub(crate) fn session<'a>(
+    cx: &'a mut ferry_mcp_core::tool::CallContext<'_>,
+) -> Result<&'a mut ferry_mcp_core::channel::session::Session, ToolOutcome> {
+    let now = cx.now;
+    cx.channel.session(now).map_err(|err| unavailable(&err))
+}
+
 /// The tool error of a channel that cannot be reached.
 pub(crate) fn unavailable(err: &Unavailable) -> ToolOutcome {
     ToolOutcome::error(format!("{}: {err}", err.code()))

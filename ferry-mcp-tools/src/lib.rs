@@ -20,6 +20,7 @@ Opt-in groups: --tools admin, --tools legacy.";
 
 mod facade;
 pub mod orders;
+pub mod talk;
 
 use ferry_mcp_core::registry::Group;
 
@@ -27,8 +28,8 @@ use ferry_mcp_core::registry::Group;
 /// `ferry_primary`, `ferry_ask_human`), each served once the channel operations it wraps exist.
 pub static CORE: Group = Group {
     name: "core",
-    tools: &[&orders::FerryOrders],
-    resources: &[&orders::OrderBodies],
+    tools: &[&orders::FerryOrders, &talk::FerryTalk],
+    resources: &[&orders::OrderBodies, &talk::MessageBodies],
 };
 
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream

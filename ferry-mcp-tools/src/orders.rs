@@ -8,6 +8,7 @@ use ferry_mcp_core::channel::ops::orders::{
 };
 use ferry_mcp_core::channel::state::EntryId;
 use ferry_mcp_core::channel::state::orders::Verdict;
+use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{
     self, MAX_ITEMS, MAX_STRUCTURED_CHARS, ResourceLink, ResourceUri, ToolOutcome,
 };
@@ -146,6 +147,9 @@ pub struct OrdersOut {
     /// The `since` given was from another machine or an older state: this is the whole board.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reset: bool,
+    /// Something shaped like a secret was masked in what was read back.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
@@ -154,7 +158,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "The order board. list (since: cursor for changes only) | show id | claim id | release id | progress id note | handin id ref note | submit id ref note | review id verdict notes. ref: a git ref or hand-in id, never code.",
     input_schema: r#"{"type":"object","properties":{"action":{"enum":["list","show","claim","release","progress","handin","submit","review"]},"id":{"type":"string"},"since":{"type":"string"},"note":{"type":"string"},"ref":{"type":"string"},"verdict":{"enum":["accept","changes"]},"notes":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"next":{"type":"string"},"reset":{"type":"boolean"}},"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
     ),
     annotations: Annotations::APPEND,
 };
@@ -318,12 +322,13 @@ fn list(
         },
         now,
     )?;
+    let mut redacted = false;
     let rows: Vec<Row> = listed
         .rows
         .iter()
         .map(|listed| Row {
             id: listed.row.id.clone(),
-            title: clip(&listed.row.title, LIST_TITLE_CHARS),
+            title: clip(&clean(&listed.row.title, &mut redacted), LIST_TITLE_CHARS),
             state: listed.row.state.to_owned(),
             holder: listed.row.holder.as_ref().map(ToString::to_string),
         })
@@ -357,10 +362,18 @@ fn list(
             truncated,
             next: Some(next),
             reset: listed.reset,
+            redacted,
             ..OrdersOut::default()
         },
         summary,
     ))
+}
+
+/// `text` with anything shaped like a secret masked (the guard), noting that it was.
+fn clean(text: &str, redacted: &mut bool) -> String {
+    let clean = guard::redact(text);
+    *redacted |= clean.redacted;
+    clean.text.into_owned()
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -393,8 +406,10 @@ fn show(
         detail.row.state,
         clip(&detail.row.title, 60)
     );
+    let mut redacted = false;
     let out = OrdersOut {
-        order: Some(detail_out(&detail)),
+        order: Some(detail_out(&detail, &mut redacted)),
+        redacted,
         ..OrdersOut::default()
     };
     let mut outcome = answer(out, summary);
@@ -404,10 +419,11 @@ fn show(
     Ok(outcome)
 }
 
-fn detail_out(detail: &OrderDetail) -> Detail {
+fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
+    let mut clean = |text: &str| clean(text, redacted);
     Detail {
         id: detail.row.id.clone(),
-        title: detail.row.title.clone(),
+        title: clean(&detail.row.title),
         state: detail.row.state.to_owned(),
         holder: detail.row.holder.as_ref().map(ToString::to_string),
         by: detail.issued_by.to_string(),
@@ -428,7 +444,10 @@ fn detail_out(detail: &OrderDetail) -> Detail {
                 .or(submission.git_ref.as_deref())
                 .unwrap_or_default();
             clip(
-                &format!("{} by {}: {}", what, submission.by, submission.summary),
+                &clean(&format!(
+                    "{} by {}: {}",
+                    what, submission.by, submission.summary
+                )),
                 300,
             )
         }),
@@ -438,7 +457,7 @@ fn detail_out(detail: &OrderDetail) -> Detail {
                 Verdict::Changes => "changes requested",
             };
             clip(
-                &format!(
+                &clean(&format!(
                     "{verdict} by {}{}",
                     review.by,
                     review
@@ -446,14 +465,14 @@ fn detail_out(detail: &OrderDetail) -> Detail {
                         .as_deref()
                         .map(|notes| format!(": {notes}"))
                         .unwrap_or_default()
-                ),
+                )),
                 300,
             )
         }),
         progress: detail
             .progress
             .as_ref()
-            .map(|progress| clip(&format!("{}: {}", progress.by, progress.text), 300)),
+            .map(|progress| clip(&clean(&format!("{}: {}", progress.by, progress.text)), 300)),
         handins: detail.handins.clone(),
         void: detail
             .voided
@@ -501,7 +520,7 @@ impl ResourceKind for OrderBodies {
         match ops::body_text(session, uri.id(), now) {
             Ok(text) => Ok(ResourceText {
                 mime_type: ORDER_TEMPLATE.mime_type,
-                text,
+                text: guard::redact(&text).text.into_owned(),
             }),
             Err(OpsError::UnknownOrder(_) | OpsError::BadId(_)) => Err(ResourceError::NotFound),
             Err(err) => Err(ResourceError::Unreadable(err.to_string())),

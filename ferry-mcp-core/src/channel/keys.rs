@@ -75,6 +75,11 @@ impl SecretKey {
         PublicKey(self.0.verifying_key())
     }
 
+    /// The clamped scalar of this key: its X25519 secret (for sealed secrets).
+    pub fn to_scalar_bytes(&self) -> Zeroizing<[u8; 32]> {
+        Zeroizing::new(self.0.to_scalar_bytes())
+    }
+
     pub fn sign(&self, message: &[u8]) -> Signature {
         Signature(self.0.sign(message))
     }
@@ -109,6 +114,11 @@ impl PublicKey {
 
     pub fn to_hex(&self) -> String {
         hex::encode(self.as_bytes())
+    }
+
+    /// The X25519 (Montgomery) form of this key: what secrets are sealed to.
+    pub fn to_montgomery_bytes(&self) -> [u8; 32] {
+        self.0.to_montgomery().to_bytes()
     }
 
     /// Whether the key is of small order: no one can make a signature that `verify_strict`

@@ -16,16 +16,17 @@ use serde_json::Value;
 
 use super::entry::VerifiedEntry;
 use super::home::{Home, HomeError, KeyHolder, PinOutcome};
-use super::identity::{AcceptBody, Identity, MasterPos, kinds as identity_kinds};
+use super::identity::{AcceptBody, Identity, MasterEntry, MasterPos, kinds as identity_kinds};
 use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
 use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Reader};
-use super::state::{ChannelState, SEEN_FIELD};
+use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
 use super::verified::{self, Kept, Loaded};
+use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 use crate::tool::{ChannelAccess, Unavailable};
 
@@ -441,6 +442,34 @@ impl Session {
             now,
         )?;
         Ok(())
+    }
+
+    /// Refuses a text an agent sends that is shaped like a secret, or (in a post or a summary)
+    /// like code (the guard). The human's own texts are not judged.
+    pub fn guard(&self, text: &str, used_as: TextUse) -> Result<(), OpsError> {
+        match self.actor {
+            Actor::Agent(_) => Ok(guard::check(text, used_as)?),
+            Actor::Master | Actor::Observer => Ok(()),
+        }
+    }
+
+    /// The short id of an entry this session folded (ADR 0007).
+    pub fn id_of(&self, entry: &VerifiedEntry) -> EntryId {
+        if entry.author().is_master() {
+            let era = match self.identity().master_entry(entry) {
+                MasterEntry::Counts(pos) => pos.0,
+                MasterEntry::DoesNotCount => self.identity().era(),
+            };
+            EntryId::Master {
+                era,
+                seq: entry.seq(),
+            }
+        } else {
+            EntryId::Agent {
+                name: entry.author().clone(),
+                seq: entry.seq(),
+            }
+        }
     }
 
     /// The channel folder.

@@ -17,7 +17,9 @@ pub mod mastership;
 pub mod orders;
 pub mod project;
 pub mod seats;
+pub mod secrets;
 pub mod status;
+pub mod talk;
 
 use std::path::PathBuf;
 
@@ -115,6 +117,15 @@ pub enum OpsError {
     },
     #[error("{0} is empty")]
     Empty(&'static str),
+    #[error(transparent)]
+    Guarded(#[from] crate::guard::GuardRefusal),
+    #[error("{name} is not on the roster{}", suggest(.suggestions))]
+    UnknownRecipient {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    #[error("unknown message {0}")]
+    UnknownMessage(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -152,8 +163,20 @@ impl OpsError {
             OpsError::UnknownHandIn { .. } => "unknown_handin",
             OpsError::TooLong { .. } => "too_long",
             OpsError::Empty(_) => "empty",
+            OpsError::Guarded(refusal) => refusal.code(),
+            OpsError::UnknownRecipient { .. } => "unknown_recipient",
+            OpsError::UnknownMessage(_) => "unknown_message",
             OpsError::Invalid(_) => "invalid",
         }
+    }
+}
+
+/// `; did you mean a, b?`, or nothing.
+fn suggest(names: &[String]) -> String {
+    if names.is_empty() {
+        "; post to a seated agent, `master` (the human) or `all`".to_owned()
+    } else {
+        format!("; did you mean {}?", names.join(", "))
     }
 }
 

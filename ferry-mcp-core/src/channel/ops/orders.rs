@@ -18,6 +18,7 @@ use crate::channel::state::orders::{
     MAX_TITLE, Order, OrderState, Verdict, kinds,
 };
 use crate::channel::state::since::{Since, SinceError};
+use crate::guard::TextUse;
 use crate::time::Timestamp;
 
 /// What to issue.
@@ -207,6 +208,10 @@ pub fn issue(
     if request.title.contains(['\n', '\r']) {
         return Err(OpsError::Invalid("the title is one line".into()));
     }
+    session.guard(&request.title, TextUse::OrderBody)?;
+    if let Some(body) = &request.body {
+        session.guard(body, TextUse::OrderBody)?;
+    }
     session.refresh(now);
     if let Some(to) = &request.to
         && session.identity().holder(to).is_none()
@@ -249,25 +254,7 @@ pub fn issue(
         Value::Object(body),
         now,
     )?;
-    let id = issued_id(session, &entry);
-    Ok(id)
-}
-
-/// The id of the order the entry just written issued.
-fn issued_id(session: &Session, entry: &crate::channel::entry::VerifiedEntry) -> String {
-    if entry.author().is_master() {
-        EntryId::Master {
-            era: session.identity().era(),
-            seq: entry.seq(),
-        }
-        .to_string()
-    } else {
-        EntryId::Agent {
-            name: entry.author().clone(),
-            seq: entry.seq(),
-        }
-        .to_string()
-    }
+    Ok(session.id_of(&entry).to_string())
 }
 
 /// Claims an order for the acting agent (Member and up; an offered order only by its named
@@ -319,6 +306,7 @@ pub fn release(
     let me = agent_of(session)?;
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
+        session.guard(note, TextUse::Post)?;
     }
     let order = find(session, id)?;
     if !order.view().state.is_held() {
@@ -379,6 +367,7 @@ pub fn progress(
             unit: "bytes",
         });
     }
+    session.guard(text, TextUse::Progress)?;
     session.refresh(now);
     let order = find(session, id)?;
     holder_check(session, order, "progress")?;
@@ -400,6 +389,8 @@ pub fn hand_in(
     check_git_ref(git_ref)?;
     check_not_empty("the summary", summary)?;
     check_chars("the summary", summary, MAX_SUMMARY)?;
+    session.guard(git_ref, TextUse::Progress)?;
+    session.guard(summary, TextUse::Summary)?;
     session.refresh(now);
     let order = find(session, id)?;
     if order.view().state.is_done() {
@@ -446,7 +437,9 @@ pub fn submit(
     check_chars("the summary", &request.summary, MAX_SUMMARY)?;
     if let Some(git_ref) = &request.git_ref {
         check_git_ref(git_ref)?;
+        session.guard(git_ref, TextUse::Progress)?;
     }
+    session.guard(&request.summary, TextUse::Summary)?;
     session.refresh(now);
     let order = find(session, id)?;
     holder_check(session, order, "submit")?;
@@ -501,6 +494,7 @@ pub fn review(
     }
     if let Some(notes) = notes {
         check_chars("the notes", notes, MAX_NOTES)?;
+        session.guard(notes, TextUse::ReviewNote)?;
     }
     session.refresh(now);
     let me = agent_of(session)?;

@@ -14,7 +14,9 @@
 
 pub mod ids;
 pub mod orders;
+pub mod secrets;
 pub mod since;
+pub mod talk;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +31,7 @@ use super::reader::LogId;
 use crate::time::Timestamp;
 pub use ids::EntryId;
 pub use orders::OrderBoard;
+pub use talk::Talk;
 
 /// The field of an agent entry's body naming the master position its author had folded.
 pub const SEEN_FIELD: &str = "seen";
@@ -101,6 +104,8 @@ pub struct ChannelState {
     /// cursors name (ADR 0007).
     changes: Changes,
     pub orders: OrderBoard,
+    pub talk: Talk,
+    pub secrets: secrets::Secrets,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
 }
@@ -116,6 +121,8 @@ impl ChannelState {
             counter: 0,
             changes: Changes::default(),
             orders: OrderBoard::default(),
+            talk: Talk::default(),
+            secrets: secrets::Secrets::default(),
             problems: Vec::new(),
             dropped_problems: 0,
         }
@@ -161,6 +168,8 @@ impl ChannelState {
         let mut all = self.identity.problems();
         all.extend(self.problems.iter().cloned());
         all.extend(self.orders.problems());
+        all.extend(self.talk.problems());
+        all.extend(self.secrets.problems());
         for (log, held) in &self.held {
             all.push(FoldProblem {
                 author: log.author.clone(),
@@ -260,6 +269,8 @@ impl ChannelState {
         // Every entry reaches the domain folds: whether an agent's counts is judged against the
         // roster as it is now, and judged again whenever a seat changes.
         self.orders.feed(&acted, &self.identity, &mut self.changes);
+        self.talk.feed(&acted, &self.identity, &mut self.changes);
+        self.secrets.feed(&acted);
         self.after_identity_change(before, epoch);
     }
 
@@ -284,6 +295,7 @@ impl ChannelState {
         }
         if self.identity.seat_epoch() != epoch {
             self.orders.rejudge(&self.identity, &mut self.changes);
+            self.talk.rejudge(&self.identity);
         }
     }
 

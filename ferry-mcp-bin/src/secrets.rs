@@ -1,0 +1,85 @@
+//! `ferry channel secret send|get|list`: a named secret for one agent, sealed to its key. The
+//! value is read from stdin, never from an argument (arguments show in process lists and shell
+//! history), and printed only by `get`, on the recipient's machine.
+
+use std::io::{Read as _, Write as _};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Subcommand;
+use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::secrets as ops;
+use serde_json::json;
+
+use crate::admin::agent_name;
+use crate::clock;
+use crate::orders::{Acting, open_session, with_session};
+
+#[derive(Debug, Subcommand)]
+pub enum SecretCommand {
+    /// Send a named secret to one agent; the value is read from stdin.
+    Send {
+        name: String,
+        #[arg(long, value_parser = agent_name)]
+        to: AgentName,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Print a secret sent to the agent named by --as (on that agent's machine).
+    Get {
+        name: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// The names of the secrets sent to the agent named by --as.
+    List {
+        #[command(flatten)]
+        acting: Acting,
+    },
+}
+
+pub fn run(cmd: SecretCommand) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    match cmd {
+        SecretCommand::Send { name, to, acting } => {
+            let mut value = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut value)
+                .context("reading the secret from stdin")?;
+            if value.ends_with(b"\n") {
+                value.pop();
+                if value.ends_with(b"\r") {
+                    value.pop();
+                }
+            }
+            with_session(&acting, |session| {
+                let id = ops::send(session, &name, &to, &value, now)?;
+                Ok((
+                    format!("sent secret {name} to {to} (sealed to its key; {id})"),
+                    json!({ "id": id, "name": name, "to": to }),
+                ))
+            })
+        }
+        SecretCommand::Get { name, acting } => {
+            let mut session = open_session(&acting)?;
+            let value = ops::get(&mut session, &name, now);
+            session.save().context("writing the verified state")?;
+            let value = value?;
+            // The value goes out as it is: it is the one thing this command prints.
+            let mut out = std::io::stdout().lock();
+            out.write_all(&value).context("writing to stdout")?;
+            out.write_all(b"\n").context("writing to stdout")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        SecretCommand::List { acting } => with_session(&acting, |session| {
+            let names = ops::list(session, now)?;
+            let text = if names.is_empty() {
+                "no secrets".to_owned()
+            } else {
+                names.join("\n")
+            };
+            Ok((text, json!({ "names": names })))
+        }),
+    }
+}

@@ -1,0 +1,121 @@
+//! `ferry channel secret`: send a named secret to one agent, and open it on that agent's
+//! machine. The value is sealed to the recipient's roster key (`channel::secret`) and stored as
+//! a blob; the entry names only the secret, the recipient and the blob. No MCP tool calls
+//! these functions: a secret's value never reaches a model through ferry.
+
+use serde_json::json;
+
+use super::OpsError;
+use crate::channel::home::KeyHolder;
+use crate::channel::levels::Operation;
+use crate::channel::names::AgentName;
+use crate::channel::secret;
+use crate::channel::session::{Actor, Session};
+use crate::channel::state::secrets::SHARE;
+use crate::time::Timestamp;
+
+/// The longest secret name.
+pub const MAX_NAME: usize = 64;
+/// The largest secret value, in bytes.
+pub const MAX_VALUE: usize = 64 * 1024;
+
+fn check_name(name: &str) -> Result<(), OpsError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(OpsError::Invalid(format!(
+            "a secret name is 1 to {MAX_NAME} of A-Z a-z 0-9 . - _"
+        )))
+    }
+}
+
+/// Sends secret `name` with `value` to agent `to`: sealed to its roster key, stored as a blob,
+/// announced by a `secret.share` entry. The human, or an agent at Member and up. Returns the
+/// share's id.
+pub fn send(
+    session: &mut Session,
+    name: &str,
+    to: &AgentName,
+    value: &[u8],
+    now: Timestamp,
+) -> Result<String, OpsError> {
+    check_name(name)?;
+    if value.is_empty() {
+        return Err(OpsError::Empty("the secret"));
+    }
+    if value.len() > MAX_VALUE {
+        return Err(OpsError::TooLong {
+            what: "the secret",
+            len: value.len(),
+            max: MAX_VALUE,
+            unit: "bytes",
+        });
+    }
+    session.refresh(now);
+    session.authorize(Operation::Post, None, now)?;
+    let key = *session
+        .identity()
+        .holder(to)
+        .ok_or_else(|| OpsError::NotSeated {
+            name: to.clone(),
+            project: session.project().clone(),
+        })?;
+    let sealed = secret::seal(&key, value).map_err(|err| OpsError::Invalid(err.to_string()))?;
+    let blob = session.channel().put_blob(&sealed)?;
+    let body = json!({ "name": name, "to": to, "key": key, "blob": blob.to_hex() });
+    let entry = session.append(Operation::Post, None, SHARE, body, now)?;
+    Ok(session.id_of(&entry).to_string())
+}
+
+/// Opens secret `name` sent to the acting agent, with its key on this machine.
+pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>, OpsError> {
+    check_name(name)?;
+    let Actor::Agent(me) = session.actor().clone() else {
+        return Err(OpsError::Invalid(
+            "a secret opens only for the agent it was sent to: name it with --as".into(),
+        ));
+    };
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let share = session
+        .state()
+        .secrets
+        .latest(&me, name, session.identity())
+        .cloned()
+        .ok_or_else(|| OpsError::Invalid(format!("no secret {name} was sent to {me}")))?;
+    let key = session
+        .home()
+        .load_key(session.project(), &KeyHolder::Agent(me.clone()), now)?;
+    if key.public_key() != share.to_key {
+        return Err(OpsError::Invalid(format!(
+            "secret {name} was sealed to another key of {me}: ask for it again"
+        )));
+    }
+    let blob = share
+        .blob
+        .parse()
+        .map_err(|_| OpsError::Invalid(format!("secret {name} names a bad blob")))?;
+    let sealed = session.channel().get_blob(&blob)?;
+    secret::open(&key, &sealed).map_err(|err| OpsError::Invalid(err.to_string()))
+}
+
+/// The names of the secrets sent to the acting agent (never their values).
+pub fn list(session: &mut Session, now: Timestamp) -> Result<Vec<String>, OpsError> {
+    let Actor::Agent(me) = session.actor().clone() else {
+        return Err(OpsError::Invalid("name the agent with --as".into()));
+    };
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    Ok(session
+        .state()
+        .secrets
+        .names(&me, session.identity())
+        .into_iter()
+        .map(str::to_owned)
+        .collect())
+}

@@ -1,0 +1,337 @@
+//! Talk: post to an agent, to the human or to all, and read only what is new.
+//!
+//! One function per operation, for the `ferry talk` commands and the `ferry_talk` tool alike.
+//! A read returns the messages for the reader that its marker has not covered, oldest first,
+//! and then moves its marker (a signed entry in its own log) past what it returned, unless it
+//! only peeks, or the machine is paused (a marker is a write). It also says, for the reader's
+//! latest sent messages, who has read them (read receipts).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{OpsError, check_chars, check_not_empty};
+use crate::channel::levels::Operation;
+use crate::channel::names::AgentName;
+use crate::channel::session::{Actor, Session};
+use crate::channel::state::EntryId;
+use crate::channel::state::since::Since;
+use crate::channel::state::talk::{MAX_INLINE_TEXT, MAX_TEXT, Message, Recipient, kinds};
+use crate::guard::{self, TextUse};
+use crate::time::Timestamp;
+
+/// What to post.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostRequest {
+    /// An agent's name, `master` (the human) or `all`.
+    pub to: String,
+    pub text: String,
+    /// The id of the message this answers.
+    pub reply_to: Option<String>,
+}
+
+/// One message as a reader sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageView {
+    pub id: String,
+    pub from: AgentName,
+    pub to: String,
+    /// The text, or its first 300 characters when it is longer (`long`).
+    pub text: String,
+    /// The whole text is longer: read `ferry://<project>/msg/<id>`.
+    pub long: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    pub time: Timestamp,
+}
+
+/// Who has read one of the reader's own messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    pub id: String,
+    pub to: String,
+    pub read: Vec<AgentName>,
+    pub unread: Vec<AgentName>,
+}
+
+/// What a read gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadResult {
+    pub messages: Vec<MessageView>,
+    /// More messages wait than were given.
+    pub more: bool,
+    /// Whether the reader's marker moved past what was given.
+    pub marked: bool,
+    /// Why it did not, when it did not (`peek`, `paused`, `read_only`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmarked: Option<&'static str>,
+    /// A cursor past what was given.
+    pub next: Since,
+    /// The `since` given was from another machine or state: messages were read by the marker.
+    pub reset: bool,
+    /// The reader's latest sent messages and who has read them.
+    pub sent: Vec<Receipt>,
+}
+
+/// How a read goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadRequest {
+    /// Leave the marker where it was.
+    pub peek: bool,
+    /// Messages brought after this cursor, read or not (instead of the unread ones).
+    pub since: Option<String>,
+    /// At most this many messages.
+    pub limit: usize,
+    /// At most this many of the reader's sent messages with receipts.
+    pub receipts: usize,
+}
+
+fn reader_of(session: &Session) -> Result<AgentName, OpsError> {
+    match session.actor() {
+        Actor::Agent(name) => Ok(name.clone()),
+        Actor::Master => Ok(AgentName::master()),
+        Actor::Observer => Err(OpsError::ReadOnly),
+    }
+}
+
+/// Refuses a recipient that is not on the roster, naming the ones it could have meant.
+fn recipient(session: &Session, to: &str, me: &AgentName) -> Result<Recipient, OpsError> {
+    let to = to.trim().to_ascii_lowercase();
+    let unknown = |suggestions: Vec<String>| OpsError::UnknownRecipient {
+        name: to.clone(),
+        suggestions,
+    };
+    let Some(parsed) = Recipient::parse(&to) else {
+        return Err(unknown(Vec::new()));
+    };
+    if let Recipient::One(name) = &parsed {
+        if name == me {
+            return Err(OpsError::Invalid(
+                "a message to yourself goes nowhere".into(),
+            ));
+        }
+        if !name.is_master() && session.identity().holder(name).is_none() {
+            let mut names: Vec<String> = session
+                .identity()
+                .names()
+                .filter(|(candidate, _)| session.identity().holder(candidate).is_some())
+                .map(|(candidate, _)| candidate.to_string())
+                .filter(|candidate| close(candidate, &to))
+                .collect();
+            names.truncate(5);
+            return Err(unknown(names));
+        }
+    }
+    Ok(parsed)
+}
+
+/// Whether `candidate` is a name `typed` could have meant: a prefix either way, or at most
+/// two edits apart.
+fn close(candidate: &str, typed: &str) -> bool {
+    candidate.starts_with(typed) || typed.starts_with(candidate) || edits(candidate, typed) <= 2
+}
+
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// Posts a message (Member and up, or the human). Returns its id.
+pub fn post(
+    session: &mut Session,
+    request: &PostRequest,
+    now: Timestamp,
+) -> Result<String, OpsError> {
+    check_not_empty("the text", &request.text)?;
+    check_chars("the text", &request.text, MAX_TEXT)?;
+    session.guard(&request.text, TextUse::Post)?;
+    session.refresh(now);
+    let me = reader_of(session)?;
+    let to = recipient(session, &request.to, &me)?;
+    if let Some(reply_to) = &request.reply_to {
+        let id: EntryId = reply_to.parse()?;
+        if session
+            .state()
+            .talk
+            .message(&id, session.identity())
+            .is_none()
+        {
+            return Err(OpsError::UnknownMessage(reply_to.clone()));
+        }
+    }
+    // Check the level before a long text goes into a blob.
+    session.authorize(Operation::Post, None, now)?;
+    let mut body = Map::new();
+    body.insert("to".into(), to.as_str().into());
+    if request.text.chars().count() > MAX_INLINE_TEXT {
+        let blob = session.channel().put_blob(request.text.as_bytes())?;
+        let start: String = request.text.chars().take(MAX_INLINE_TEXT).collect();
+        body.insert("text".into(), start.into());
+        body.insert("blob".into(), blob.to_hex().into());
+    } else {
+        body.insert("text".into(), request.text.clone().into());
+    }
+    if let Some(reply_to) = &request.reply_to {
+        body.insert("reply_to".into(), reply_to.clone().into());
+    }
+    let entry = session.append(Operation::Post, None, kinds::POST, Value::Object(body), now)?;
+    Ok(session.id_of(&entry).to_string())
+}
+
+fn view(message: &Message) -> MessageView {
+    MessageView {
+        id: message.id.to_string(),
+        from: message.from.clone(),
+        to: message.to.as_str().to_owned(),
+        text: message.text.chars().take(MAX_INLINE_TEXT).collect(),
+        long: message.blob.is_some() || message.text.chars().count() > MAX_INLINE_TEXT,
+        reply_to: message.reply_to.clone(),
+        time: message.time,
+    }
+}
+
+/// Reads what is new for the acting agent (or the human): its unread messages, oldest first,
+/// at most `request.limit` and as many as `fits` accepts (the caller's size budget); then moves
+/// its marker past them unless it peeks or may not write.
+pub fn read(
+    session: &mut Session,
+    request: &ReadRequest,
+    fits: &mut dyn FnMut(&MessageView) -> bool,
+    now: Timestamp,
+) -> Result<ReadResult, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let me = reader_of(session)?;
+    let since = request
+        .since
+        .as_deref()
+        .map(str::parse::<Since>)
+        .transpose()
+        .map_err(|err| OpsError::Invalid(err.to_string()))?;
+    let generation = session.generation();
+    let (after, reset) = match since {
+        Some(since) if since.generation == generation => (Some(since.counter), false),
+        Some(_) => (None, true),
+        None => (None, false),
+    };
+    let identity = session.identity();
+    let talk = &session.state().talk;
+    let mut given: Vec<(MessageView, AgentName, u64, u64)> = Vec::new();
+    let mut more = false;
+    for message in talk.for_reader(&me, identity, after.unwrap_or(0), after.is_none()) {
+        if given.len() >= request.limit {
+            more = true;
+            break;
+        }
+        let shown = view(message);
+        // The first is given even when it does not fit: a reader always makes progress.
+        if !fits(&shown) && !given.is_empty() {
+            more = true;
+            break;
+        }
+        given.push((shown, message.from.clone(), message.seq, message.stamp));
+    }
+    let next_counter = match given.last() {
+        Some((_, _, _, stamp)) if more => *stamp,
+        _ => session.state().last_change(),
+    };
+    let sent = receipts(session, &me, request.receipts);
+    let unmarked = if given.is_empty() {
+        None
+    } else if request.peek {
+        Some("peek")
+    } else if session.home().pause_state()?.is_some() {
+        Some("paused")
+    } else {
+        None
+    };
+    let mut marked = false;
+    if !given.is_empty() && unmarked.is_none() {
+        let mut upto: std::collections::BTreeMap<AgentName, u64> = Default::default();
+        for (_, from, seq, _) in &given {
+            let at = upto.entry(from.clone()).or_default();
+            *at = (*at).max(*seq);
+        }
+        let body = serde_json::json!({ "upto": upto });
+        // A marker is the reader's own record: any seated agent writes it.
+        session.append(Operation::Read, None, kinds::MARK, body, now)?;
+        marked = true;
+    }
+    Ok(ReadResult {
+        messages: given.into_iter().map(|(shown, ..)| shown).collect(),
+        more,
+        marked,
+        unmarked,
+        next: Since {
+            generation,
+            counter: next_counter,
+        },
+        reset,
+        sent,
+    })
+}
+
+/// The reader's latest sent messages with who has read them.
+fn receipts(session: &Session, me: &AgentName, limit: usize) -> Vec<Receipt> {
+    let identity = session.identity();
+    let talk = &session.state().talk;
+    talk.sent_by(me, identity)
+        .take(limit)
+        .map(|message| {
+            let recipients: Vec<AgentName> = match &message.to {
+                Recipient::One(name) => vec![name.clone()],
+                Recipient::All => identity
+                    .names()
+                    .filter(|(name, _)| *name != me && identity.holder(name).is_some())
+                    .map(|(name, _)| name.clone())
+                    .collect(),
+            };
+            let (read, unread) = recipients
+                .into_iter()
+                .partition(|name| talk.has_read(name, message, identity));
+            Receipt {
+                id: message.id.to_string(),
+                to: message.to.as_str().to_owned(),
+                read,
+                unread,
+            }
+        })
+        .collect()
+}
+
+/// The whole text of a message (its blob's, when the entry holds only its start): what
+/// `ferry://<project>/msg/<id>` serves.
+pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let parsed: EntryId = id.parse()?;
+    let message = session
+        .state()
+        .talk
+        .message(&parsed, session.identity())
+        .ok_or_else(|| OpsError::UnknownMessage(id.to_owned()))?;
+    let text = match &message.blob {
+        None => message.text.clone(),
+        Some(blob) => {
+            let blob = blob
+                .parse()
+                .map_err(|_| OpsError::Invalid(format!("message {id} names a bad blob")))?;
+            String::from_utf8_lossy(&session.channel().get_blob(&blob)?).into_owned()
+        }
+    };
+    Ok(format!(
+        "From {} to {}:\n\n{}",
+        message.from,
+        message.to.as_str(),
+        guard::redact(&text).text
+    ))
+}
