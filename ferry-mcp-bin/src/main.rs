@@ -6,6 +6,7 @@
 mod admin;
 mod clock;
 mod display;
+mod fleet;
 mod mcp;
 mod orders;
 mod paths;
@@ -34,6 +35,27 @@ enum Command {
     Order {
         #[command(subcommand)]
         command: orders::OrderCommand,
+    },
+    /// The fleet's primary: status, the quiet period, takeover (and release with --as).
+    Primary {
+        #[command(subcommand)]
+        command: fleet::PrimaryCommand,
+    },
+    /// An agent's brief (--as): objective, constraints, decisions.
+    Brief {
+        #[command(subcommand)]
+        command: fleet::BriefCommand,
+    },
+    /// The older name of `ferry brief`.
+    #[command(hide = true)]
+    Marvin {
+        #[command(subcommand)]
+        command: fleet::MarvinCommand,
+    },
+    /// The agents' asks: list, show, and answer them (signed with the master key).
+    Ask {
+        #[command(subcommand)]
+        command: fleet::AskCommand,
     },
     /// Talk to the fleet: post, and read what is new.
     Talk {
@@ -69,6 +91,10 @@ fn main() -> std::process::ExitCode {
         Command::Mcp(args) => mcp::run(args),
         Command::Order { command } => orders::run_order(command),
         Command::Talk { command } => talk::run(command),
+        Command::Primary { command } => fleet::run_primary(command),
+        Command::Brief { command } => fleet::run_brief(command),
+        Command::Marvin { command } => fleet::run_marvin(command),
+        Command::Ask { command } => fleet::run_ask(command),
         Command::Work { command } => orders::run_work(command),
         Command::Admin(cmd) => admin::run(cmd),
     };

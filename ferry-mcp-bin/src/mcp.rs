@@ -137,7 +137,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let actor = agent.map_or(Actor::Observer, Actor::Agent);
     let queue = Snifrig::find(home.root(), std::env::var_os("PATH").as_deref());
-    let mut lazy = LazySession::new(home, project.clone(), actor).with_queue(Box::new(queue));
+    let mut lazy = LazySession::new(home, project.clone(), actor)
+        .with_queue(Box::new(queue))
+        .with_machine(machine_name());
     lazy.prefetch(now);
     let config = ServerConfig {
         name: "ferry",
@@ -204,6 +206,18 @@ impl Drop for Announced {
         };
         eprintln!("ferry mcp serve: {}", display::escape(&line));
     }
+}
+
+/// This machine's name: its host name where the system tells it, else `this-machine`.
+fn machine_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| display::escape(&name).into_owned())
+        .unwrap_or_else(|| "this-machine".to_owned())
 }
 
 /// One line for stderr saying whom this server speaks for and whether it can act.

@@ -18,8 +18,12 @@ Ferry channel: a signed folder shared by a fleet of agents; nothing needs to be 
 5. Primary silent? ferry_primary status, then follow its rule. Need a human decision? ferry_ask_human with a recommendation.
 Opt-in groups: --tools admin, --tools legacy.";
 
+pub mod asks;
+pub mod catchup;
 mod facade;
+pub mod join;
 pub mod orders;
+pub mod primary;
 pub mod talk;
 
 use ferry_mcp_core::registry::Group;
@@ -28,7 +32,14 @@ use ferry_mcp_core::registry::Group;
 /// `ferry_primary`, `ferry_ask_human`), each served once the channel operations it wraps exist.
 pub static CORE: Group = Group {
     name: "core",
-    tools: &[&orders::FerryOrders, &talk::FerryTalk],
+    tools: &[
+        &asks::FerryAskHuman,
+        &catchup::FerryCatchup,
+        &join::FerryJoin,
+        &orders::FerryOrders,
+        &primary::FerryPrimary,
+        &talk::FerryTalk,
+    ],
     resources: &[&orders::OrderBodies, &talk::MessageBodies],
 };
 

@@ -84,6 +84,9 @@ pub struct Row {
     pub state: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
+    /// The holder has gone silent past the quiet period: an Orchestrator may hand it back.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub silent: bool,
 }
 
 /// One order in full (`show`).
@@ -183,6 +186,7 @@ impl Tool for FerryOrders {
             Ok(reached) => reached,
             Err(err) => return facade::unavailable(&err),
         };
+        ferry_mcp_core::channel::ops::primary::note_alive(session, now);
         match run(session, queue, args, &project, now) {
             Ok(outcome) => outcome,
             Err(err) => facade::failed(&err),
@@ -323,6 +327,7 @@ fn list(
         now,
     )?;
     let mut redacted = false;
+    let quiet = session.state().leadership.quiet_period_s();
     let rows: Vec<Row> = listed
         .rows
         .iter()
@@ -330,6 +335,10 @@ fn list(
             id: listed.row.id.clone(),
             title: clip(&clean(&listed.row.title, &mut redacted), LIST_TITLE_CHARS),
             state: listed.row.state.to_owned(),
+            silent: listed.row.holder.as_ref().is_some_and(|holder| {
+                ferry_mcp_core::channel::ops::primary::liveness(session, holder, now)
+                    .is_none_or(|(age, _)| age > quiet)
+            }),
             holder: listed.row.holder.as_ref().map(ToString::to_string),
         })
         .collect();
@@ -376,7 +385,7 @@ fn clean(text: &str, redacted: &mut bool) -> String {
     clean.text.into_owned()
 }
 
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_owned();
     }

@@ -118,6 +118,7 @@ impl Tool for FerryTalk {
             Ok(session) => session,
             Err(refusal) => return refusal,
         };
+        ferry_mcp_core::channel::ops::primary::note_alive(session, now);
         let result = match args {
             TalkArgs::Post { to, text, reply_to } => {
                 let request = PostRequest { to, text, reply_to };

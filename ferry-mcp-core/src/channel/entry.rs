@@ -34,10 +34,13 @@ const LINE_SUFFIX: &[u8] = b"\"}";
 const SIG_HEX_LEN: usize = 128;
 
 /// SHA-256 of an entry's raw bytes; lower-case hex in text.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EntryHash([u8; 32]);
 
 impl EntryHash {
+    /// All zeroes: the hash of no entry (a chain's start when there is no entry to name).
+    pub const ZERO: EntryHash = EntryHash([0; 32]);
+
     /// The hash of an entry's raw stored bytes.
     pub fn of(raw_entry: &[u8]) -> Self {
         Self(Sha256::digest(raw_entry).into())

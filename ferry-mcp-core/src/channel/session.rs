@@ -74,6 +74,8 @@ pub struct Session {
     dirty: bool,
     /// Names whose key differs from the key this machine pinned first.
     pin_changed: Vec<AgentName>,
+    /// This machine's name, as the binary found it (for `ferry_join`).
+    machine: String,
 }
 
 impl Session {
@@ -126,6 +128,7 @@ impl Session {
             writer: None,
             dirty: false,
             pin_changed: Vec::new(),
+            machine: "this-machine".to_owned(),
         };
         session.refresh(now);
         session.pin(home)?;
@@ -159,6 +162,16 @@ impl Session {
 
     pub fn project(&self) -> &ProjectId {
         &self.project
+    }
+
+    /// This machine's name.
+    pub fn machine(&self) -> &str {
+        &self.machine
+    }
+
+    /// Names this machine (the binary reads its host name).
+    pub fn set_machine(&mut self, name: impl Into<String>) {
+        self.machine = name.into();
     }
 
     pub fn home(&self) -> &Home {
@@ -509,6 +522,7 @@ pub struct LazySession {
     slot: Slot,
     queue: Option<Box<dyn HeavyQueue + Send>>,
     saved_at: Option<Timestamp>,
+    machine: Option<String>,
 }
 
 enum Slot {
@@ -541,7 +555,14 @@ impl LazySession {
             slot: Slot::Closed,
             queue: None,
             saved_at: None,
+            machine: None,
         }
+    }
+
+    /// This machine's name, for the session once it is open.
+    pub fn with_machine(mut self, name: impl Into<String>) -> Self {
+        self.machine = Some(name.into());
+        self
     }
 
     /// The machine's queue for heavy work, as the binary found it.
@@ -592,14 +613,22 @@ impl ChannelAccess for LazySession {
                 unreachable!("matched above");
             };
             match handle.join() {
-                Ok(Ok(session)) => self.slot = Slot::Open(Box::new(session)),
+                Ok(Ok(mut session)) => {
+                    if let Some(machine) = &self.machine {
+                        session.set_machine(machine.clone());
+                    }
+                    self.slot = Slot::Open(Box::new(session));
+                }
                 Ok(Err(err)) => return Err(unavailable(&err)),
                 Err(_) => {}
             }
         }
         if let Slot::Closed = self.slot {
-            let session = Session::open(&self.home, &self.project, self.actor.clone(), now)
+            let mut session = Session::open(&self.home, &self.project, self.actor.clone(), now)
                 .map_err(|err| unavailable(&err))?;
+            if let Some(machine) = &self.machine {
+                session.set_machine(machine.clone());
+            }
             self.slot = Slot::Open(Box::new(session));
         }
         match &mut self.slot {

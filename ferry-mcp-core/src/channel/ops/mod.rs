@@ -13,8 +13,11 @@
 //! one short line each, with a stable [`OpsError::code`] that tool results carry.
 
 pub mod access;
+pub mod asks;
+pub mod fleet;
 pub mod mastership;
 pub mod orders;
+pub mod primary;
 pub mod project;
 pub mod seats;
 pub mod secrets;
@@ -126,6 +129,22 @@ pub enum OpsError {
     },
     #[error("unknown message {0}")]
     UnknownMessage(String),
+    #[error(
+        "{primary} is {state} ({age_s}s since it was heard from; silent after {quiet_period_s}s): standby instead"
+    )]
+    PrimaryAlive {
+        primary: AgentName,
+        state: &'static str,
+        age_s: u64,
+        quiet_period_s: u64,
+    },
+    #[error("{agent} is not primary (the primary is {})", .primary.as_ref().map_or("nobody".to_owned(), ToString::to_string))]
+    NotPrimary {
+        agent: AgentName,
+        primary: Option<AgentName>,
+    },
+    #[error("unknown ask {0}")]
+    UnknownAsk(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -166,6 +185,9 @@ impl OpsError {
             OpsError::Guarded(refusal) => refusal.code(),
             OpsError::UnknownRecipient { .. } => "unknown_recipient",
             OpsError::UnknownMessage(_) => "unknown_message",
+            OpsError::PrimaryAlive { .. } => "primary_alive",
+            OpsError::NotPrimary { .. } => "not_primary",
+            OpsError::UnknownAsk(_) => "unknown_ask",
             OpsError::Invalid(_) => "invalid",
         }
     }

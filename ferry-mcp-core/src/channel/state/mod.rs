@@ -12,8 +12,10 @@
 //! and holds an entry whose position this machine has not folded yet, reading its log again
 //! from there once the master's entries arrive ([`ChannelState::take_replays`]).
 
+pub mod asks;
 pub mod ids;
 pub mod orders;
+pub mod primary;
 pub mod secrets;
 pub mod since;
 pub mod talk;
@@ -106,6 +108,11 @@ pub struct ChannelState {
     pub orders: OrderBoard,
     pub talk: Talk,
     pub secrets: secrets::Secrets,
+    pub leadership: primary::Leadership,
+    pub asks: asks::Asks,
+    /// When each agent was last heard from here (ADR 0005: the earlier of its entry's own time
+    /// and when this machine first folded it). Liveness only: nothing else reads it.
+    heard: BTreeMap<AgentName, Timestamp>,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
 }
@@ -123,6 +130,9 @@ impl ChannelState {
             orders: OrderBoard::default(),
             talk: Talk::default(),
             secrets: secrets::Secrets::default(),
+            leadership: primary::Leadership::default(),
+            asks: asks::Asks::default(),
+            heard: BTreeMap::new(),
             problems: Vec::new(),
             dropped_problems: 0,
         }
@@ -139,6 +149,16 @@ impl ChannelState {
     /// How many entries have been folded here.
     pub fn counter(&self) -> u64 {
         self.counter
+    }
+
+    /// When `agent` was last heard from on this machine (liveness only, ADR 0005).
+    pub fn heard(&self, agent: &AgentName) -> Option<Timestamp> {
+        self.heard.get(agent).copied()
+    }
+
+    /// Every agent heard from, with when.
+    pub fn heard_all(&self) -> impl Iterator<Item = (&AgentName, Timestamp)> {
+        self.heard.iter().map(|(name, at)| (name, *at))
     }
 
     /// The stamp of the latest change: a `since` cursor at it returns only later changes.
@@ -170,6 +190,8 @@ impl ChannelState {
         all.extend(self.orders.problems());
         all.extend(self.talk.problems());
         all.extend(self.secrets.problems());
+        all.extend(self.leadership.problems());
+        all.extend(self.asks.problems());
         for (log, held) in &self.held {
             all.push(FoldProblem {
                 author: log.author.clone(),
@@ -271,6 +293,14 @@ impl ChannelState {
         self.orders.feed(&acted, &self.identity, &mut self.changes);
         self.talk.feed(&acted, &self.identity, &mut self.changes);
         self.secrets.feed(&acted);
+        self.leadership
+            .feed(&acted, &self.identity, &mut self.changes);
+        self.asks.feed(&acted, &mut self.changes);
+        if !acted.by_master && self.identity.admits(entry) {
+            let at = entry.time().min(arrived);
+            let heard = self.heard.entry(entry.author().clone()).or_default();
+            *heard = (*heard).max(at);
+        }
         self.after_identity_change(before, epoch);
     }
 
@@ -296,6 +326,7 @@ impl ChannelState {
         if self.identity.seat_epoch() != epoch {
             self.orders.rejudge(&self.identity, &mut self.changes);
             self.talk.rejudge(&self.identity);
+            self.leadership.rejudge(&self.identity, &mut self.changes);
         }
     }
 

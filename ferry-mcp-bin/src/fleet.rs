@@ -1,0 +1,281 @@
+//! `ferry primary ...`, `ferry brief ...` (alias `ferry marvin brief ...`) and `ferry ask ...`:
+//! the human's side of the primary and of asks, and an agent's brief, on the same library
+//! functions as the `ferry_primary` and `ferry_ask_human` tools.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use ferry_mcp_core::channel::ops::asks::{self, AskView};
+use ferry_mcp_core::channel::ops::primary::{self, Takeover};
+use ferry_mcp_core::channel::state::asks::Verdict;
+use serde_json::json;
+
+use crate::clock;
+use crate::display;
+use crate::orders::{Acting, with_session};
+
+#[derive(Debug, Subcommand)]
+pub enum PrimaryCommand {
+    /// Who is primary, how recently heard from, and what an agent may do now.
+    Status {
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Set the quiet period after which an agent counts as silent (the master): `90s`, `10m`,
+    /// `2h`, or seconds.
+    QuietPeriod {
+        duration: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Take over as primary (an Orchestrator, --as) when the primary is silent.
+    Takeover {
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Hand the primary's role back (the primary, --as).
+    Release {
+        #[command(flatten)]
+        acting: Acting,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BriefCommand {
+    /// Write the agent's brief: its objective and at most five constraint lines.
+    Set {
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        objective: String,
+        /// A constraint line (repeat for more, at most five).
+        #[arg(long = "constraint")]
+        constraints: Vec<String>,
+    },
+    /// Record a decision in the agent's brief.
+    Decide {
+        line: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MarvinCommand {
+    /// The primary's brief (the same as `ferry brief`).
+    Brief {
+        #[command(subcommand)]
+        command: BriefCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AskCommand {
+    /// The agents' asks, newest first (`--pending`: only those waiting for you).
+    List {
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        pending: bool,
+    },
+    /// One ask in full.
+    Show {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Approve an ask (signed with the master key).
+    Approve {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Reject an ask.
+    Reject {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Send an ask back to its agent for more work.
+    SendBack {
+        id: String,
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+/// `90s`, `10m`, `2h`, `1d` or plain seconds.
+fn seconds(text: &str) -> anyhow::Result<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| anyhow::anyhow!("bad duration {text:?} (like 90s, 10m, 2h)"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => anyhow::bail!("bad duration {text:?} (like 90s, 10m, 2h)"),
+    };
+    Ok(value.saturating_mul(scale))
+}
+
+pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    match cmd {
+        PrimaryCommand::Status { acting } => with_session(&acting, |session| {
+            let status = primary::status(session, now)?;
+            let text = format!(
+                "primary: {}{}\nquiet period: {}s\n{}",
+                status
+                    .primary
+                    .as_ref()
+                    .map_or_else(|| "none".to_owned(), ToString::to_string),
+                match (status.state, status.age_s) {
+                    (Some(state), Some(age)) => format!(" ({}, {age}s ago)", state.as_str()),
+                    _ => String::new(),
+                },
+                status.quiet_period_s,
+                status.rule
+            );
+            Ok((text, serde_json::to_value(&status)?))
+        }),
+        PrimaryCommand::QuietPeriod { duration, acting } => {
+            let seconds = seconds(&duration)?;
+            with_session(&acting, |session| {
+                primary::set_quiet_period(session, seconds, now)?;
+                Ok((
+                    format!("the quiet period is {seconds}s"),
+                    json!({ "quiet_period_s": seconds }),
+                ))
+            })
+        }
+        PrimaryCommand::Takeover { acting } => with_session(&acting, |session| {
+            let outcome = primary::takeover(session, now)?;
+            let text = match &outcome {
+                Takeover::TookOver { from: Some(from) } => {
+                    format!("you are primary, taking over from {from} (the fleet was told)")
+                }
+                Takeover::TookOver { from: None } => "you are primary".to_owned(),
+                Takeover::AlreadyPrimary => "you are primary already".to_owned(),
+                Takeover::LostRace { primary } => {
+                    format!("{primary} took over first: its takeover won the race")
+                }
+            };
+            Ok((text, serde_json::to_value(&outcome)?))
+        }),
+        PrimaryCommand::Release { acting } => with_session(&acting, |session| {
+            primary::release(session, now)?;
+            Ok(("released the primary's role".to_owned(), json!({})))
+        }),
+    }
+}
+
+pub fn run_brief(cmd: BriefCommand) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    match cmd {
+        BriefCommand::Set {
+            acting,
+            objective,
+            constraints,
+        } => with_session(&acting, |session| {
+            primary::set_brief(session, &objective, &constraints, now)?;
+            Ok(("brief written".to_owned(), json!({})))
+        }),
+        BriefCommand::Decide { line, acting } => with_session(&acting, |session| {
+            let id = primary::decide(session, &line, now)?;
+            Ok((format!("decision {id} recorded"), json!({ "id": id })))
+        }),
+    }
+}
+
+pub fn run_marvin(cmd: MarvinCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        MarvinCommand::Brief { command } => run_brief(command),
+    }
+}
+
+fn ask_text(ask: &AskView) -> String {
+    let mut text = format!(
+        "{} by {} ({}): {}\nrecommends: {}",
+        ask.id,
+        ask.by,
+        ask.state,
+        display::escape(&ask.title),
+        display::escape(&ask.recommendation)
+    );
+    if !ask.reasoning.is_empty() {
+        text.push_str(&format!("\nbecause: {}", display::escape(&ask.reasoning)));
+    }
+    if let Some(note) = &ask.note {
+        text.push_str(&format!("\nnote: {}", display::escape(note)));
+    }
+    text
+}
+
+pub fn run_ask(cmd: AskCommand) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    let answer = |id: String, acting: Acting, note: Option<String>, verdict: Verdict| {
+        with_session(&acting, |session| {
+            let ask = asks::answer(session, &id, verdict, note.as_deref(), now)?;
+            Ok((
+                format!("ask {} is {}", ask.id, ask.state),
+                serde_json::to_value(&ask)?,
+            ))
+        })
+    };
+    match cmd {
+        AskCommand::List { acting, pending } => with_session(&acting, |session| {
+            let list = asks::list(session, None, pending, now)?;
+            let text = if list.is_empty() {
+                "no asks".to_owned()
+            } else {
+                list.iter()
+                    .map(|ask| {
+                        format!(
+                            "{}  {:<9}  {}  {}",
+                            ask.id,
+                            ask.state,
+                            ask.by,
+                            display::escape(&ask.title)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            Ok((text, json!({ "asks": list })))
+        }),
+        AskCommand::Show { id, acting } => with_session(&acting, |session| {
+            let ask = asks::show(session, &id, now)?;
+            Ok((ask_text(&ask), serde_json::to_value(&ask)?))
+        }),
+        AskCommand::Approve { id, acting, note } => answer(id, acting, note, Verdict::Approve),
+        AskCommand::Reject { id, acting, note } => answer(id, acting, note, Verdict::Reject),
+        AskCommand::SendBack { id, acting, note } => answer(id, acting, note, Verdict::SendBack),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_seconds() {
+        assert_eq!(seconds("90").unwrap(), 90);
+        assert_eq!(seconds("90s").unwrap(), 90);
+        assert_eq!(seconds("10m").unwrap(), 600);
+        assert_eq!(seconds("2h").unwrap(), 7200);
+        assert!(seconds("ten").is_err());
+        assert!(seconds("5w").is_err());
+    }
+}

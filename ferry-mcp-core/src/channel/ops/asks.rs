@@ -1,0 +1,175 @@
+//! Asks to the human: an agent raises a question with a recommendation; the human answers
+//! (`ferry ask approve|reject|send-back`, signed with the master key). The MCP can ask, never
+//! approve: only the master's answer counts (the fold decides).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::{OpsError, check_chars, check_not_empty};
+use crate::channel::levels::Operation;
+use crate::channel::names::AgentName;
+use crate::channel::session::{Actor, Session};
+use crate::channel::state::EntryId;
+use crate::channel::state::asks::{
+    Ask, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, Verdict, kinds,
+};
+use crate::guard::TextUse;
+use crate::time::Timestamp;
+
+/// What to ask.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RaiseRequest {
+    pub title: String,
+    pub recommendation: String,
+    pub reasoning: String,
+}
+
+/// An ask as the commands and tools show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AskView {
+    pub id: String,
+    pub by: AgentName,
+    pub title: String,
+    pub recommendation: String,
+    pub reasoning: String,
+    /// `pending`, `approved`, `rejected` or `sent_back`.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub time: Timestamp,
+}
+
+fn view(ask: &Ask) -> AskView {
+    AskView {
+        id: ask.id.to_string(),
+        by: ask.by.clone(),
+        title: ask.title.clone(),
+        recommendation: ask.recommendation.clone(),
+        reasoning: ask.reasoning.clone(),
+        state: ask.state.as_str(),
+        note: ask.note.clone(),
+        time: ask.time,
+    }
+}
+
+/// Raises an ask (any seated agent, a Worker too): title, recommendation and reasoning (at
+/// most 1,200 characters), each through the guard. Returns its id.
+pub fn raise(
+    session: &mut Session,
+    request: &RaiseRequest,
+    now: Timestamp,
+) -> Result<String, OpsError> {
+    check_not_empty("the title", &request.title)?;
+    check_chars("the title", &request.title, MAX_TITLE)?;
+    check_not_empty("the recommendation", &request.recommendation)?;
+    check_chars(
+        "the recommendation",
+        &request.recommendation,
+        MAX_RECOMMENDATION,
+    )?;
+    check_chars("the reasoning", &request.reasoning, MAX_REASONING)?;
+    session.guard(&request.title, TextUse::AskTitle)?;
+    session.guard(&request.recommendation, TextUse::AskRecommendation)?;
+    session.guard(&request.reasoning, TextUse::AskReasoning)?;
+    if session.actor() == &Actor::Master {
+        return Err(OpsError::Invalid(
+            "asks are the agents' questions for you: answer them with `ferry ask approve`".into(),
+        ));
+    }
+    let mut body = Map::new();
+    body.insert("title".into(), request.title.clone().into());
+    body.insert(
+        "recommendation".into(),
+        request.recommendation.clone().into(),
+    );
+    if !request.reasoning.is_empty() {
+        body.insert("reasoning".into(), request.reasoning.clone().into());
+    }
+    let entry = session.append(Operation::Ask, None, kinds::RAISE, Value::Object(body), now)?;
+    Ok(session.id_of(&entry).to_string())
+}
+
+/// One ask.
+pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let parsed: EntryId = id.parse()?;
+    session
+        .state()
+        .asks
+        .get(&parsed, session.identity())
+        .map(view)
+        .ok_or_else(|| OpsError::UnknownAsk(id.to_owned()))
+}
+
+/// Asks, newest first: every one (`pending_only`: only those waiting for the human), or only
+/// `by`'s.
+pub fn list(
+    session: &mut Session,
+    by: Option<&AgentName>,
+    pending_only: bool,
+    now: Timestamp,
+) -> Result<Vec<AskView>, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let identity = session.identity();
+    let mut asks: Vec<AskView> = session
+        .state()
+        .asks
+        .iter(identity)
+        .filter(|ask| by.is_none_or(|by| ask.by == *by))
+        .filter(|ask| !pending_only || ask.state == crate::channel::state::asks::AskState::Pending)
+        .map(view)
+        .collect();
+    asks.reverse();
+    Ok(asks)
+}
+
+/// The human answers an ask (the master only): approve, reject or send back, with a note.
+pub fn answer(
+    session: &mut Session,
+    id: &str,
+    verdict: Verdict,
+    note: Option<&str>,
+    now: Timestamp,
+) -> Result<AskView, OpsError> {
+    if session.actor() != &Actor::Master {
+        return Err(OpsError::Refused(
+            crate::channel::levels::Refusal::MasterOnly {
+                operation: Operation::Approve,
+            },
+        ));
+    }
+    if let Some(note) = note {
+        check_chars("the note", note, MAX_NOTE)?;
+    }
+    session.refresh(now);
+    let parsed: EntryId = id.parse()?;
+    if session
+        .state()
+        .asks
+        .get(&parsed, session.identity())
+        .is_none()
+    {
+        return Err(OpsError::UnknownAsk(id.to_owned()));
+    }
+    let verdict_text = match verdict {
+        Verdict::Approve => "approve",
+        Verdict::Reject => "reject",
+        Verdict::SendBack => "send_back",
+    };
+    let mut body = Map::new();
+    body.insert("ask".into(), id.into());
+    body.insert("verdict".into(), verdict_text.into());
+    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
+        body.insert("note".into(), note.into());
+    }
+    session.append(
+        Operation::Approve,
+        None,
+        kinds::ANSWER,
+        Value::Object(body),
+        now,
+    )?;
+    show(session, id, now)
+}

@@ -1,0 +1,389 @@
+//! Joining and catching up: who the caller is here, who is primary and alive, and a bounded
+//! digest of what matters to it (ADR 0028 `ferry_join`, `ferry_catchup`), built from the
+//! folded state, never from history.
+//!
+//! Joining creates nothing: an agent that is not seated is told the exact command that seats
+//! it (no key, no roster entry is made on its behalf), a locked one how to unlock.
+
+use serde::Serialize;
+
+use super::OpsError;
+use super::primary::{Liveness, liveness};
+use crate::channel::levels::{Level, Operation, Refusal};
+use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::session::{Actor, Session};
+use crate::channel::state::asks::AskState;
+use crate::channel::state::orders::{Order, OrderState};
+use crate::channel::state::since::Since;
+use crate::time::Timestamp;
+
+/// Whether the caller can act, and if not, what fixes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "seat", rename_all = "snake_case")]
+pub enum Standing {
+    Seated {
+        level: Level,
+    },
+    /// Not seated: `fix` is the exact command that seats it.
+    Unseated {
+        why: String,
+        fix: String,
+    },
+    /// Seated, but its key is sealed and not unlocked on this machine.
+    Locked {
+        fix: String,
+    },
+    /// No agent was named (a read-only server).
+    Observer,
+}
+
+/// The primary as `ferry_join` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrimaryNow {
+    pub name: AgentName,
+    pub age_s: Option<u64>,
+    pub state: Option<Liveness>,
+}
+
+/// An agent heard from recently, and what it is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AliveAgent {
+    pub name: AgentName,
+    /// The order it holds, if any.
+    pub doing: Option<String>,
+    pub age_s: u64,
+}
+
+/// What `ferry_join` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Joined {
+    pub agent: Option<AgentName>,
+    pub project: ProjectId,
+    pub standing: Standing,
+    pub primary: Option<PrimaryNow>,
+    /// Agents heard from within the quiet period, most recent first (at most 10).
+    pub alive: Vec<AliveAgent>,
+    /// Orders the caller holds or that are offered to it.
+    pub mine_open: usize,
+}
+
+/// Unread messages are counted up to this many.
+pub const MAX_UNREAD_COUNTED: usize = 100;
+
+/// At most this many agents in `alive`.
+pub const MAX_ALIVE: usize = 10;
+
+/// Who the caller is here and what the fleet looks like. Records that it is alive when it may
+/// write.
+pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
+    session.refresh(now);
+    let agent = session.actor().agent().cloned();
+    let project = session.project().clone();
+    let standing = match session.authorize(Operation::Read, None, now) {
+        Ok(level) => match (&agent, level) {
+            (Some(_), Some(level)) => Standing::Seated { level },
+            _ => Standing::Observer,
+        },
+        Err(OpsError::Refused(Refusal::Unseated { why, .. })) => Standing::Unseated {
+            why,
+            fix: format!(
+                "ferry channel join --as {} --project {project}",
+                agent.as_ref().map_or("NAME", AgentName::as_str)
+            ),
+        },
+        Err(OpsError::Refused(Refusal::Locked { agent, project })) => Standing::Locked {
+            fix: format!("ferry key unlock --as {agent} --project {project}"),
+        },
+        Err(other) => return Err(other),
+    };
+    if matches!(standing, Standing::Seated { .. }) {
+        super::primary::note_alive(session, now);
+    }
+    let view = session.state().leadership.view().clone();
+    let primary = view.primary.map(|name| {
+        let live = liveness(session, &name, now);
+        PrimaryNow {
+            age_s: live.map(|(age, _)| age),
+            state: live.map(|(_, state)| state),
+            name,
+        }
+    });
+    let quiet = session.state().leadership.quiet_period_s();
+    let mut alive: Vec<AliveAgent> = session
+        .state()
+        .heard_all()
+        .filter(|(name, _)| Some(*name) != agent.as_ref())
+        .map(|(name, at)| (name, now.seconds_since(at)))
+        .filter(|(_, age)| *age <= quiet)
+        .map(|(name, age_s)| AliveAgent {
+            doing: held_by(session, name).map(|order| order.id.to_string()),
+            name: name.clone(),
+            age_s,
+        })
+        .collect();
+    alive.sort_by(|a, b| (a.age_s, &a.name).cmp(&(b.age_s, &b.name)));
+    alive.truncate(MAX_ALIVE);
+    let mine_open = agent.as_ref().map_or(0, |me| mine(session, me).count());
+    Ok(Joined {
+        agent,
+        project,
+        standing,
+        primary,
+        alive,
+        mine_open,
+    })
+}
+
+/// The first order `agent` holds.
+fn held_by<'s>(session: &'s Session, agent: &AgentName) -> Option<&'s Order> {
+    session
+        .state()
+        .orders
+        .iter()
+        .find(|order| order.view().holder.as_ref() == Some(agent) && order.view().state.is_held())
+}
+
+/// Orders `me` holds or that are offered to it, not done.
+fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = &'s Order> + 's {
+    session.state().orders.iter().filter(move |order| {
+        let view = order.view();
+        !view.state.is_done()
+            && (view.holder.as_ref() == Some(me)
+                || (view.state == OrderState::Offered && order.issue.to.as_ref() == Some(me)))
+    })
+}
+
+/// One order row of a digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DigestOrder {
+    pub id: String,
+    pub title: String,
+    pub state: &'static str,
+    pub holder: Option<AgentName>,
+    /// Its holder has gone silent past the quiet period (it can be handed back).
+    pub silent: bool,
+}
+
+/// One decision of a digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DigestDecision {
+    pub id: String,
+    pub line: String,
+    pub at: Timestamp,
+}
+
+/// The brief of a digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DigestBrief {
+    pub by: AgentName,
+    pub objective: String,
+    pub constraints: Vec<String>,
+}
+
+/// What `ferry_catchup` answers: built from the folded state, bounded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Digest {
+    /// The primary (on a `since` digest: only when it changed).
+    pub primary: Option<PrimaryNow>,
+    pub brief: Option<DigestBrief>,
+    /// The newest decisions first.
+    pub decisions: Vec<DigestDecision>,
+    /// Open and held orders (not the caller's), oldest change first.
+    pub open: Vec<DigestOrder>,
+    /// The caller's orders (held, or offered to it).
+    pub mine: Vec<DigestOrder>,
+    /// The caller's asks.
+    pub asks: Vec<(String, &'static str)>,
+    /// What needs the caller, one short line each.
+    pub waiting_on_you: Vec<String>,
+    /// Messages for the caller not read yet.
+    pub unread: usize,
+    pub next: Since,
+    /// The `since` given was from another machine or state: this is the full digest.
+    pub reset: bool,
+}
+
+/// How large a digest is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DigestLimits {
+    pub decisions: usize,
+    pub open: usize,
+    pub mine: usize,
+    pub asks: usize,
+    pub waiting: usize,
+}
+
+impl DigestLimits {
+    /// ADR 0028: at most 8 decisions and 10 open orders.
+    pub const DEFAULT: DigestLimits = DigestLimits {
+        decisions: 8,
+        open: 10,
+        mine: 10,
+        asks: 5,
+        waiting: 5,
+    };
+}
+
+/// A bounded digest for the caller, from the folded state; with `since`, only what changed
+/// after that cursor.
+pub fn catchup(
+    session: &mut Session,
+    since: Option<&str>,
+    limits: DigestLimits,
+    now: Timestamp,
+) -> Result<Digest, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    if session.actor().agent().is_some() {
+        super::primary::note_alive(session, now);
+    }
+    let since = since
+        .map(str::parse::<Since>)
+        .transpose()
+        .map_err(|err| OpsError::Invalid(err.to_string()))?;
+    let generation = session.generation();
+    let (after, reset) = match since {
+        Some(since) if since.generation == generation => (since.counter, false),
+        Some(_) => (0, true),
+        None => (0, false),
+    };
+    let me = match session.actor() {
+        Actor::Agent(name) => name.clone(),
+        _ => AgentName::master(),
+    };
+    let state = session.state();
+    let identity = session.identity();
+    let quiet = state.leadership.quiet_period_s();
+    let silent = |holder: Option<&AgentName>| {
+        holder
+            .is_some_and(|holder| liveness(session, holder, now).is_none_or(|(age, _)| age > quiet))
+    };
+    let row = |order: &Order| DigestOrder {
+        id: order.id.to_string(),
+        title: order.issue.title.clone(),
+        state: order.view().state.as_str(),
+        holder: order.view().holder.clone(),
+        silent: order.view().state.is_held() && silent(order.view().holder.as_ref()),
+    };
+    let leadership = &state.leadership;
+    let primary = (leadership.changed() > after || after == 0)
+        .then(|| leadership.view().primary.clone())
+        .flatten()
+        .map(|name| {
+            let live = liveness(session, &name, now);
+            PrimaryNow {
+                age_s: live.map(|(age, _)| age),
+                state: live.map(|(_, state)| state),
+                name,
+            }
+        });
+    let brief = leadership
+        .current_brief()
+        .filter(|brief| brief.stamp > after)
+        .map(|brief| DigestBrief {
+            by: brief.by.clone(),
+            objective: brief.objective.clone(),
+            constraints: brief.constraints.clone(),
+        });
+    let decisions = leadership
+        .decisions()
+        .filter(|decision| decision.stamp > after)
+        .take(limits.decisions)
+        .map(|decision| DigestDecision {
+            id: decision.id.to_string(),
+            line: decision.line.clone(),
+            at: decision.time,
+        })
+        .collect();
+    let is_mine = |order: &Order| {
+        let view = order.view();
+        view.holder.as_ref() == Some(&me)
+            || (view.state == OrderState::Offered && order.issue.to.as_ref() == Some(&me))
+    };
+    let open = state
+        .orders
+        .changed_after(after)
+        .filter(|order| !is_mine(order))
+        .filter(|order| after > 0 || !order.view().state.is_done())
+        .take(limits.open)
+        .map(row)
+        .collect();
+    let mine: Vec<DigestOrder> = state
+        .orders
+        .changed_after(after)
+        .filter(|order| is_mine(order))
+        .take(limits.mine)
+        .map(row)
+        .collect();
+    let asks = state
+        .asks
+        .iter(identity)
+        .filter(|ask| ask.by == me && ask.changed > after)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .take(limits.asks)
+        .map(|ask| (ask.id.to_string(), ask.state.as_str()))
+        .collect();
+    let mut waiting = Vec::new();
+    let may_review = session.authorize(Operation::Review, None, now).is_ok()
+        || session.actor() == &Actor::Master;
+    for order in state.orders.iter() {
+        let view = order.view();
+        let line = match view.state {
+            OrderState::Offered if order.issue.to.as_ref() == Some(&me) => {
+                Some(format!("{} is offered to you: claim it", order.id))
+            }
+            OrderState::ChangesRequested if view.holder.as_ref() == Some(&me) => Some(format!(
+                "{}: changes requested: submit a new revision",
+                order.id
+            )),
+            OrderState::Submitted
+                if may_review
+                    && view
+                        .submission
+                        .as_ref()
+                        .is_some_and(|submission| submission.by != me) =>
+            {
+                Some(format!("{} is submitted: review it", order.id))
+            }
+            _ => None,
+        };
+        if let Some(line) = line {
+            waiting.push(line);
+        }
+    }
+    for ask in state.asks.iter(identity) {
+        if ask.by == me && ask.state == AskState::SentBack {
+            waiting.push(format!("ask {} was sent back: see its note", ask.id));
+        }
+    }
+    waiting.truncate(limits.waiting);
+    // Counted up to a bound: a reader far behind is told "many", not walked through.
+    let unread = state
+        .talk
+        .for_reader(&me, identity, 0, true)
+        .take(MAX_UNREAD_COUNTED)
+        .count();
+    if unread > 0 {
+        waiting.push(format!(
+            "{unread} unread message{}: ferry_talk read",
+            if unread == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(Digest {
+        primary,
+        brief,
+        decisions,
+        open,
+        mine,
+        asks,
+        waiting_on_you: waiting,
+        unread,
+        next: Since {
+            generation,
+            counter: state.last_change(),
+        },
+        reset,
+    })
+}

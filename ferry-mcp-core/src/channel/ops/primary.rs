@@ -1,0 +1,308 @@
+//! The primary and liveness: who leads, whether it has gone quiet, standing by, taking over,
+//! handing the role back, the quiet period, and the primary's brief.
+//!
+//! Liveness depends on the reading time and is never folded (ADR 0005): an agent's age is
+//! `now` minus when it was last heard from on this machine. It is `alive` within two minutes
+//! (or half the quiet period when that is shorter), `quiet` until the quiet period, `silent`
+//! after it. Taking over needs an Orchestrator on a machine that is not paused, and a primary
+//! that is silent (or none); the race between two takeovers is the fold's (ADR 0006).
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{OpsError, check_chars, check_not_empty};
+use crate::channel::levels::Operation;
+use crate::channel::names::AgentName;
+use crate::channel::session::{Actor, Session};
+use crate::channel::state::primary::{MAX_BRIEF_LINE, MAX_CONSTRAINTS, kinds};
+use crate::guard::TextUse;
+use crate::time::Timestamp;
+
+/// How recently an agent was heard from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Liveness {
+    Alive,
+    Quiet,
+    Silent,
+}
+
+impl Liveness {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Alive => "alive",
+            Self::Quiet => "quiet",
+            Self::Silent => "silent",
+        }
+    }
+}
+
+/// An agent counts as alive at most this long after it was last heard from.
+pub const ALIVE_FOR_S: u64 = 120;
+/// A tool call records that its agent is alive at most this often (ADR 0028, presence).
+pub const PRESENCE_EVERY_MS: u64 = 60_000;
+/// The entry kind of presence.
+pub const PRESENCE: &str = "presence";
+
+/// How long ago `agent` was heard from here, and what that makes it, at `now`.
+pub fn liveness(session: &Session, agent: &AgentName, now: Timestamp) -> Option<(u64, Liveness)> {
+    let heard = session.state().heard(agent)?;
+    let age = now.seconds_since(heard);
+    let quiet = session.state().leadership.quiet_period_s();
+    let alive_for = ALIVE_FOR_S.min(quiet / 2).max(1);
+    let state = if age <= alive_for {
+        Liveness::Alive
+    } else if age <= quiet {
+        Liveness::Quiet
+    } else {
+        Liveness::Silent
+    };
+    Some((age, state))
+}
+
+/// What `ferry_primary status` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrimaryStatus {
+    pub primary: Option<AgentName>,
+    /// Seconds since the primary was last heard from.
+    pub age_s: Option<u64>,
+    pub state: Option<Liveness>,
+    /// The quiet period, after which the primary counts as silent.
+    pub quiet_period_s: u64,
+    /// What the caller may do now, in one line.
+    pub rule: String,
+    /// Agents that recorded that they wait.
+    pub standing_by: Vec<AgentName>,
+}
+
+fn me(session: &Session) -> Option<AgentName> {
+    session.actor().agent().cloned()
+}
+
+/// Who is primary, how it stands, and what the caller may do.
+pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    let view = session.state().leadership.view().clone();
+    let quiet_period_s = session.state().leadership.quiet_period_s();
+    let live = view
+        .primary
+        .as_ref()
+        .and_then(|primary| liveness(session, primary, now));
+    let me = me(session);
+    let may_take = session.authorize(Operation::TakeOver, None, now).is_ok();
+    let rule = match (&view.primary, live) {
+        (Some(primary), _) if Some(primary) == me.as_ref() => {
+            "you are primary: keep your brief current (`ferry brief set|decide`), release when you stop".to_owned()
+        }
+        (None, _) if may_take => {
+            "there is no primary: you may take over (action takeover)".to_owned()
+        }
+        (None, _) => "there is no primary: work your orders; an Orchestrator may take over".to_owned(),
+        (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) if may_take => {
+            format!("{primary} is silent: you may take over (action takeover)")
+        }
+        (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) => format!(
+            "{primary} is silent: tell the human (ferry_ask_human) or an Orchestrator; keep working your orders"
+        ),
+        (Some(primary), Some((age, state))) => format!(
+            "{primary} is {} ({age}s ago; silent after {quiet_period_s}s): standby, work your orders, poll ferry_catchup",
+            state.as_str()
+        ),
+    };
+    Ok(PrimaryStatus {
+        primary: view.primary,
+        age_s: live.map(|(age, _)| age),
+        state: live.map(|(_, state)| state),
+        quiet_period_s,
+        rule,
+        standing_by: session
+            .state()
+            .leadership
+            .standing_by()
+            .map(|(name, _)| name.clone())
+            .collect(),
+    })
+}
+
+/// Records that the caller waits for the primary.
+pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
+    session.append(Operation::HandIn, None, kinds::STANDBY, json!({}), now)?;
+    status(session, now)
+}
+
+/// What a takeover came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Takeover {
+    /// The caller is primary now; `from` was primary before (a message told the fleet).
+    TookOver { from: Option<AgentName> },
+    /// The caller was primary already.
+    AlreadyPrimary,
+    /// Another Orchestrator's takeover, made without seeing this one, won the race.
+    LostRace { primary: AgentName },
+}
+
+/// Takes over as primary: an Orchestrator, on a machine that is not paused, when the primary
+/// is silent past the quiet period (or there is none). Tells the fleet.
+pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsError> {
+    session.refresh(now);
+    session.authorize(Operation::TakeOver, None, now)?;
+    let me = me(session).ok_or(OpsError::ReadOnly)?;
+    let view = session.state().leadership.view().clone();
+    if view.primary.as_ref() == Some(&me) {
+        return Ok(Takeover::AlreadyPrimary);
+    }
+    if let Some(primary) = &view.primary
+        && let Some((age, state)) = liveness(session, primary, now)
+        && state != Liveness::Silent
+    {
+        return Err(OpsError::PrimaryAlive {
+            primary: primary.clone(),
+            state: state.as_str(),
+            age_s: age,
+            quiet_period_s: session.state().leadership.quiet_period_s(),
+        });
+    }
+    let body = json!({ "after": view.tip.to_hex() });
+    session.append(Operation::TakeOver, None, kinds::TAKE, body, now)?;
+    let after = session.state().leadership.view().clone();
+    match after.primary {
+        Some(primary) if primary == me => {
+            if let Some(from) = &view.primary {
+                let request = super::talk::PostRequest {
+                    to: crate::channel::state::talk::ALL.to_owned(),
+                    text: format!("taking over from {from}"),
+                    reply_to: None,
+                };
+                super::talk::post(session, &request, now)?;
+            }
+            Ok(Takeover::TookOver { from: view.primary })
+        }
+        Some(primary) => Ok(Takeover::LostRace { primary }),
+        None => Err(OpsError::Invalid(
+            "the takeover does not count here (see `ferry primary status`)".into(),
+        )),
+    }
+}
+
+/// Hands the primary's role back (the primary only).
+pub fn release(session: &mut Session, now: Timestamp) -> Result<(), OpsError> {
+    session.refresh(now);
+    let me = me(session).ok_or(OpsError::ReadOnly)?;
+    let view = session.state().leadership.view().clone();
+    if view.primary.as_ref() != Some(&me) {
+        return Err(OpsError::NotPrimary {
+            agent: me,
+            primary: view.primary,
+        });
+    }
+    let body = json!({ "after": view.tip.to_hex() });
+    session.append(Operation::HandIn, None, kinds::RELEASE, body, now)?;
+    Ok(())
+}
+
+/// Sets the quiet period (the master only).
+pub fn set_quiet_period(
+    session: &mut Session,
+    seconds: u64,
+    now: Timestamp,
+) -> Result<(), OpsError> {
+    if session.actor() != &Actor::Master {
+        return Err(OpsError::Refused(
+            crate::channel::levels::Refusal::MasterOnly {
+                operation: Operation::Approve,
+            },
+        ));
+    }
+    if seconds == 0 || seconds > 30 * 24 * 3600 {
+        return Err(OpsError::Invalid(
+            "a quiet period is between 1 second and 30 days".into(),
+        ));
+    }
+    session.append(
+        Operation::Approve,
+        None,
+        kinds::SETTINGS,
+        json!({ "quiet_period_s": seconds }),
+        now,
+    )?;
+    Ok(())
+}
+
+/// Writes the acting agent's brief: an objective and at most five constraint lines (Member
+/// and up; written on the command line, not by a tool, to save tokens).
+pub fn set_brief(
+    session: &mut Session,
+    objective: &str,
+    constraints: &[String],
+    now: Timestamp,
+) -> Result<(), OpsError> {
+    check_not_empty("the objective", objective)?;
+    check_chars("the objective", objective, MAX_BRIEF_LINE)?;
+    session.guard(objective, TextUse::Post)?;
+    if constraints.len() > MAX_CONSTRAINTS {
+        return Err(OpsError::TooLong {
+            what: "the constraints",
+            len: constraints.len(),
+            max: MAX_CONSTRAINTS,
+            unit: "lines",
+        });
+    }
+    for line in constraints {
+        check_chars("a constraint", line, MAX_BRIEF_LINE)?;
+        session.guard(line, TextUse::Post)?;
+    }
+    brief_writer(session)?;
+    session.append(
+        Operation::Post,
+        None,
+        kinds::BRIEF_SET,
+        json!({ "objective": objective, "constraints": constraints }),
+        now,
+    )?;
+    Ok(())
+}
+
+/// Records a decision in the acting agent's brief (Member and up).
+pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<String, OpsError> {
+    check_not_empty("the decision", line)?;
+    check_chars("the decision", line, MAX_BRIEF_LINE)?;
+    session.guard(line, TextUse::Post)?;
+    brief_writer(session)?;
+    let entry = session.append(
+        Operation::Post,
+        None,
+        kinds::BRIEF_DECIDE,
+        json!({ "line": line }),
+        now,
+    )?;
+    Ok(session.id_of(&entry).to_string())
+}
+
+fn brief_writer(session: &Session) -> Result<(), OpsError> {
+    match session.actor() {
+        Actor::Agent(_) => Ok(()),
+        _ => Err(OpsError::Invalid(
+            "a brief is an agent's: name it with --as".into(),
+        )),
+    }
+}
+
+/// Records that the acting agent is alive, when its last entry here is older than a minute
+/// (at most one small signed record per agent per minute of activity). Quietly does nothing
+/// when the agent may not write (unseated, locked, paused): liveness never refuses a call.
+pub fn note_alive(session: &mut Session, now: Timestamp) {
+    let Actor::Agent(me) = session.actor().clone() else {
+        return;
+    };
+    let recent = session
+        .state()
+        .heard(&me)
+        .is_some_and(|at| now.as_millis().saturating_sub(at.as_millis()) < PRESENCE_EVERY_MS);
+    if recent || session.authorize(Operation::HandIn, None, now).is_err() {
+        return;
+    }
+    // A failure to write presence costs only liveness; the call goes on.
+    let _ = session.append(Operation::HandIn, None, PRESENCE, json!({}), now);
+}

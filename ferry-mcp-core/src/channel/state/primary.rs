@@ -1,0 +1,456 @@
+//! The primary (the agent that leads the fleet), the project's settings, and the briefs.
+//!
+//! **The primary** is decided by a chain like an order's (ADR 0006): every `primary.take` and
+//! `primary.release` names `after`, the latest such event its author had folded (the chain
+//! starts at [`ROOT`], no primary). Among the children of the tip that are valid (a take by an
+//! Orchestrator in force; a release by the primary itself), the least by rank, then by the
+//! tie-break over the taker's roster key, wins; the others are void. Two concurrent takeovers
+//! on two machines therefore end with one primary everywhere after sync, with no clock
+//! compared. Whether the primary was silent enough to take over is the taker's machine's check
+//! when it writes (ADR 0005: liveness depends on the reading time and is never folded).
+//! `primary.standby` records that an agent waits; it changes nothing.
+//!
+//! **Settings** (`settings`, master-signed): the quiet period after which an agent counts as
+//! silent. The latest in master order stands.
+//!
+//! **Briefs** (`brief.set`, `brief.decide`, written with `ferry brief` by a Member or above):
+//! an agent's objective and constraints, and decisions it recorded.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::orders::tiebreak;
+use super::{Acted, Changes, EntryId};
+use crate::channel::entry::EntryHash;
+use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
+use crate::channel::keys::PublicKey;
+use crate::channel::levels::Level;
+use crate::channel::names::AgentName;
+use crate::time::Timestamp;
+
+/// The entry kinds of this module.
+pub mod kinds {
+    pub const TAKE: &str = "primary.take";
+    pub const RELEASE: &str = "primary.release";
+    pub const STANDBY: &str = "primary.standby";
+    pub const SETTINGS: &str = "settings";
+    pub const BRIEF_SET: &str = "brief.set";
+    pub const BRIEF_DECIDE: &str = "brief.decide";
+}
+
+/// The tip of the primary's chain before anyone took it: no primary.
+pub const ROOT: EntryHash = EntryHash::ZERO;
+
+/// The quiet period when the master set none: after it an agent counts as silent.
+pub const DEFAULT_QUIET_PERIOD_S: u64 = 300;
+/// The most constraint lines a brief keeps.
+pub const MAX_CONSTRAINTS: usize = 5;
+/// The longest objective, constraint line or decision, in characters.
+pub const MAX_BRIEF_LINE: usize = 300;
+/// Decisions kept (the newest).
+const KEPT_DECISIONS: usize = 32;
+
+/// The body of `primary.take` and `primary.release`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrimaryBody {
+    pub after: EntryHash,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// The body of `settings`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsBody {
+    pub quiet_period_s: u64,
+}
+
+/// The body of `brief.set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BriefBody {
+    pub objective: String,
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// The body of `brief.decide`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecideBody {
+    pub line: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Made {
+    author: AgentName,
+    key: PublicKey,
+    seq: u64,
+    id: EntryId,
+    pos: MasterPos,
+    time: Timestamp,
+}
+
+impl Made {
+    fn from(acted: &Acted<'_>) -> Self {
+        Self {
+            author: acted.author.clone(),
+            key: *acted.key,
+            seq: acted.entry.seq(),
+            id: acted.id.clone(),
+            pos: acted.pos,
+            time: acted.time,
+        }
+    }
+
+    fn level(&self, identity: &Identity) -> Option<Level> {
+        (identity.seat(&self.author) == Seat::Seated(&self.key))
+            .then(|| identity.level_at(&self.author, &self.key, self.pos, self.time))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Event {
+    take: bool,
+    made: Made,
+    hash: EntryHash,
+    after: EntryHash,
+}
+
+/// Who is primary, as resolved from the chain.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrimaryView {
+    pub primary: Option<AgentName>,
+    /// When the current primary took over (its take's effective time).
+    pub since: Option<Timestamp>,
+    /// Who held it before the latest take (for "taking over from X").
+    pub previous: Option<AgentName>,
+    /// What the next take or release names as `after`.
+    pub tip: EntryHash,
+    /// Takes and releases that do not count (lost races, refusals), latest last.
+    pub voided: Vec<(EntryId, AgentName, String)>,
+}
+
+/// A brief as folded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Brief {
+    pub by: AgentName,
+    pub objective: String,
+    pub constraints: Vec<String>,
+    pub time: Timestamp,
+    pub stamp: u64,
+    made: Made,
+}
+
+/// A decision as folded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub id: EntryId,
+    pub by: AgentName,
+    pub line: String,
+    pub time: Timestamp,
+    pub stamp: u64,
+    made: Made,
+}
+
+/// The primary, settings and briefs. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leadership {
+    events: Vec<Event>,
+    view: PrimaryView,
+    /// The stamp of the primary's last change.
+    changed: u64,
+    standby: BTreeMap<AgentName, Timestamp>,
+    /// The quiet period in seconds and the master position that set it.
+    quiet_period_s: Option<(MasterPos, u64)>,
+    briefs: BTreeMap<AgentName, Brief>,
+    decisions: VecDeque<Decision>,
+    problems: Vec<FoldProblem>,
+}
+
+impl Default for Leadership {
+    fn default() -> Self {
+        Self {
+            events: Vec::new(),
+            view: PrimaryView {
+                tip: ROOT,
+                ..PrimaryView::default()
+            },
+            changed: 0,
+            standby: BTreeMap::new(),
+            quiet_period_s: None,
+            briefs: BTreeMap::new(),
+            decisions: VecDeque::new(),
+            problems: Vec::new(),
+        }
+    }
+}
+
+impl Leadership {
+    pub fn problems(&self) -> Vec<FoldProblem> {
+        self.problems.clone()
+    }
+
+    fn report(&mut self, acted: &Acted<'_>, detail: String) {
+        if self.problems.len() < 100 {
+            self.problems.push(FoldProblem::about(
+                acted.entry,
+                FoldProblemKind::MalformedBody,
+                detail,
+            ));
+        }
+    }
+
+    /// Who is primary.
+    pub fn view(&self) -> &PrimaryView {
+        &self.view
+    }
+
+    /// The stamp of the primary's last change.
+    pub fn changed(&self) -> u64 {
+        self.changed
+    }
+
+    /// The quiet period: the master's setting, or the default.
+    pub fn quiet_period_s(&self) -> u64 {
+        self.quiet_period_s
+            .map_or(DEFAULT_QUIET_PERIOD_S, |(_, seconds)| seconds)
+    }
+
+    /// Agents that recorded that they wait, with when.
+    pub fn standing_by(&self) -> impl Iterator<Item = (&AgentName, Timestamp)> {
+        self.standby.iter().map(|(name, at)| (name, *at))
+    }
+
+    /// The brief of `agent`, if it wrote one that counts.
+    pub fn brief(&self, agent: &AgentName) -> Option<&Brief> {
+        self.briefs.get(agent)
+    }
+
+    /// The brief catch-up shows: the primary's, else the latest one.
+    pub fn current_brief(&self) -> Option<&Brief> {
+        self.view
+            .primary
+            .as_ref()
+            .and_then(|primary| self.briefs.get(primary))
+            .or_else(|| {
+                self.briefs
+                    .values()
+                    .max_by(|a, b| (a.time, &a.by).cmp(&(b.time, &b.by)))
+            })
+    }
+
+    /// Decisions, newest first.
+    pub fn decisions(&self) -> impl Iterator<Item = &Decision> {
+        self.decisions.iter().rev()
+    }
+
+    pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
+        match acted.kind() {
+            kinds::TAKE | kinds::RELEASE => {
+                let body = match PrimaryBody::deserialize(acted.body()) {
+                    Ok(body) => body,
+                    Err(err) => return self.report(acted, format!("bad {}: {err}", acted.kind())),
+                };
+                if acted.by_master {
+                    return self.report(acted, "the master is never primary".into());
+                }
+                self.events.push(Event {
+                    take: acted.kind() == kinds::TAKE,
+                    made: Made::from(acted),
+                    hash: *acted.entry.hash(),
+                    after: body.after,
+                });
+                self.rejudge(identity, changes);
+            }
+            kinds::STANDBY if !acted.by_master => {
+                self.standby.insert(acted.author.clone(), acted.time);
+            }
+            kinds::SETTINGS if acted.by_master => match SettingsBody::deserialize(acted.body()) {
+                Ok(body) => {
+                    let newer = self.quiet_period_s.is_none_or(|(pos, _)| acted.pos >= pos);
+                    if newer {
+                        self.quiet_period_s = Some((acted.pos, body.quiet_period_s));
+                    }
+                }
+                Err(err) => self.report(acted, format!("bad settings: {err}")),
+            },
+            kinds::SETTINGS => self.report(acted, "settings not signed by the master".into()),
+            kinds::BRIEF_SET if !acted.by_master => self.feed_brief(acted, identity, changes),
+            kinds::BRIEF_DECIDE if !acted.by_master => self.feed_decision(acted, identity, changes),
+            _ => {}
+        }
+    }
+
+    fn counts_as_member(made: &Made, identity: &Identity) -> bool {
+        made.level(identity)
+            .is_some_and(|level| level >= Level::Member)
+    }
+
+    fn feed_brief(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
+        let body = match BriefBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad brief.set: {err}")),
+        };
+        let made = Made::from(acted);
+        if !Self::counts_as_member(&made, identity)
+            || body.constraints.len() > MAX_CONSTRAINTS
+            || body.objective.chars().count() > MAX_BRIEF_LINE
+            || body
+                .constraints
+                .iter()
+                .any(|line| line.chars().count() > MAX_BRIEF_LINE)
+        {
+            return self.report(acted, "a brief by a Worker, or over its limits".into());
+        }
+        let newer = self
+            .briefs
+            .get(acted.author)
+            .is_none_or(|brief| (brief.time, brief.made.seq) <= (made.time, made.seq));
+        if newer {
+            self.briefs.insert(
+                acted.author.clone(),
+                Brief {
+                    by: acted.author.clone(),
+                    objective: body.objective,
+                    constraints: body.constraints,
+                    time: made.time,
+                    stamp: changes.stamp(),
+                    made,
+                },
+            );
+        }
+    }
+
+    fn feed_decision(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
+        let body = match DecideBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad brief.decide: {err}")),
+        };
+        let made = Made::from(acted);
+        if !Self::counts_as_member(&made, identity) || body.line.chars().count() > MAX_BRIEF_LINE {
+            return self.report(acted, "a decision by a Worker, or over its limit".into());
+        }
+        let decision = Decision {
+            id: made.id.clone(),
+            by: made.author.clone(),
+            line: body.line,
+            time: made.time,
+            stamp: changes.stamp(),
+            made,
+        };
+        // Newest last, by effective time (then id): the same on every machine.
+        let at = self
+            .decisions
+            .iter()
+            .position(|d| (d.time, &d.id) > (decision.time, &decision.id))
+            .unwrap_or(self.decisions.len());
+        self.decisions.insert(at, decision);
+        while self.decisions.len() > KEPT_DECISIONS {
+            self.decisions.pop_front();
+        }
+    }
+
+    /// Resolves the chain again (an event came, or a seat changed).
+    pub fn rejudge(&mut self, identity: &Identity, changes: &mut Changes) {
+        let view = resolve(&self.events, identity);
+        if view != self.view {
+            self.view = view;
+            self.changed = changes.stamp();
+        }
+    }
+}
+
+/// How concurrent events are ordered (ADR 0006): rank, tie-break, author, seq.
+type RaceKey = (u8, [u8; 32], AgentName, u64);
+
+fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
+    let mut view = PrimaryView {
+        tip: ROOT,
+        ..PrimaryView::default()
+    };
+    let mut children: HashMap<EntryHash, Vec<usize>> = HashMap::new();
+    for (index, event) in events.iter().enumerate() {
+        children.entry(event.after).or_default().push(index);
+    }
+    let mut decided = vec![false; events.len()];
+    let void = |view: &mut PrimaryView, event: &Event, reason: String| {
+        if view.voided.len() >= 8 {
+            view.voided.remove(0);
+        }
+        view.voided
+            .push((event.made.id.clone(), event.made.author.clone(), reason));
+    };
+    while let Some(kids) = children.get(&view.tip) {
+        let mut valid: Vec<(RaceKey, usize)> = Vec::new();
+        for &index in kids {
+            let event = &events[index];
+            let level = event.made.level(identity);
+            let judged = match (event.take, level) {
+                (_, None) => Err(format!("{} does not hold its name", event.made.author)),
+                (true, Some(level)) if level < Level::Orchestrator => Err(format!(
+                    "taking over needs orchestrator; {} was {level}",
+                    event.made.author
+                )),
+                (true, Some(_)) if view.primary.as_ref() == Some(&event.made.author) => {
+                    Err("already primary".into())
+                }
+                (false, Some(_)) if view.primary.as_ref() != Some(&event.made.author) => {
+                    Err(format!("{} was not primary", event.made.author))
+                }
+                _ => Ok(()),
+            };
+            match judged {
+                Ok(()) => valid.push((
+                    (
+                        u8::from(event.take),
+                        tiebreak("primary", &event.made.key),
+                        event.made.author.clone(),
+                        event.made.seq,
+                    ),
+                    index,
+                )),
+                Err(reason) => {
+                    decided[index] = true;
+                    void(&mut view, event, reason);
+                }
+            }
+        }
+        valid.sort();
+        let Some(&(_, winner)) = valid.first() else {
+            break;
+        };
+        for &(_, loser) in &valid[1..] {
+            decided[loser] = true;
+            let reason = format!("lost the race to {}", events[winner].made.author);
+            void(&mut view, &events[loser], reason);
+        }
+        decided[winner] = true;
+        let event = &events[winner];
+        if event.take {
+            view.previous = view.primary.take();
+            view.primary = Some(event.made.author.clone());
+            view.since = Some(event.made.time);
+        } else {
+            view.previous = view.primary.take();
+            view.since = None;
+        }
+        view.tip = event.hash;
+    }
+    for (index, event) in events.iter().enumerate() {
+        if !decided[index] {
+            void(
+                &mut view,
+                event,
+                "it follows an event that does not count".into(),
+            );
+        }
+    }
+    view
+}

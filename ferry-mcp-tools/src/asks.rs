@@ -1,0 +1,126 @@
+//! `ferry_ask_human`: raise a question that only the human can decide, with a recommendation,
+//! and read the answer. The MCP can ask, never approve: answers are the master's alone.
+
+use ferry_mcp_core::channel::ops::asks::{self as ops, AskView, RaiseRequest};
+use ferry_mcp_core::guard;
+use ferry_mcp_core::shape::ToolOutcome;
+use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::facade;
+
+/// The arguments of `ferry_ask_human`, one variant per action.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AskArgs {
+    Raise {
+        title: String,
+        recommendation: String,
+        #[serde(default)]
+        reasoning: String,
+    },
+    Status {
+        #[serde(default)]
+        id: Option<String>,
+    },
+}
+
+/// What `ferry_ask_human` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct AskOut {
+    pub id: String,
+    /// `pending`, `approved`, `rejected` or `sent_back`.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
+    name: "ferry_ask_human",
+    title: "Ask the human",
+    description: "Ask the human for a decision only they can make. raise: title, recommendation, reasoning (max 1200 chars). status: id (default: your latest). You cannot approve.",
+    input_schema: r#"{"type":"object","properties":{"action":{"enum":["raise","status"]},"title":{"type":"string"},"recommendation":{"type":"string"},"reasoning":{"type":"string"},"id":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"id":{"type":"string"},"state":{"type":"string"},"note":{"type":"string"}},"required":["id","state"],"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::APPEND,
+};
+
+/// `ferry_ask_human`.
+#[derive(Debug)]
+pub struct FerryAskHuman;
+
+fn out(ask: &AskView) -> AskOut {
+    AskOut {
+        id: ask.id.clone(),
+        state: ask.state.to_owned(),
+        note: ask
+            .note
+            .as_deref()
+            .map(|note| guard::redact(note).text.into_owned()),
+    }
+}
+
+impl Tool for FerryAskHuman {
+    fn definition(&self) -> &'static ToolDefinition {
+        &DEFINITION
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        let args = match facade::parse::<AskArgs>(DEFINITION.name, args) {
+            Ok(args) => args,
+            Err(refusal) => return refusal,
+        };
+        let now = cx.now;
+        let session = match facade::session(cx) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        ferry_mcp_core::channel::ops::primary::note_alive(session, now);
+        let result = match args {
+            AskArgs::Raise {
+                title,
+                recommendation,
+                reasoning,
+            } => {
+                let request = RaiseRequest {
+                    title,
+                    recommendation,
+                    reasoning,
+                };
+                ops::raise(session, &request, now)
+                    .and_then(|id| ops::show(session, &id, now))
+                    .map(|ask| {
+                        let summary = format!(
+                            "asked the human ({}); check back with status id {}",
+                            ask.id, ask.id
+                        );
+                        (out(&ask), summary)
+                    })
+            }
+            AskArgs::Status { id: Some(id) } => ops::show(session, &id, now).map(|ask| {
+                let summary = format!("ask {} is {}", ask.id, ask.state);
+                (out(&ask), summary)
+            }),
+            AskArgs::Status { id: None } => {
+                let me = session.actor().agent().cloned();
+                ops::list(session, me.as_ref(), false, now).and_then(|asks| {
+                    let ask = asks.into_iter().next().ok_or_else(|| {
+                        ferry_mcp_core::channel::ops::OpsError::Invalid(
+                            "you have raised no ask yet".into(),
+                        )
+                    })?;
+                    let summary = format!("your latest ask {} is {}", ask.id, ask.state);
+                    Ok((out(&ask), summary))
+                })
+            }
+        };
+        match result {
+            Ok((out, summary)) => ToolOutcome::ok(facade::structured(&out), summary),
+            Err(err) => facade::failed(&err),
+        }
+    }
+}

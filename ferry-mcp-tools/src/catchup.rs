@@ -1,0 +1,247 @@
+//! `ferry_catchup`: a bounded digest (ADR 0028 T6: at most 800 estimated tokens) of what the
+//! agent needs to go on: the primary, its brief, the newest decisions, the open orders, its
+//! own orders and asks, what waits on it. Built from the folded state, never from history;
+//! with `since`, only what changed after that cursor.
+
+use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits, DigestOrder};
+use ferry_mcp_core::channel::ops::primary::Liveness;
+use ferry_mcp_core::guard;
+use ferry_mcp_core::shape::{ResourceLink, ResourceUri, ToolOutcome};
+use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::facade;
+
+/// The arguments of `ferry_catchup`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CatchupArgs {
+    #[serde(default)]
+    pub since: Option<String>,
+    #[serde(default)]
+    pub detail: bool,
+}
+
+/// An order in the digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct OrderOut {
+    pub id: String,
+    pub title: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub silent: bool,
+}
+
+/// The brief in the digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct BriefOut {
+    pub objective: String,
+    pub constraints: Vec<String>,
+}
+
+/// A decision in the digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct DecisionOut {
+    pub id: String,
+    pub line: String,
+}
+
+/// An ask in the digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct AskOut {
+    pub id: String,
+    pub state: String,
+}
+
+/// The primary in the digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct PrimaryOut {
+    pub name: String,
+    pub state: String,
+}
+
+/// What `ferry_catchup` answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct CatchupOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<PrimaryOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brief: Option<BriefOut>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<DecisionOut>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<OrderOut>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mine: Vec<OrderOut>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub asks: Vec<AskOut>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting_on_you: Vec<String>,
+    /// `ferry://` links to the bodies of the caller's orders.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
+    /// Pass as `since` next time to get only what changed.
+    pub next: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
+}
+
+pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
+    name: "ferry_catchup",
+    title: "Catch up",
+    description: "A short digest: primary, brief, decisions, open orders, yours, your asks, what waits on you. Pass next back as since for only what changed.",
+    input_schema: r#"{"type":"object","properties":{"since":{"type":"string"},"detail":{"type":"boolean"}},"additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"links":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::READ_ONLY,
+};
+
+/// Characters an order title keeps in the digest (the full title is in `ferry_orders show`).
+const TITLE_CHARS: usize = 60;
+/// With `detail`, titles keep this many.
+const DETAIL_TITLE_CHARS: usize = 160;
+
+/// `ferry_catchup`.
+#[derive(Debug)]
+pub struct FerryCatchup;
+
+impl Tool for FerryCatchup {
+    fn definition(&self) -> &'static ToolDefinition {
+        &DEFINITION
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        let args = match facade::parse::<CatchupArgs>(DEFINITION.name, args) {
+            Ok(args) => args,
+            Err(refusal) => return refusal,
+        };
+        let now = cx.now;
+        let project = cx.project.to_owned();
+        let session = match facade::session(cx) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        let limits = if args.detail {
+            DigestLimits {
+                decisions: 12,
+                open: 20,
+                mine: 20,
+                asks: 10,
+                waiting: 10,
+            }
+        } else {
+            DigestLimits::DEFAULT
+        };
+        match fleet::catchup(session, args.since.as_deref(), limits, now) {
+            Ok(digest) => shape(&digest, &project, args.detail),
+            Err(err) => facade::failed(&err),
+        }
+    }
+}
+
+fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
+    let title_chars = if detail {
+        DETAIL_TITLE_CHARS
+    } else {
+        TITLE_CHARS
+    };
+    let mut redacted = false;
+    let mut clean = |text: &str| {
+        let clean = guard::redact(text);
+        redacted |= clean.redacted;
+        clean.text.into_owned()
+    };
+    let mut order = |order: &DigestOrder| OrderOut {
+        id: order.id.clone(),
+        title: crate::orders::clip(&clean(&order.title), title_chars),
+        state: order.state.to_owned(),
+        holder: order.holder.as_ref().map(ToString::to_string),
+        silent: order.silent,
+    };
+    let open: Vec<OrderOut> = digest.open.iter().map(&mut order).collect();
+    let mine: Vec<OrderOut> = digest.mine.iter().map(&mut order).collect();
+    let links: Vec<ResourceLink> = digest
+        .mine
+        .iter()
+        .filter_map(|order| {
+            ResourceUri::new(project, crate::orders::ORDER_KIND, &order.id)
+                .ok()
+                .map(|uri| ResourceLink::new(uri, format!("order {}", order.id)))
+        })
+        .collect();
+    let out = CatchupOut {
+        primary: digest.primary.as_ref().map(|primary| PrimaryOut {
+            name: primary.name.to_string(),
+            state: primary
+                .state
+                .map_or(Liveness::Silent, |state| state)
+                .as_str()
+                .to_owned(),
+        }),
+        brief: digest.brief.as_ref().map(|brief| BriefOut {
+            objective: clean(&brief.objective),
+            constraints: brief.constraints.iter().map(|line| clean(line)).collect(),
+        }),
+        decisions: digest
+            .decisions
+            .iter()
+            .map(|decision| DecisionOut {
+                id: decision.id.clone(),
+                line: clean(&decision.line),
+            })
+            .collect(),
+        open,
+        mine,
+        asks: digest
+            .asks
+            .iter()
+            .map(|(id, state)| AskOut {
+                id: id.clone(),
+                state: (*state).to_owned(),
+            })
+            .collect(),
+        waiting_on_you: digest.waiting_on_you.clone(),
+        links: links.iter().map(|link| link.uri.to_string()).collect(),
+        next: digest.next.to_string(),
+        reset: digest.reset,
+        redacted,
+    };
+    let changed = out.primary.is_some()
+        || out.brief.is_some()
+        || !out.decisions.is_empty()
+        || !out.open.is_empty()
+        || !out.mine.is_empty()
+        || !out.asks.is_empty();
+    let summary = if !changed && out.waiting_on_you.is_empty() {
+        "nothing new".to_owned()
+    } else {
+        format!(
+            "{} open, {} yours, {} waiting on you{}",
+            out.open.len(),
+            out.mine.len(),
+            out.waiting_on_you.len(),
+            out.primary
+                .as_ref()
+                .map(|primary| format!("; primary {} ({})", primary.name, primary.state))
+                .unwrap_or_default()
+        )
+    };
+    let mut outcome = ToolOutcome::ok(facade::structured(&out), summary);
+    for link in links {
+        outcome = outcome.with_link(link);
+    }
+    outcome
+}

@@ -1,0 +1,125 @@
+//! `ferry_primary`: who leads the fleet, whether it has gone quiet, and what the caller may do
+//! about it: stand by, take over (an Orchestrator, only when the primary is silent), or hand
+//! the role back.
+
+use ferry_mcp_core::channel::ops::primary::{self as ops, PrimaryStatus, Takeover};
+use ferry_mcp_core::shape::ToolOutcome;
+use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::facade;
+
+/// The arguments of `ferry_primary`, one variant per action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+pub enum PrimaryArgs {
+    Status,
+    Standby,
+    Takeover,
+    Release,
+}
+
+/// What `ferry_primary` answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct PrimaryOut {
+    /// The primary, or none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<u64>,
+    /// `alive`, `quiet` or `silent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// What the caller may do now.
+    pub rule: String,
+    /// For a takeover: `took_over`, `already_primary` or `lost_race`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
+    name: "ferry_primary",
+    title: "Primary",
+    description: "The fleet's primary. status: who, how recently heard, and what you may do now. standby. takeover: Orchestrator, only when the primary is silent. release.",
+    input_schema: r#"{"type":"object","properties":{"action":{"enum":["status","standby","takeover","release"]}},"required":["action"],"additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"primary":{"type":"string"},"age_s":{"type":"integer"},"state":{"type":"string"},"rule":{"type":"string"},"outcome":{"type":"string"}},"required":["rule"],"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::APPEND,
+};
+
+/// `ferry_primary`.
+#[derive(Debug)]
+pub struct FerryPrimary;
+
+fn out(status: &PrimaryStatus, outcome: Option<&str>) -> PrimaryOut {
+    PrimaryOut {
+        primary: status.primary.as_ref().map(ToString::to_string),
+        age_s: status.age_s,
+        state: status.state.map(|state| state.as_str().to_owned()),
+        rule: status.rule.clone(),
+        outcome: outcome.map(str::to_owned),
+    }
+}
+
+impl Tool for FerryPrimary {
+    fn definition(&self) -> &'static ToolDefinition {
+        &DEFINITION
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        let args = match facade::parse::<PrimaryArgs>(DEFINITION.name, args) {
+            Ok(args) => args,
+            Err(refusal) => return refusal,
+        };
+        let now = cx.now;
+        let session = match facade::session(cx) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        if args != PrimaryArgs::Takeover {
+            ops::note_alive(session, now);
+        }
+        let result = match args {
+            PrimaryArgs::Status => ops::status(session, now).map(|status| {
+                let summary = status.rule.clone();
+                (out(&status, None), summary)
+            }),
+            PrimaryArgs::Standby => ops::standby(session, now).map(|status| {
+                (out(&status, None), format!("standing by; {}", status.rule))
+            }),
+            PrimaryArgs::Release => ops::release(session, now)
+                .and_then(|()| ops::status(session, now))
+                .map(|status| (out(&status, None), "released the primary's role".to_owned())),
+            PrimaryArgs::Takeover => ops::takeover(session, now).and_then(|outcome| {
+                let status = ops::status(session, now)?;
+                Ok(match outcome {
+                    Takeover::TookOver { from } => (
+                        out(&status, Some("took_over")),
+                        match from {
+                            Some(from) => format!(
+                                "you are primary, taking over from {from} (the fleet was told); call ferry_catchup"
+                            ),
+                            None => "you are primary; call ferry_catchup".to_owned(),
+                        },
+                    ),
+                    Takeover::AlreadyPrimary => (
+                        out(&status, Some("already_primary")),
+                        "you are primary already".to_owned(),
+                    ),
+                    Takeover::LostRace { primary } => (
+                        out(&status, Some("lost_race")),
+                        format!("{primary} took over first (its takeover won the race): standby"),
+                    ),
+                })
+            }),
+        };
+        match result {
+            Ok((out, summary)) => ToolOutcome::ok(facade::structured(&out), summary),
+            Err(err) => facade::failed(&err),
+        }
+    }
+}
