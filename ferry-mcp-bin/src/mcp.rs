@@ -144,7 +144,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = ServerConfig {
         name: "ferry",
         version: concat!(env!("CARGO_PKG_VERSION"), "-beta"),
-        instructions: ferry_mcp_tools::INSTRUCTIONS,
+        instructions: surface.instructions().to_owned(),
         project: project.to_string(),
     };
     let mut server = Server::new(config, surface).with_channel(Box::new(Announced::new(lazy)));

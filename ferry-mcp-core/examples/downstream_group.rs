@@ -82,6 +82,7 @@ static CI: Group = Group {
     name: "ci",
     tools: &[&BuildStatus],
     resources: &[&BuildLogs],
+    instructions: "ci_build_status: the status of a CI build; its log is a ferry:// link.",
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -93,7 +94,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = ServerConfig {
         name: "ferry-with-ci",
         version: "0.1.0",
-        instructions: "Fixture tools plus a CI group.",
+        // The groups served say what they are: the fixture's line, then this group's.
+        instructions: surface.instructions().to_owned(),
         project: "demo".into(),
     };
     let mut server = Server::new(config, surface);

@@ -31,6 +31,10 @@ pub struct Group {
     pub tools: &'static [&'static dyn Tool],
     /// The `ferry://<project>/<kind>/<id>` resource kinds this group's tools link to.
     pub resources: &'static [&'static dyn ResourceKind],
+    /// What the server's `instructions` say about this group (static text, possibly empty):
+    /// a surface's instructions are its groups' texts, so they never name a tool it does not
+    /// serve.
+    pub instructions: &'static str,
 }
 
 impl std::fmt::Debug for Group {
@@ -250,6 +254,8 @@ pub struct Surface {
     /// `[` + the tool JSONs joined by `,` + `]`.
     tools_json: String,
     resources: Vec<&'static dyn ResourceKind>,
+    /// The groups' instructions, in group-name order, one per line group.
+    instructions: String,
 }
 
 impl std::fmt::Debug for Surface {
@@ -269,6 +275,7 @@ impl Default for Surface {
             tool_json: Vec::new(),
             tools_json: "[]".into(),
             resources: Vec::new(),
+            instructions: String::new(),
         }
     }
 }
@@ -333,7 +340,30 @@ impl Surface {
             .iter()
             .flat_map(|group| group.resources.iter().copied())
             .collect();
+        // In group-name order whatever the order they were named in: the text is byte-stable
+        // for a given selection. A read-only surface keeps only the texts of groups whose tools
+        // are all read-only: the others would name tools it does not serve.
+        let mut texts: Vec<(&str, &str)> = groups
+            .iter()
+            .filter(|group| !group.instructions.trim().is_empty())
+            .filter(|group| {
+                !read_only
+                    || group
+                        .tools
+                        .iter()
+                        .all(|tool| tool.definition().annotations.read_only)
+            })
+            .map(|group| (group.name, group.instructions.trim_end()))
+            .collect();
+        texts.sort_unstable();
+        texts.dedup();
+        let instructions = texts
+            .iter()
+            .map(|(_, text)| *text)
+            .collect::<Vec<_>>()
+            .join("\n");
         Ok(Self {
+            instructions,
             validators: tools.iter().map(|_| OnceLock::new()).collect(),
             tools,
             tool_json,
@@ -355,6 +385,11 @@ impl Surface {
             }
         }
         Ok(())
+    }
+
+    /// The server instructions of this surface: the texts of the groups it serves.
+    pub fn instructions(&self) -> &str {
+        &self.instructions
     }
 
     /// The served tools, sorted by name.

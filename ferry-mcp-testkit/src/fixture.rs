@@ -24,6 +24,7 @@ pub static GROUP: Group = Group {
         &FixtureStatus,
     ],
     resources: &[&FixtureOrders],
+    instructions: INSTRUCTIONS,
 };
 
 /// The order ids that exist; any other id is a missing resource.
@@ -40,7 +41,7 @@ pub fn config(project: &str) -> ServerConfig {
     ServerConfig {
         name: "ferry",
         version: "0.0.0-test",
-        instructions: INSTRUCTIONS,
+        instructions: INSTRUCTIONS.to_owned(),
         project: project.to_owned(),
     }
 }

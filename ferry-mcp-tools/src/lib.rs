@@ -5,18 +5,18 @@
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the
 //! surface it needs from them with the core's registry.
 
-/// The server `instructions` (ADR 0028, budget T3: at most 250 estimated tokens; the design's
-/// target is 170).
+/// What the server `instructions` say about the core group (ADR 0028, budget T3: at most 250
+/// estimated tokens; the design's target is 170). A surface's instructions are the texts of
+/// the groups it serves, so this is sent only when the core tools are.
 ///
 /// Static text: no version, time, agent or project inside, so clients can cache it.
-pub const INSTRUCTIONS: &str = "\
+pub const CORE_INSTRUCTIONS: &str = "\
 Ferry channel: a signed folder shared by a fleet of agents; nothing needs to be running.
-1. Call ferry_join first, then ferry_catchup; pass its cursor back to get only what changed. Never read channel files directly.
-2. ferry_orders: list, claim, progress, submit, review. ferry_talk: read what is new, post to an agent or all.
-3. Work in the work repo and push there. Hand in a git ref and a short note, never code or files.
-4. Never send secrets: they are refused.
-5. Primary silent? ferry_primary status, then follow its rule. Need a human decision? ferry_ask_human with a recommendation.
-Opt-in groups: --tools admin, --tools legacy.";
+1. Call ferry_join first, then ferry_catchup; pass its next back as since to get only what changed. Never read channel files directly.
+2. ferry_orders: list, claim, progress, submit, review. ferry_talk: read what is new, post to an agent, master or all.
+3. Work in the work repo and push there. Submit a git ref and a short note, never code or files.
+4. Never send secrets: they are refused (the human sends them with ferry channel secret).
+5. Primary silent? ferry_primary status, then follow its rule. Need a human decision? ferry_ask_human with a recommendation.";
 
 pub mod asks;
 pub mod catchup;
@@ -41,6 +41,7 @@ pub static CORE: Group = Group {
         &talk::FerryTalk,
     ],
     resources: &[&orders::OrderBodies, &talk::MessageBodies],
+    instructions: CORE_INSTRUCTIONS,
 };
 
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream
@@ -65,7 +66,7 @@ mod tests {
 
     #[test]
     fn the_instructions_stay_within_the_t3_budget_and_the_170_token_target() {
-        let estimate = tokens::estimate(INSTRUCTIONS);
+        let estimate = tokens::estimate(CORE_INSTRUCTIONS);
         assert!(estimate <= 170, "instructions estimate {estimate} tokens");
     }
 }

@@ -118,7 +118,7 @@ impl Server {
             let _ = write!(
                 result,
                 ",\"instructions\":{}",
-                quote(self.config.instructions)
+                quote(&self.config.instructions)
             );
         }
     }

@@ -39,8 +39,9 @@ pub struct ServerConfig {
     pub name: &'static str,
     /// `serverInfo.version`; never placed inside tool definitions.
     pub version: &'static str,
-    /// The `instructions` text of initialize / server/discover.
-    pub instructions: &'static str,
+    /// The `instructions` text of initialize / server/discover (a surface's, see
+    /// [`Surface::instructions`]).
+    pub instructions: String,
     /// The project the server is scoped to (used for `ferry://<project>/...` links).
     pub project: String,
 }

@@ -425,6 +425,7 @@ static PANIC_GROUP: Group = Group {
     name: "panics",
     tools: &[&Panics],
     resources: &[],
+    instructions: "",
 };
 
 #[test]

@@ -51,36 +51,43 @@ static SORTED: Group = Group {
     name: "sorted",
     tools: &[&Named(&ALPHA), &Named(&BETA)],
     resources: &[],
+    instructions: "",
 };
 static UNSORTED: Group = Group {
     name: "unsorted",
     tools: &[&Named(&BETA), &Named(&ALPHA)],
     resources: &[],
+    instructions: "",
 };
 static DUPLICATED: Group = Group {
     name: "duplicated",
     tools: &[&Named(&ALPHA), &Named(&ALPHA)],
     resources: &[],
+    instructions: "",
 };
 static SORTED_AGAIN: Group = Group {
     name: "sorted",
     tools: &[],
     resources: &[],
+    instructions: "",
 };
 static ALSO_ALPHA: Group = Group {
     name: "also",
     tools: &[&Named(&ALPHA)],
     resources: &[],
+    instructions: "",
 };
 static BAD_TOOL_NAME: Group = Group {
     name: "badname",
     tools: &[&Named(&BAD_NAME)],
     resources: &[],
+    instructions: "",
 };
 static BAD_GROUP_NAME: Group = Group {
     name: "Bad Group",
     tools: &[],
     resources: &[],
+    instructions: "",
 };
 
 fn group_of(tool: &'static ToolDefinition) -> &'static Group {
@@ -90,6 +97,7 @@ fn group_of(tool: &'static ToolDefinition) -> &'static Group {
         name: "schemas",
         tools,
         resources: &[],
+        instructions: "",
     }))
 }
 
