@@ -186,7 +186,6 @@ fn a_member_claims_reports_and_submits_an_orchestrator_accepts_and_since_shows_o
 }
 
 #[test]
-#[ignore = "bug: ferry_orders submit decides whether `ref` is a hand-in id on the session's state before refreshing it, so a hand-in made since the holder's last call is submitted as a git ref named like the hand-in"]
 fn a_workers_hand_in_is_submitted_by_the_holder_with_ref_the_hand_in_id() {
     let temp = TempChannel::builder()
         .agent("worker", Level::Worker)
