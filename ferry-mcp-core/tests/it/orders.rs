@@ -1053,7 +1053,7 @@ fn a_list_since_a_cursor_gives_only_the_orders_that_changed() {
     let cursor = changed.next(changed.rows.len()).to_string();
     orders::cancel(&mut temp.master_session(), &a, None, temp.now()).unwrap();
     let left = list(&mut member, Some(&cursor), temp.now());
-    assert_eq!(ids(&left), [a.clone()]);
+    assert_eq!(ids(&left), [a.as_str()]);
     assert_eq!(left.rows[0].row.state, "cancelled");
     assert!(!ids(&list(&mut member, None, temp.now())).contains(&a));
 }
