@@ -1,11 +1,13 @@
 //! Test fixtures for ferry MCP.
 //!
 //! Temporary channels on temporary folders (never the real home), a deterministic clock,
-//! a scripted JSON-RPC session driver, the token estimator and budget assertions, and a
-//! fixture tool group that serves the protocol tests until the real tools exist.
+//! a scripted JSON-RPC session driver, the compact schemas the tools' frozen ones are checked
+//! against, the token estimator and budget assertions, and a fixture tool group that serves
+//! the protocol tests until the real tools exist.
 
 pub mod clock;
 pub mod fixture;
+pub mod schema;
 pub mod session;
 pub mod temp_channel;
 pub mod tokens;

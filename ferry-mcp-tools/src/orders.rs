@@ -248,6 +248,8 @@ fn run(
             )
         }
         OrdersArgs::Submit { id, git_ref, note } => {
+            // Whether `ref` is a hand-in's id is looked up in what is folded: fold what is new.
+            session.refresh(now);
             let request = submit_request(session, &id, git_ref, note);
             let state = ops::submit(session, &id, &request, now)?;
             state_answer(&id, state, format!("submitted {id}: it is {state}"))
@@ -534,5 +536,123 @@ impl ResourceKind for OrderBodies {
             Err(OpsError::UnknownOrder(_) | OpsError::BadId(_)) => Err(ResourceError::NotFound),
             Err(err) => Err(ResourceError::Unreadable(err.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_mcp_testkit::schema::{compact, input_schema, output_schema};
+    use serde_json::json;
+
+    fn frozen(text: &str) -> Value {
+        assert!(!text.contains(['\n', '\r']), "a frozen schema is one line");
+        serde_json::from_str(text).expect("the frozen schema is JSON")
+    }
+
+    #[test]
+    fn the_frozen_input_schema_is_the_one_derived_from_the_arguments() {
+        assert_eq!(
+            compact(&input_schema::<OrdersArgs>()),
+            frozen(DEFINITION.input_schema)
+        );
+    }
+
+    #[test]
+    fn the_frozen_output_schema_is_the_one_derived_from_the_answer() {
+        let output = DEFINITION
+            .output_schema
+            .expect("ferry_orders has an outputSchema");
+        assert_eq!(compact(&output_schema::<OrdersOut>()), frozen(output));
+    }
+
+    fn parse(args: Value) -> Result<OrdersArgs, String> {
+        let Value::Object(map) = args else {
+            panic!("arguments are an object");
+        };
+        facade::parse::<OrdersArgs>(DEFINITION.name, &map).map_err(|refusal| {
+            assert!(refusal.is_error);
+            refusal.summary
+        })
+    }
+
+    /// Every action with all its fields: each field that has no default must be enforced.
+    fn full_calls() -> Vec<(Value, &'static [&'static str])> {
+        vec![
+            (json!({"action": "list", "since": "s1.2"}), &[]),
+            (json!({"action": "show", "id": "m3"}), &["id"]),
+            (json!({"action": "claim", "id": "m3"}), &["id"]),
+            (
+                json!({"action": "release", "id": "m3", "note": "n"}),
+                &["id"],
+            ),
+            (
+                json!({"action": "progress", "id": "m3", "note": "n"}),
+                &["id", "note"],
+            ),
+            (
+                json!({"action": "handin", "id": "m3", "ref": "abc", "note": "n"}),
+                &["id", "ref", "note"],
+            ),
+            (
+                json!({"action": "submit", "id": "m3", "ref": "abc", "note": "n"}),
+                &["id", "ref", "note"],
+            ),
+            (
+                json!({"action": "review", "id": "m3", "verdict": "accept", "notes": "n"}),
+                &["id", "verdict"],
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_action_parses_with_its_fields_and_names_each_missing_required_one() {
+        for (call, required) in full_calls() {
+            parse(call.clone()).unwrap_or_else(|err| panic!("{call}: {err}"));
+            for field in required {
+                let mut without = call.clone();
+                without.as_object_mut().unwrap().remove(*field);
+                assert_eq!(
+                    parse(without.clone()).unwrap_err(),
+                    format!("invalid arguments for ferry_orders: missing field `{field}`"),
+                    "{without}"
+                );
+            }
+            // Optional fields may be left out.
+            let mut minimal = call.clone();
+            minimal
+                .as_object_mut()
+                .unwrap()
+                .retain(|name, _| name == "action" || required.contains(&name.as_str()));
+            parse(minimal.clone()).unwrap_or_else(|err| panic!("{minimal}: {err}"));
+        }
+    }
+
+    #[test]
+    fn a_field_of_another_action_or_an_unknown_action_is_refused_by_name() {
+        assert_eq!(
+            parse(json!({"action": "claim"})).unwrap_err(),
+            "invalid arguments for ferry_orders: missing field `id`"
+        );
+        let unknown = parse(json!({"action": "claim", "id": "m3", "note": "x"})).unwrap_err();
+        assert!(
+            unknown.starts_with("invalid arguments for ferry_orders: unknown field `note`"),
+            "{unknown}"
+        );
+        let action = parse(json!({"action": "grab", "id": "m3"})).unwrap_err();
+        assert!(
+            action.starts_with("invalid arguments for ferry_orders: unknown variant `grab`"),
+            "{action}"
+        );
+        let verdict =
+            parse(json!({"action": "review", "id": "m3", "verdict": "maybe"})).unwrap_err();
+        assert!(
+            verdict.starts_with("invalid arguments for ferry_orders: unknown variant `maybe`"),
+            "{verdict}"
+        );
+        assert_eq!(
+            parse(json!({"id": "m3"})).unwrap_err(),
+            "invalid arguments for ferry_orders: missing field `action`"
+        );
     }
 }

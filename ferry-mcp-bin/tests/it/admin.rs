@@ -4,7 +4,7 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
-fn ferry(home: &Path) -> Command {
+pub(crate) fn ferry(home: &Path) -> Command {
     let mut cmd = Command::cargo_bin("ferry").unwrap();
     cmd.env("FERRY_HOME", home)
         .env_remove("XDG_STATE_HOME")
@@ -13,7 +13,7 @@ fn ferry(home: &Path) -> Command {
 }
 
 /// Runs `ferry args` and returns (success, stdout, stderr).
-fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
+pub(crate) fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
     let out = ferry(home).args(args).output().unwrap();
     (
         out.status.success(),
@@ -22,14 +22,14 @@ fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-fn run_ok(home: &Path, args: &[&str]) -> String {
+pub(crate) fn run_ok(home: &Path, args: &[&str]) -> String {
     let (ok, stdout, stderr) = run(home, args);
     assert!(ok, "ferry {args:?} failed: {stderr}");
     stdout
 }
 
 /// Runs a command that must fail and returns its one-line error.
-fn run_err(home: &Path, args: &[&str]) -> String {
+pub(crate) fn run_err(home: &Path, args: &[&str]) -> String {
     let (ok, _, stderr) = run(home, args);
     assert!(!ok, "ferry {args:?} succeeded");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
@@ -55,12 +55,12 @@ fn add_args(channel: &Path) -> [&str; 6] {
 }
 
 /// `ferry channel join --as NAME --project demo`.
-fn join_args(name: &str) -> [&str; 6] {
+pub(crate) fn join_args(name: &str) -> [&str; 6] {
     ["channel", "join", "--as", name, "--project", "demo"]
 }
 
 /// `ferry access set NAME LEVEL --project demo`.
-fn set_args<'a>(name: &'a str, level: &'a str) -> [&'a str; 6] {
+pub(crate) fn set_args<'a>(name: &'a str, level: &'a str) -> [&'a str; 6] {
     ["access", "set", name, level, "--project", "demo"]
 }
 
@@ -82,7 +82,7 @@ fn handover_args<'a>(key: &'a str, proof: &'a str) -> [&'a str; 8] {
 const NO_PROOF: &str = "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000";
 
 /// Project `demo` with its channel in `dir/channel`; returns the state folder `dir/home`.
-fn project(dir: &tempfile::TempDir) -> std::path::PathBuf {
+pub(crate) fn project(dir: &tempfile::TempDir) -> std::path::PathBuf {
     let home = dir.path().join("home");
     run_ok(&home, &init_args(&dir.path().join("channel")));
     home

@@ -3,4 +3,5 @@
 mod admin;
 mod clients;
 mod connect;
+mod orders;
 mod serve;

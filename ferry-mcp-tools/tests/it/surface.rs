@@ -1,0 +1,94 @@
+//! The default surface (the `core` group): its exact `tools/list` bytes, that nothing about a
+//! server (time, agent, project) changes them, and what `ferry_orders` costs the model.
+
+use ferry_mcp_core::channel::home::Home;
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::session::{Actor, LazySession};
+use ferry_mcp_core::protocol::{Server, ServerConfig};
+use ferry_mcp_core::registry::Surface;
+use ferry_mcp_core::tokens;
+use ferry_mcp_testkit::session::Session;
+use serde_json::Value;
+
+fn surface() -> Surface {
+    Surface::build(&[&ferry_mcp_tools::CORE], false).expect("the core group is valid")
+}
+
+/// A server of `agent` in `project`; its channel is never opened by `tools/list`.
+fn server(home: &Home, project: &str, agent: &str) -> Server {
+    let config = ServerConfig {
+        name: "ferry",
+        version: "0.0.0-test",
+        instructions: ferry_mcp_tools::INSTRUCTIONS,
+        project: project.to_owned(),
+    };
+    let lazy = LazySession::new(
+        home.clone(),
+        ProjectId::parse(project).unwrap(),
+        Actor::Agent(AgentName::parse(agent).unwrap()),
+    );
+    Server::new(config, surface()).with_channel(Box::new(lazy))
+}
+
+#[test]
+fn the_tools_list_bytes_of_the_default_surface_are_frozen() {
+    let surface = surface();
+    let bytes = surface.tools_list_json();
+    assert!(!bytes.contains(['\n', '\r']), "one line: {bytes}");
+    insta::assert_snapshot!("core_tools_list", bytes);
+}
+
+#[test]
+fn the_tools_list_bytes_are_the_same_whatever_the_time_the_agent_and_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    let mut answers = Vec::new();
+    for (project, agent, days) in [
+        ("demo", "member", 0),
+        ("other-project", "orchestrator", 400),
+    ] {
+        let mut session = Session::new(server(&home, project, agent));
+        session.advance(days * 86_400_000);
+        session.initialize("2025-11-25");
+        let answer = session.send_raw(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+        answers.push(answer);
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(
+        answers[0],
+        [format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"tools":{}}}}}"#,
+            surface().tools_list_json()
+        )]
+    );
+    // Listing opened no channel (the project does not even exist).
+    assert!(!dir.path().join("projects").exists());
+}
+
+#[test]
+fn ferry_orders_costs_the_model_this_many_tokens_as_claude_code_sends_it() {
+    let surface = surface();
+    let definition = surface.find("ferry_orders").unwrap().tool().definition();
+    let quote = |text: &str| Value::from(text).to_string();
+    // Claude Code prefixes the server name and sends name, description and input_schema.
+    let sent = format!(
+        r#"{{"name":{},"description":{},"input_schema":{}}}"#,
+        quote("mcp__ferry__ferry_orders"),
+        quote(definition.description),
+        definition.input_schema
+    );
+    let parsed: Value = serde_json::from_str(&sent).unwrap();
+    assert_eq!(parsed.to_string().len(), sent.len(), "compact JSON");
+    let estimate = tokens::estimate(&sent);
+    eprintln!(
+        "ferry_orders as Claude Code sends it: {} characters, about {estimate} tokens (chars/4)",
+        sent.chars().count()
+    );
+    let listed = surface.tool_json(0);
+    eprintln!(
+        "ferry_orders in tools/list (with title, outputSchema and annotations): {} characters, about {} tokens",
+        listed.chars().count(),
+        tokens::estimate(listed)
+    );
+    assert!(estimate > 0);
+}
