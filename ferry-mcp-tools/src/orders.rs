@@ -363,9 +363,12 @@ fn list(
     rows.truncate(given);
     let summary = match (count, truncated, listed.reset) {
         (0, _, _) => "no orders changed".to_owned(),
-        (n, true, _) => format!("{n} orders (more: pass next as since)"),
-        (n, false, true) => format!("{n} orders (the whole board: the cursor was from elsewhere)"),
-        (n, false, false) => format!("{n} orders"),
+        (n, true, _) => format!("{} (more: pass next as since)", orders_count(n)),
+        (n, false, true) => format!(
+            "{} (the whole board: the cursor was from elsewhere)",
+            orders_count(n)
+        ),
+        (n, false, false) => orders_count(n),
     };
     Ok(answer(
         OrdersOut {
@@ -385,6 +388,14 @@ fn clean(text: &str, redacted: &mut bool) -> String {
     let clean = guard::redact(text);
     *redacted |= clean.redacted;
     clean.text.into_owned()
+}
+
+fn orders_count(n: usize) -> String {
+    if n == 1 {
+        "1 order".to_owned()
+    } else {
+        format!("{n} orders")
+    }
 }
 
 pub(crate) fn clip(text: &str, max: usize) -> String {

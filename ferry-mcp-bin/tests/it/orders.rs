@@ -244,7 +244,6 @@ fn every_bad_order_command_is_a_one_line_error() {
 }
 
 #[test]
-#[ignore = "bug: `ferry order cancel --as AGENT` says \"only the human (master key) may approve\": ops::orders::cancel refuses with Refusal::MasterOnly { operation: Operation::Approve }, naming approve instead of cancel"]
 fn cancelling_as_an_agent_says_only_the_human_cancels() {
     let dir = tempfile::tempdir().unwrap();
     let home = fleet(&dir);

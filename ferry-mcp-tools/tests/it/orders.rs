@@ -17,7 +17,7 @@ fn agent_server(temp: &TempChannel, name: &str) -> Session {
     let config = ServerConfig {
         name: "ferry",
         version: "0.0.0-test",
-        instructions: ferry_mcp_tools::INSTRUCTIONS,
+        instructions: ferry_mcp_tools::CORE_INSTRUCTIONS.to_owned(),
         project: temp.project().to_string(),
     };
     let lazy = LazySession::new(

@@ -19,7 +19,7 @@ fn server(home: &Home, project: &str, agent: &str) -> Server {
     let config = ServerConfig {
         name: "ferry",
         version: "0.0.0-test",
-        instructions: ferry_mcp_tools::INSTRUCTIONS,
+        instructions: ferry_mcp_tools::CORE_INSTRUCTIONS.to_owned(),
         project: project.to_owned(),
     };
     let lazy = LazySession::new(

@@ -134,11 +134,9 @@ pub fn answer(
     now: Timestamp,
 ) -> Result<AskView, OpsError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::Refused(
-            crate::channel::levels::Refusal::MasterOnly {
-                operation: Operation::Approve,
-            },
-        ));
+        return Err(OpsError::HumanOnly {
+            action: "answer an ask",
+        });
     }
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTE)?;

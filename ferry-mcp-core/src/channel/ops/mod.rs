@@ -145,6 +145,10 @@ pub enum OpsError {
     },
     #[error("unknown ask {0}")]
     UnknownAsk(String),
+    #[error("the human does not {action}: agents do (name one with --as)")]
+    AgentsOnly { action: &'static str },
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
     #[error("{0}")]
     Invalid(String),
 }
@@ -188,6 +192,8 @@ impl OpsError {
             OpsError::PrimaryAlive { .. } => "primary_alive",
             OpsError::NotPrimary { .. } => "not_primary",
             OpsError::UnknownAsk(_) => "unknown_ask",
+            OpsError::AgentsOnly { .. } => "agents_only",
+            OpsError::HumanOnly { .. } => "master_only",
             OpsError::Invalid(_) => "invalid",
         }
     }

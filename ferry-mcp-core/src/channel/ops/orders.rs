@@ -262,6 +262,11 @@ pub fn issue(
 pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OpsError> {
     session.refresh(now);
     let me = agent_of(session)?;
+    if me.is_master() {
+        return Err(OpsError::AgentsOnly {
+            action: "claim orders",
+        });
+    }
     let order = find(session, id)?;
     if !order.view().state.is_claimable() {
         return Err(wrong_state(order, "claim", "open or offered"));
@@ -316,8 +321,10 @@ pub fn release(
             "claimed, in progress or with changes requested",
         ));
     }
+    // A holder gives its own order back at any level (a demoted one too): the fold accepts
+    // it; handing back another's order is an Orchestrator's.
     let operation = if order.view().holder.as_ref() == Some(&me) {
-        Operation::Claim
+        Operation::HandIn
     } else {
         Operation::HandBack
     };
@@ -391,6 +398,11 @@ pub fn hand_in(
     check_chars("the summary", summary, MAX_SUMMARY)?;
     session.guard(git_ref, TextUse::Progress)?;
     session.guard(summary, TextUse::Summary)?;
+    if agent_of(session)?.is_master() {
+        return Err(OpsError::AgentsOnly {
+            action: "hand work in",
+        });
+    }
     session.refresh(now);
     let order = find(session, id)?;
     if order.view().state.is_done() {
@@ -532,11 +544,9 @@ pub fn cancel(
     now: Timestamp,
 ) -> Result<(), OpsError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::Refused(
-            crate::channel::levels::Refusal::MasterOnly {
-                operation: Operation::Approve,
-            },
-        ));
+        return Err(OpsError::HumanOnly {
+            action: "cancel an order",
+        });
     }
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;

@@ -209,11 +209,9 @@ pub fn set_quiet_period(
     now: Timestamp,
 ) -> Result<(), OpsError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::Refused(
-            crate::channel::levels::Refusal::MasterOnly {
-                operation: Operation::Approve,
-            },
-        ));
+        return Err(OpsError::HumanOnly {
+            action: "set the quiet period",
+        });
     }
     if seconds == 0 || seconds > 30 * 24 * 3600 {
         return Err(OpsError::Invalid(
