@@ -460,11 +460,26 @@ fn the_demo_creates_a_seated_member_agent_once_and_serves_it() {
         .output()
         .unwrap();
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let agents = status["agents"].as_array().unwrap();
-    assert_eq!(agents.len(), 1, "{status}");
-    assert_eq!(agents[0]["name"], "demo-agent");
-    assert_eq!(agents[0]["seat"], "seated");
-    assert_eq!(agents[0]["level"], "member");
+    let agents: Vec<(String, String)> = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|agent| {
+            assert_eq!(agent["seat"], "seated", "{agent}");
+            (
+                agent["name"].as_str().unwrap().to_owned(),
+                agent["level"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            ("builder".to_owned(), "member".to_owned()),
+            ("demo-agent".to_owned(), "member".to_owned()),
+            ("lead".to_owned(), "orchestrator".to_owned()),
+        ]
+    );
     assert_eq!(status["problems"], serde_json::json!([]));
 }
 
