@@ -658,12 +658,14 @@ fn a_forged_verified_state_with_a_valid_frame_is_trusted_which_is_why_the_frame_
 fn a_corrupt_verified_state_is_reported_and_rebuilt_never_trusted() {
     let temp = member_fang();
     let mut forged = forged_verified_state(&temp);
-    let middle = forged.len() / 2;
-    forged[middle] ^= 0x01;
+    // One bit of the state's tag (the varint after the 32-byte genesis digest): the rest
+    // still decodes, so only the checksum tells the change.
+    let tag = b"ferry-verified\n".len() + 4 + 32;
+    forged[tag] ^= 0x01;
     let (level, local) = open_with_verified_state(&temp, &forged);
     assert_eq!(level, Level::Member);
     assert_eq!(local.len(), 1, "{local:?}");
-    assert!(local[0].contains("corrupt"), "{local:?}");
+    assert!(local[0].contains("checksum"), "{local:?}");
     // Rebuilt: the next session loads what this one saved, without a problem.
     ops::status(temp.home(), temp.project(), temp.now()).unwrap();
     assert_eq!(temp.view().local_problems(), &[] as &[String]);
@@ -1324,42 +1326,75 @@ fn a_huge_genesis_file_is_refused_unread() {
     assert!(err.to_string().contains("longer than"), "{err}");
 }
 
+/// An order issued by the master whose body is the blob of `bytes` (stored whatever its size).
+fn order_with_blob(temp: &TempChannel, bytes: &[u8]) -> (String, String) {
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let blob = channel.put_blob(bytes).unwrap().to_hex();
+    let mut writer = channel
+        .writer(&AgentName::master(), &master_key(temp.home(), temp))
+        .unwrap();
+    let entry = writer
+        .append(
+            ferry_mcp_core::channel::state::orders::kinds::ISSUE,
+            json!({ "title": "huge body", "blob": blob }),
+            temp.now(),
+        )
+        .unwrap();
+    (format!("m{}", entry.seq()), blob)
+}
+
+fn list_len(session: &mut Session, temp: &TempChannel) -> usize {
+    let request = ops::orders::ListRequest {
+        limit: 10,
+        ..Default::default()
+    };
+    ops::orders::list(session, &request, temp.now())
+        .unwrap()
+        .rows
+        .len()
+}
+
 #[test]
-fn a_huge_blob_is_refused_and_the_rest_of_the_order_reads() {
+fn a_blob_longer_than_a_reader_takes_is_refused_and_the_rest_of_the_order_reads() {
     use ferry_mcp_core::channel::store::MAX_BLOB_LEN;
     let temp = TempChannel::builder().build().unwrap();
-    let mut master = temp.master_session();
-    let mut request = issue_request("long body");
-    request.body = Some("b".repeat(5_000));
-    let order = ops::orders::issue(&mut master, &request, temp.now()).unwrap();
-    let detail = ops::orders::show(&mut master, &order, None, temp.now()).unwrap();
-    let blob = detail.body_blob.unwrap();
-    let path = temp.channel_dir().join("blobs").join(&blob);
-    fs::write(
-        &path,
-        vec![b'b'; usize::try_from(MAX_BLOB_LEN).unwrap() + 1],
-    )
-    .unwrap();
+    // A genuine blob (its bytes hash to its name), one byte over the limit.
+    let (order, blob) = order_with_blob(
+        &temp,
+        &vec![b'b'; usize::try_from(MAX_BLOB_LEN).unwrap() + 1],
+    );
 
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let err = ops::orders::body_text(&mut fresh, &order, temp.now()).unwrap_err();
     assert!(err.to_string().contains(&blob), "{err}");
     let shown = ops::orders::show(&mut fresh, &order, None, temp.now()).unwrap();
-    assert_eq!(shown.row.title, "long body");
-    assert_eq!(
-        ops::orders::list(
-            &mut fresh,
-            &ops::orders::ListRequest {
-                limit: 10,
-                ..Default::default()
-            },
-            temp.now()
-        )
-        .unwrap()
-        .rows
-        .len(),
-        1
-    );
+    assert_eq!(shown.row.title, "huge body");
+    assert_eq!(list_len(&mut fresh, &temp), 1);
+}
+
+#[test]
+fn a_huge_file_planted_in_place_of_a_blob_is_refused_and_the_rest_reads() {
+    let temp = TempChannel::builder().build().unwrap();
+    let (order, blob) = order_with_blob(&temp, b"a short body");
+    let path = temp.channel_dir().join("blobs").join(&blob);
+    fs::write(&path, vec![b'b'; HUGE]).unwrap();
+
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let err = ops::orders::body_text(&mut fresh, &order, temp.now()).unwrap_err();
+    assert!(err.to_string().contains(&blob), "{err}");
+    assert_eq!(list_len(&mut fresh, &temp), 1);
+}
+
+#[test]
+#[ignore = "bug: ops::orders::issue stores a body longer than MAX_BLOB_LEN, which every reader then refuses (ops/orders.rs issue: no limit above MAX_INLINE_BODY)"]
+fn an_order_body_longer_than_a_reader_takes_is_refused_when_issued() {
+    use ferry_mcp_core::channel::store::MAX_BLOB_LEN;
+    let temp = TempChannel::builder().build().unwrap();
+    let mut master = temp.master_session();
+    let mut request = issue_request("too long to read");
+    request.body = Some("b".repeat(usize::try_from(MAX_BLOB_LEN).unwrap() + 1));
+    let issued = ops::orders::issue(&mut master, &request, temp.now());
+    assert!(issued.is_err(), "issued an order no reader can read");
 }
 
 // ---- 9. machine-state files ----
