@@ -158,7 +158,9 @@ fn deleting_a_demotion_from_the_master_log_does_not_bring_back_the_grant_it_repl
     // The demotion is the master log's last line: the attacker deletes it.
     let log = master_log(&temp);
     assert!(lines(&log).last().unwrap().contains("\"worker\""));
+    let verified_len = fs::metadata(&log).unwrap().len();
     drop_last_lines(&log, 1);
+    let left_len = fs::metadata(&log).unwrap().len();
 
     // A machine that never verified the demotion sees a member: that is all it can know.
     let fresh = other_machine(&temp, "fresh");
@@ -178,8 +180,9 @@ fn deleting_a_demotion_from_the_master_log_does_not_bring_back_the_grant_it_repl
         reported[0].starts_with(&rel(&temp, &log).display().to_string()),
         "{reported:?}"
     );
+    // How much went missing: the bytes this machine verified, and those left.
     assert!(
-        reported[0].contains("2 entries this machine verified"),
+        reported[0].contains(&format!("from {verified_len} to {left_len} bytes")),
         "{reported:?}"
     );
     assert_eq!(
@@ -1074,6 +1077,56 @@ fn the_handover_operation_refuses_a_key_without_a_proof_and_writes_nothing() {
     .unwrap_err();
     assert!(matches!(err, OpsError::BadHandover(_)), "{err}");
     assert!(!log.exists(), "the refused handover was written");
+}
+
+#[test]
+#[ignore = "bug: an entry a former master signs after its handover, at the handover's own seq, counts (identity.rs fold_master_entry compares only seq with handed_over_at, not the handover hash it keeps)"]
+fn a_former_master_s_entry_in_place_of_its_handover_line_does_not_count() {
+    // Beyond the keyless attacker: the former master's key (an old laptop) rewrites its own log.
+    let temp = TempChannel::builder()
+        .agent("bolt", Level::Worker)
+        .agent("cid", Level::Worker)
+        .build()
+        .unwrap();
+    let old_master = master_key(temp.home(), &temp);
+    let next = other_machine(&temp, "next");
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        temp.now(),
+    )
+    .unwrap();
+    grant(&temp, &next, "cid", Level::Member);
+    // The handover (seq 1) is replaced by a grant signed afterwards at the same seq.
+    let old_log = master_log(&temp);
+    assert_eq!(lines(&old_log).len(), 1);
+    fs::write(&old_log, b"").unwrap();
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::GRANT,
+        Identity::grant_body(&GrantBody {
+            agent: name("bolt"),
+            key: agent_key(&temp, "bolt").public_key(),
+            level: Level::Orchestrator,
+            scopes: Vec::new(),
+            expires: None,
+        }),
+    );
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(there.identity().master(), &new_key.key);
+    assert_eq!(level_of(&there, &temp, "cid"), Level::Member);
+    assert_eq!(
+        level_of(&there, &temp, "bolt"),
+        Level::Worker,
+        "the former master's later grant counts as signed before its handover"
+    );
 }
 
 // ---- 6. an interrupted `ferry init` ----
