@@ -990,6 +990,19 @@ fn a_linked_log_file_is_reported_and_not_read() {
     assert_eq!(tree(outside.parent().unwrap()), before);
 }
 
+#[cfg(unix)]
+#[test]
+fn a_linked_genesis_file_is_refused_unread() {
+    use ferry_mcp_core::channel::store::StoreError;
+    let temp = TempChannel::builder().build().unwrap();
+    // Even a link to the channel's own, valid genesis: links are never followed.
+    let genesis = temp.channel_dir().join("genesis.json");
+    replace_with_link(&genesis, &temp.root().join("outside/genesis.json"));
+    let err = Channel::open(temp.channel_dir()).unwrap_err();
+    assert!(matches!(err, StoreError::BadGenesis(_)), "{err}");
+    assert!(ops::status(temp.home(), temp.project(), temp.now()).is_err());
+}
+
 // ---- 5. handovers ----
 
 fn handover_problems(session: &Session) -> usize {
