@@ -1,6 +1,7 @@
 //! Integration tests of the `ferry` binary.
 
 mod admin;
+mod attacks;
 mod clients;
 mod connect;
 mod orders;

@@ -1,5 +1,6 @@
 //! Integration tests of ferry-mcp-core.
 
+mod attacks;
 mod channel_log;
 mod concurrency;
 mod guard;

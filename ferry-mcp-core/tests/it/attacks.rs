@@ -1,0 +1,1538 @@
+//! Attacks on the machine's promises (ADR 0004, ADR 0005): an attacker who can write anything
+//! into the channel folder (it is synced from machines it does not control) but holds no key.
+//! Each test deletes, truncates, replaces, links or bloats something in the channel and checks
+//! what this machine verified is kept, what it finds is reported, and nothing else changes.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use ferry_mcp_core::channel::entry::VerifiedEntry;
+use ferry_mcp_core::channel::home::{Home, KeyHolder};
+use ferry_mcp_core::channel::identity::{FoldProblemKind, GrantBody, Identity, kinds};
+use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::levels::{Level, Operation};
+use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
+use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
+use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_testkit::temp_channel::TempChannel;
+use serde_json::{Value, json};
+
+fn name(raw: &str) -> AgentName {
+    TempChannel::agent(raw)
+}
+
+fn master_key(home: &Home, temp: &TempChannel) -> SecretKey {
+    home.load_key(temp.project(), &KeyHolder::Master, temp.now())
+        .unwrap()
+}
+
+fn agent_key(temp: &TempChannel, agent: &str) -> SecretKey {
+    temp.home()
+        .load_key(temp.project(), &KeyHolder::Agent(name(agent)), temp.now())
+        .unwrap()
+}
+
+/// The log of `author` signed by `key`.
+fn log_of(temp: &TempChannel, author: &AgentName, key: &SecretKey) -> PathBuf {
+    Channel::open(temp.channel_dir())
+        .unwrap()
+        .log_path(author, &key.public_key())
+}
+
+/// The genesis master's log.
+fn master_log(temp: &TempChannel) -> PathBuf {
+    log_of(temp, &AgentName::master(), &master_key(temp.home(), temp))
+}
+
+fn agent_log(temp: &TempChannel, agent: &str) -> PathBuf {
+    log_of(temp, &name(agent), &agent_key(temp, agent))
+}
+
+/// `path` relative to the channel folder, as problems name it.
+fn rel(temp: &TempChannel, path: &Path) -> PathBuf {
+    path.strip_prefix(temp.channel_dir()).unwrap().to_owned()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Removes the last `n` lines of the log at `path`, as an attacker (or a sync of an older copy)
+/// would.
+fn drop_last_lines(path: &Path, n: usize) {
+    let mut log = lines(path);
+    log.truncate(log.len() - n);
+    let text: String = log.iter().map(|line| format!("{line}\n")).collect();
+    fs::write(path, text).unwrap();
+}
+
+/// Appends raw bytes to the file at `path`.
+fn append_bytes(path: &Path, bytes: &[u8]) {
+    use std::io::Write as _;
+    let mut file = fs::OpenOptions::new().append(true).open(path).unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+/// A second machine: its own state folder, with the same channel folder registered.
+fn other_machine(temp: &TempChannel, tag: &str) -> Home {
+    let home = Home::at(temp.root().join(tag));
+    ops::add_existing(&home, temp.project(), temp.channel_dir()).unwrap();
+    home
+}
+
+fn open(home: &Home, temp: &TempChannel, actor: Actor) -> Session {
+    Session::open(home, temp.project(), actor, temp.now()).unwrap()
+}
+
+fn level_of(session: &Session, temp: &TempChannel, agent: &str) -> Level {
+    session.identity().standing(&name(agent), temp.now()).level
+}
+
+fn grant(temp: &TempChannel, home: &Home, agent: &str, level: Level) {
+    let request = GrantRequest {
+        level,
+        scopes: Vec::new(),
+        expires: None,
+        key: None,
+    };
+    ops::access_set(home, temp.project(), &name(agent), &request, temp.now()).unwrap();
+}
+
+/// The integrity problems a session keeps, of `kind`.
+fn problems_of(session: &Session, kind: ProblemKind) -> Vec<IntegrityProblem> {
+    let (problems, _) = session.integrity_problems();
+    problems
+        .iter()
+        .filter(|problem| problem.kind == kind)
+        .cloned()
+        .collect()
+}
+
+/// The lines of `ferry channel status` (as the library gives them) that name `what`.
+fn status_lines(temp: &TempChannel, home: &Home, what: &str) -> Vec<String> {
+    ops::status(home, temp.project(), temp.now())
+        .unwrap()
+        .problems
+        .into_iter()
+        .filter(|line| line.contains(what))
+        .collect()
+}
+
+/// Appends a `note` entry as `agent` through its session (the one path every write takes).
+fn note(session: &mut Session, temp: &TempChannel, n: u64) -> VerifiedEntry {
+    session
+        .append(
+            Operation::HandIn,
+            None,
+            "note",
+            json!({ "n": n }),
+            temp.now(),
+        )
+        .unwrap()
+}
+
+/// Writes an entry as `author` with `key`, bypassing every check `ops` makes.
+fn write_raw(temp: &TempChannel, author: &AgentName, key: &SecretKey, kind: &str, body: Value) {
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let mut writer = channel.writer(author, key).unwrap();
+    writer.append(kind, body, temp.now()).unwrap();
+}
+
+// ---- 1. rollbacks on a machine that verified ----
+
+#[test]
+fn deleting_a_demotion_from_the_master_log_does_not_bring_back_the_grant_it_replaced() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    grant(&temp, temp.home(), "fang", Level::Worker);
+    assert_eq!(level_of(&temp.view(), &temp, "fang"), Level::Worker);
+
+    // The demotion is the master log's last line: the attacker deletes it.
+    let log = master_log(&temp);
+    assert!(lines(&log).last().unwrap().contains("\"worker\""));
+    let verified_len = fs::metadata(&log).unwrap().len();
+    drop_last_lines(&log, 1);
+    let left_len = fs::metadata(&log).unwrap().len();
+
+    // A machine that never verified the demotion sees a member: that is all it can know.
+    let fresh = other_machine(&temp, "fresh");
+    assert_eq!(
+        level_of(&open(&fresh, &temp, Actor::Observer), &temp, "fang"),
+        Level::Member
+    );
+    // This machine verified it: fang stays a worker, in a new process too.
+    let session = temp.view();
+    assert_eq!(level_of(&session, &temp, "fang"), Level::Worker);
+    let rolled = problems_of(&session, ProblemKind::RolledBack);
+    assert_eq!(rolled.len(), 1, "{rolled:?}");
+    assert_eq!(rolled[0].path, rel(&temp, &log));
+    let reported = status_lines(&temp, temp.home(), ": rolled_back: ");
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert!(
+        reported[0].starts_with(&rel(&temp, &log).display().to_string()),
+        "{reported:?}"
+    );
+    // How much went missing: the bytes this machine verified, and those left.
+    assert!(
+        reported[0].contains(&format!("from {verified_len} to {left_len} bytes")),
+        "{reported:?}"
+    );
+    assert_eq!(
+        temp.view()
+            .identity()
+            .standing(&name("fang"), temp.now())
+            .level,
+        Level::Worker
+    );
+}
+
+#[test]
+#[ignore = "bug: a rollback report names every entry this machine verified of the log as gone, not how many went missing (reader/log.rs LogState::read_new)"]
+fn a_rollback_report_names_how_many_verified_entries_went_missing() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    grant(&temp, temp.home(), "fang", Level::Orchestrator);
+    grant(&temp, temp.home(), "fang", Level::Worker);
+    // Three grants verified; the last one is deleted: one entry went missing.
+    drop_last_lines(&master_log(&temp), 1);
+    let reported = status_lines(&temp, temp.home(), ": rolled_back: ");
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert!(
+        reported[0].contains(" 1 entry ") && !reported[0].contains("3 entries"),
+        "the report should say one verified entry is gone: {reported:?}"
+    );
+}
+
+#[test]
+fn deleting_the_whole_master_log_keeps_every_grant_and_is_reported_vanished() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .agent("bolt", Level::Orchestrator)
+        .build()
+        .unwrap();
+    let log = master_log(&temp);
+    fs::remove_file(&log).unwrap();
+
+    let session = temp.view();
+    assert_eq!(level_of(&session, &temp, "fang"), Level::Member);
+    assert_eq!(level_of(&session, &temp, "bolt"), Level::Orchestrator);
+    let vanished = problems_of(&session, ProblemKind::Vanished);
+    assert_eq!(vanished.len(), 1, "{vanished:?}");
+    assert_eq!(vanished[0].path, rel(&temp, &log));
+    assert!(
+        vanished[0].detail.contains("verified 2 entries"),
+        "{}",
+        vanished[0]
+    );
+    assert_eq!(status_lines(&temp, temp.home(), ": vanished: ").len(), 1);
+    // A machine that never saw the log has no grants: that is all it can know.
+    let fresh = other_machine(&temp, "fresh");
+    assert_eq!(
+        level_of(&open(&fresh, &temp, Actor::Observer), &temp, "bolt"),
+        Level::Worker
+    );
+}
+
+#[test]
+fn deleting_an_agent_s_folder_keeps_it_on_the_roster_and_is_reported() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let log = agent_log(&temp, "fang");
+    fs::remove_dir_all(log.parent().unwrap()).unwrap();
+
+    let session = temp.view();
+    assert_eq!(
+        session.identity().holder(&name("fang")),
+        Some(&agent_key(&temp, "fang").public_key())
+    );
+    assert_eq!(level_of(&session, &temp, "fang"), Level::Member);
+    let vanished = problems_of(&session, ProblemKind::Vanished);
+    assert_eq!(vanished.len(), 1, "{vanished:?}");
+    assert_eq!(vanished[0].path, rel(&temp, &log));
+    let rows = ops::access_show(temp.home(), temp.project(), None, temp.now()).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].name, name("fang"));
+}
+
+#[test]
+fn deleting_a_handover_line_moves_mastership_back_on_no_machine_that_saw_the_new_master() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let old_master = master_key(temp.home(), &temp);
+    // The next master's machine makes its key and proof; this machine hands over to it.
+    let next = other_machine(&temp, "next");
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        temp.now(),
+    )
+    .unwrap();
+    // The new master writes: its first entry accepts the handover, embedding it.
+    grant(&temp, &next, "fang", Level::Member);
+    let new_log = log_of(&temp, &AgentName::master(), &master_key(&next, &temp));
+    let accept = lines(&new_log);
+    assert_eq!(accept.len(), 2, "{accept:?}");
+    assert!(accept[0].contains(kinds::MASTER_ACCEPT), "{}", accept[0]);
+
+    // The attacker deletes the handover, the former master's last line.
+    let old_log = master_log(&temp);
+    assert!(
+        lines(&old_log)
+            .last()
+            .unwrap()
+            .contains(kinds::MASTER_HANDOVER)
+    );
+    drop_last_lines(&old_log, 1);
+
+    // This machine verified the handover: its key stays a former master's.
+    let here = temp.view();
+    assert_eq!(here.identity().master(), &new_key.key);
+    assert_eq!(level_of(&here, &temp, "fang"), Level::Member);
+    assert_eq!(problems_of(&here, ProblemKind::RolledBack).len(), 1);
+    let err = ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("fang"),
+        &GrantRequest {
+            level: Level::Orchestrator,
+            scopes: Vec::new(),
+            expires: None,
+            key: None,
+        },
+        temp.now(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, OpsError::NotTheMaster(_)), "{err}");
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    assert_eq!(status.master_key_here, "former");
+    assert_ne!(old_master.public_key(), new_key.key);
+
+    // A machine that never saw the handover line takes it from the new master's accept.
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(there.identity().master(), &new_key.key);
+    assert_eq!(there.identity().era(), 1);
+    assert_eq!(level_of(&there, &temp, "fang"), Level::Member);
+    // And the former master's entries after the deleted line would not count there either.
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::GRANT,
+        Identity::grant_body(&GrantBody {
+            agent: name("fang"),
+            key: agent_key(&temp, "fang").public_key(),
+            level: Level::Orchestrator,
+            scopes: Vec::new(),
+            expires: None,
+        }),
+    );
+    let third = other_machine(&temp, "third");
+    let there = open(&third, &temp, Actor::Observer);
+    assert_eq!(there.identity().master(), &new_key.key);
+    assert_eq!(level_of(&there, &temp, "fang"), Level::Member);
+}
+
+#[test]
+fn the_writer_never_reuses_a_seq_after_its_own_log_is_rolled_back() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let mut session = temp.agent_session("fang");
+    let written: Vec<VerifiedEntry> = (1..=3).map(|n| note(&mut session, &temp, n)).collect();
+    let seqs: Vec<u64> = written.iter().map(VerifiedEntry::seq).collect();
+    assert_eq!(seqs, vec![2, 3, 4]);
+    session.save().unwrap();
+    drop(session);
+
+    let log = agent_log(&temp, "fang");
+    drop_last_lines(&log, 1);
+    let mut session = temp.agent_session("fang");
+    let next = note(&mut session, &temp, 4);
+    assert_eq!(next.seq(), 5, "a seq this machine verified was used again");
+    // It chains onto the entry this machine verified, not onto what the file still holds.
+    assert_eq!(next.prev(), Some(written[2].hash()));
+
+    // A machine that never saw entry 4 sees it missing, and reads entry 5.
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    let missing = problems_of(&there, ProblemKind::MissingEntries);
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    assert_eq!(missing[0].path, rel(&temp, &log));
+    assert_eq!(missing[0].detail, "entry 4 is missing");
+    let entries = Channel::open(temp.channel_dir()).unwrap().reader().poll();
+    assert!(entries.entries.iter().any(|e| e.hash() == next.hash()));
+}
+
+// ---- 2. folding the kept state plus new entries equals folding everything ----
+
+fn issue_request(title: &str) -> ops::orders::IssueRequest {
+    ops::orders::IssueRequest {
+        title: title.to_owned(),
+        ..Default::default()
+    }
+}
+
+/// Every order of the board as its view (the board's public face), by id.
+fn order_views(
+    session: &Session,
+) -> Vec<(String, ferry_mcp_core::channel::state::orders::OrderView)> {
+    session
+        .state()
+        .orders
+        .iter()
+        .map(|order| (order.id.to_string(), order.view().clone()))
+        .collect()
+}
+
+#[test]
+fn folding_the_kept_state_plus_new_entries_equals_folding_everything() {
+    use ferry_mcp_core::channel::ops::orders::{self as order_ops, SubmitRequest};
+    use ferry_mcp_core::channel::state::orders::Verdict;
+
+    let temp = TempChannel::builder()
+        .agent("orch", Level::Orchestrator)
+        .agent("mem", Level::Member)
+        .agent("mem2", Level::Member)
+        .agent("wk", Level::Worker)
+        .build()
+        .unwrap();
+    let now = || temp.now();
+    let save = |mut session: Session| session.save().unwrap();
+    // The watcher is a machine that folds the channel in three sittings.
+    let watcher = other_machine(&temp, "watcher");
+
+    // Phase 1: orders issued, claimed, handed in, submitted, reviewed; a blob body.
+    let mut master = temp.master_session();
+    let mut review_me = issue_request("review me");
+    review_me.review = true;
+    review_me.body = Some("short body".into());
+    let o1 = order_ops::issue(&mut master, &review_me, now()).unwrap();
+    save(master);
+    let mut mem = temp.agent_session("mem");
+    order_ops::claim(&mut mem, &o1, now()).unwrap();
+    order_ops::progress(&mut mem, &o1, "halfway", now()).unwrap();
+    let handin = order_ops::hand_in(&mut mem, &o1, "feature/one", "first try", now()).unwrap();
+    let submit = SubmitRequest {
+        handin: Some(handin),
+        git_ref: None,
+        summary: "done once".into(),
+    };
+    order_ops::submit(&mut mem, &o1, &submit, now()).unwrap();
+    save(mem);
+    let mut orch = temp.agent_session("orch");
+    order_ops::review(&mut orch, &o1, Verdict::Changes, Some("again"), now()).unwrap();
+    let mut offered = issue_request("for mem2");
+    offered.to = Some(name("mem2"));
+    offered.body = Some("x".repeat(2_000));
+    let o2 = order_ops::issue(&mut orch, &offered, now()).unwrap();
+    save(orch);
+    let mut mem2 = temp.agent_session("mem2");
+    order_ops::claim(&mut mem2, &o2, now()).unwrap();
+    save(mem2);
+    let mut wk = temp.agent_session("wk");
+    order_ops::hand_in(&mut wk, &o2, "wk/help", "a worker helps", now()).unwrap();
+    save(wk);
+    temp.clock().advance_secs(60);
+    save(open(&watcher, &temp, Actor::Observer));
+
+    // Phase 2: a demotion, and a revision accepted.
+    grant(&temp, temp.home(), "mem2", Level::Worker);
+    let mut mem = temp.agent_session("mem");
+    let again = SubmitRequest {
+        handin: None,
+        git_ref: Some("feature/two".into()),
+        summary: "done twice".into(),
+    };
+    order_ops::submit(&mut mem, &o1, &again, now()).unwrap();
+    save(mem);
+    let mut orch = temp.agent_session("orch");
+    order_ops::review(&mut orch, &o1, Verdict::Accept, None, now()).unwrap();
+    save(orch);
+    temp.clock().advance_secs(60);
+    save(open(&watcher, &temp, Actor::Observer));
+
+    // Phase 3: a handover, the new master's grant and orders (its first entry accepts the
+    // handover), a claim by the promoted worker, a release and a cancel.
+    let next = other_machine(&temp, "next");
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        now(),
+    )
+    .unwrap();
+    grant(&temp, &next, "wk", Level::Member);
+    let mut new_master = open(&next, &temp, Actor::Master);
+    let o3 =
+        order_ops::issue(&mut new_master, &issue_request("after the handover"), now()).unwrap();
+    order_ops::cancel(&mut new_master, &o2, Some("not needed"), now()).unwrap();
+    save(new_master);
+    let mut wk = temp.agent_session("wk");
+    order_ops::claim(&mut wk, &o3, now()).unwrap();
+    order_ops::release(&mut wk, &o3, Some("someone else"), now()).unwrap();
+    save(wk);
+    let mut mem = temp.agent_session("mem");
+    order_ops::claim(&mut mem, &o3, now()).unwrap();
+    save(mem);
+
+    let kept = open(&watcher, &temp, Actor::Observer);
+    let everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    // What every machine must agree on: who is who, every order's view, every problem.
+    assert_eq!(kept.identity(), everything.identity());
+    assert_eq!(order_views(&kept), order_views(&everything));
+    assert_eq!(kept.state().problems(), everything.state().problems());
+    assert_eq!(kept.integrity_problems(), everything.integrity_problems());
+    // The scenario reached what it compares.
+    assert_eq!(kept.identity().era(), 1);
+    assert_eq!(level_of(&kept, &temp, "wk"), Level::Member);
+    assert_eq!(level_of(&kept, &temp, "mem2"), Level::Worker);
+    let mut states: Vec<&str> = order_views(&kept)
+        .iter()
+        .map(|(_, view)| view.state.as_str())
+        .collect();
+    states.sort_unstable();
+    assert_eq!(
+        states,
+        vec!["accepted", "cancelled", "claimed"],
+        "{:?}",
+        order_views(&kept)
+    );
+    // The rest is this machine's own: how many entries it folded and the stamps of its
+    // changes (`since` cursors), which count the sittings it folded them in.
+    assert_eq!(kept.state().counter(), everything.state().counter());
+}
+
+#[test]
+#[ignore = "bug: a new master's entries read in the poll that folds the handover to it are folded twice when it had entries waiting (Identity::apply_handover asks to replay the whole log; Session::refresh feeds again what the poll already applied)"]
+fn a_new_master_s_entries_read_with_the_handover_are_folded_once() {
+    let temp = TempChannel::builder()
+        .agent("mem", Level::Member)
+        .build()
+        .unwrap();
+    let old_master = master_key(temp.home(), &temp);
+    // The next master's key sorts after the former one's, so its log is read after the
+    // handover within one poll (logs are read by author, then key bytes).
+    let next = other_machine(&temp, "next");
+    let new_master = std::iter::repeat_with(|| SecretKey::generate().unwrap())
+        .find(|key| key.public_key() > old_master.public_key())
+        .unwrap();
+    next.store_key(temp.project(), &KeyHolder::Master, &new_master, None)
+        .unwrap();
+    let proof = ferry_mcp_core::channel::identity::handover_proof(temp.project(), &new_master);
+    // It signs something before the handover reaches a watching machine: it waits there.
+    write_raw(&temp, &AgentName::master(), &new_master, "note", json!({}));
+    let watcher = other_machine(&temp, "watcher");
+    open(&watcher, &temp, Actor::Observer).save().unwrap();
+
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_master.public_key(),
+        &proof,
+        temp.now(),
+    )
+    .unwrap();
+    let mut session = open(&next, &temp, Actor::Master);
+    let order = ops::orders::issue(&mut session, &issue_request("once"), temp.now()).unwrap();
+    let mut mem = temp.agent_session("mem");
+    ops::orders::claim(&mut mem, &order, temp.now()).unwrap();
+
+    let kept = open(&watcher, &temp, Actor::Observer);
+    let everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(everything.state().orders.len(), 1);
+    assert_eq!(
+        order_views(&kept),
+        order_views(&everything),
+        "the claim was lost"
+    );
+    assert_eq!(kept.identity(), everything.identity());
+    assert_eq!(kept.state().counter(), everything.state().counter());
+}
+
+// ---- 3. the verified state file ----
+
+/// A channel of project demo in another folder (another genesis), with the same master and
+/// agent keys as `temp`, where fang is an orchestrator; returns the bytes of the verified
+/// state a machine keeps for it.
+fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
+    let dir = temp.root().join("foreign-channel");
+    let master = master_key(temp.home(), temp);
+    let later = ferry_mcp_core::time::Timestamp::from_millis(temp.now().as_millis() + 1);
+    let channel = Channel::create(&dir, temp.project(), &master, later).unwrap();
+    let fang = agent_key(temp, "fang");
+    let mut writer = channel.writer(&name("fang"), &fang).unwrap();
+    writer.append(kinds::ROSTER_JOIN, json!({}), later).unwrap();
+    let mut writer = channel.writer(&AgentName::master(), &master).unwrap();
+    let body = Identity::grant_body(&GrantBody {
+        agent: name("fang"),
+        key: fang.public_key(),
+        level: Level::Orchestrator,
+        scopes: Vec::new(),
+        expires: None,
+    });
+    for _ in 0..3 {
+        // More master entries than `temp` has: nothing of `temp`'s would be read again.
+        writer.append(kinds::GRANT, body.clone(), later).unwrap();
+    }
+    let home = Home::at(temp.root().join("foreign-home"));
+    ops::add_existing(&home, temp.project(), &dir).unwrap();
+    let mut session = open(&home, temp, Actor::Observer);
+    assert_eq!(level_of(&session, temp, "fang"), Level::Orchestrator);
+    session.save().unwrap();
+    fs::read(home.verified_path(temp.project())).unwrap()
+}
+
+/// Fixes the trailing SHA-256 of a verified-state file after its bytes were changed.
+fn fix_checksum(bytes: &mut [u8]) {
+    use sha2::Digest as _;
+    let body = bytes.len() - 32;
+    let digest = sha2::Sha256::digest(&bytes[..body]);
+    bytes[body..].copy_from_slice(&digest);
+}
+
+/// The foreign state with this channel's genesis digest written in: a forgery whose frame
+/// is valid.
+fn forged_verified_state(temp: &TempChannel) -> Vec<u8> {
+    use ferry_mcp_core::channel::verified::{self, Loaded};
+    let bytes = foreign_verified_state(temp);
+    let path = temp.root().join("forged.bin");
+    fs::write(&path, &bytes).unwrap();
+    let foreign = Channel::open(&temp.root().join("foreign-channel")).unwrap();
+    let Loaded::Kept(mut kept) = verified::load(&path, &foreign.genesis_digest().unwrap()) else {
+        panic!("the foreign state loads for its own channel");
+    };
+    kept.genesis = Channel::open(temp.channel_dir())
+        .unwrap()
+        .genesis_digest()
+        .unwrap();
+    verified::encode(&kept)
+}
+
+/// `temp` with fang a member, its verified state replaced by `bytes`: fang's level and the
+/// local problems a new session reports.
+fn open_with_verified_state(temp: &TempChannel, bytes: &[u8]) -> (Level, Vec<String>) {
+    fs::write(temp.home().verified_path(temp.project()), bytes).unwrap();
+    let session = temp.view();
+    (
+        level_of(&session, temp, "fang"),
+        session.local_problems().to_vec(),
+    )
+}
+
+fn member_fang() -> TempChannel {
+    TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_forged_verified_state_with_a_valid_frame_is_trusted_which_is_why_the_frame_is_checked() {
+    // The state folder is this machine's own: what it holds is trusted, so every test below
+    // shows that only the frame (checksum, genesis, format) keeps these bytes out.
+    let temp = member_fang();
+    let forged = forged_verified_state(&temp);
+    let (level, local) = open_with_verified_state(&temp, &forged);
+    assert_eq!((level, local), (Level::Orchestrator, vec![]));
+}
+
+#[test]
+fn a_corrupt_verified_state_is_reported_and_rebuilt_never_trusted() {
+    let temp = member_fang();
+    let mut forged = forged_verified_state(&temp);
+    // One bit of the state's tag (the varint after the 32-byte genesis digest): the rest
+    // still decodes, so only the checksum tells the change.
+    let tag = b"ferry-verified\n".len() + 4 + 32;
+    forged[tag] ^= 0x01;
+    let (level, local) = open_with_verified_state(&temp, &forged);
+    assert_eq!(level, Level::Member);
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(local[0].contains("checksum"), "{local:?}");
+    // Rebuilt: the next session loads what this one saved, without a problem.
+    ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    assert_eq!(temp.view().local_problems(), &[] as &[String]);
+    assert_eq!(level_of(&temp.view(), &temp, "fang"), Level::Member);
+}
+
+#[test]
+fn a_foreign_verified_state_is_reported_and_rebuilt_never_trusted() {
+    let temp = member_fang();
+    let foreign = foreign_verified_state(&temp);
+    let (level, local) = open_with_verified_state(&temp, &foreign);
+    assert_eq!(level, Level::Member);
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(local[0].contains("another channel"), "{local:?}");
+}
+
+#[test]
+fn a_stale_verified_state_is_reported_and_rebuilt_never_trusted() {
+    let temp = member_fang();
+    let mut forged = forged_verified_state(&temp);
+    let magic = b"ferry-verified\n".len();
+    assert!(forged.starts_with(b"ferry-verified\n"));
+    let format = u32::from_le_bytes(forged[magic..magic + 4].try_into().unwrap());
+    forged[magic..magic + 4].copy_from_slice(&(format + 1).to_le_bytes());
+    fix_checksum(&mut forged);
+    let (level, local) = open_with_verified_state(&temp, &forged);
+    assert_eq!(level, Level::Member);
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(
+        local[0].contains(&format!("format {}", format + 1)),
+        "{local:?}"
+    );
+}
+
+#[test]
+fn a_verified_state_cut_short_or_emptied_is_reported_and_rebuilt() {
+    let temp = member_fang();
+    let forged = forged_verified_state(&temp);
+    for bytes in [&forged[..forged.len() / 2], &forged[..10], &[][..]] {
+        let (level, local) = open_with_verified_state(&temp, bytes);
+        assert_eq!(level, Level::Member);
+        assert_eq!(local.len(), 1, "{local:?}");
+        assert!(local[0].contains("corrupt"), "{local:?}");
+    }
+}
+
+#[test]
+fn deleting_the_verified_state_costs_only_time() {
+    let temp = TempChannel::with_each_level();
+    let mut member = temp.agent_session("member");
+    note(&mut member, &temp, 1);
+    member.save().unwrap();
+    let mut master = temp.master_session();
+    let order = ops::orders::issue(&mut master, &issue_request("kept"), temp.now()).unwrap();
+    master.save().unwrap();
+    let before = temp.view();
+    fs::remove_file(temp.home().verified_path(temp.project())).unwrap();
+
+    let after = temp.view();
+    assert_eq!(after.local_problems(), &[] as &[String]);
+    assert_eq!(after.identity(), before.identity());
+    assert_eq!(order_views(&after), order_views(&before));
+    assert_eq!(after.state().problems(), before.state().problems());
+    assert!(after.state().orders.get(&order.parse().unwrap()).is_some());
+}
+
+#[test]
+fn a_rich_verified_state_reads_back_as_it_was_written() {
+    use ferry_mcp_core::channel::verified::{self, Kept, Loaded};
+    // Everything the state can hold: grants with scopes and expiry, a handover, a void
+    // grant, orders at every step, hand-ins, blobs, fold and integrity problems.
+    let temp = TempChannel::with_each_level();
+    let in_an_hour =
+        ferry_mcp_core::time::Timestamp::from_millis(temp.now().as_millis() + 3_600_000);
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name("worker"),
+        &GrantRequest {
+            level: Level::Orchestrator,
+            scopes: vec!["docs".into()],
+            expires: Some(in_an_hour),
+            key: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let mut master = temp.master_session();
+    let mut request = issue_request("rich");
+    request.review = true;
+    request.heavy = true;
+    request.hints.cores = Some(4);
+    request.body = Some("y".repeat(1_500));
+    let order = ops::orders::issue(&mut master, &request, temp.now()).unwrap();
+    let mut member = temp.agent_session("member");
+    ops::orders::claim(&mut member, &order, temp.now()).unwrap();
+    ops::orders::progress(&mut member, &order, "going", temp.now()).unwrap();
+    let handin = ops::orders::hand_in(&mut member, &order, "main", "work", temp.now()).unwrap();
+    ops::orders::submit(
+        &mut member,
+        &order,
+        &ops::orders::SubmitRequest {
+            handin: Some(handin),
+            git_ref: Some("abc123".into()),
+            summary: "done".into(),
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let mut orch = temp.agent_session("orchestrator");
+    ops::orders::review(
+        &mut orch,
+        &order,
+        ferry_mcp_core::channel::state::orders::Verdict::Changes,
+        Some("notes"),
+        temp.now(),
+    )
+    .unwrap();
+    let member_key = agent_key(&temp, "member");
+    write_raw(&temp, &name("member"), &member_key, kinds::GRANT, json!({}));
+    append_bytes(&agent_log(&temp, "member"), b"junk\n");
+    let next = other_machine(&temp, "next");
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        temp.now(),
+    )
+    .unwrap();
+
+    let mut reader = Channel::open(temp.channel_dir()).unwrap().reader();
+    let problems = reader.poll_with(&mut |_| {});
+    // Folded from the channel here and now, never loaded: a state that lost a field on its way
+    // through the file must not be what is compared.
+    let session = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert!(!problems.is_empty() && !session.state().problems().is_empty());
+    let kept = Kept {
+        genesis: [7; 32],
+        generation: 42,
+        reader: reader.state(),
+        state: session.state().clone(),
+        problems,
+        dropped_problems: 3,
+    };
+    let bytes = verified::encode(&kept);
+    let path = temp.root().join("roundtrip.bin");
+    fs::write(&path, &bytes).unwrap();
+    let Loaded::Kept(back) = verified::load(&path, &[7; 32]) else {
+        panic!("the state written does not read back");
+    };
+    assert_eq!(back.state, kept.state);
+    assert_eq!(back.problems, kept.problems);
+    assert_eq!(
+        (back.genesis, back.generation, back.dropped_problems),
+        (kept.genesis, kept.generation, kept.dropped_problems)
+    );
+    assert_eq!(back.reader.len(), kept.reader.len());
+    // What the reader keeps reads back whole (only what it rebuilds after loading is left out).
+    assert_eq!(verified::encode(&back), bytes);
+}
+
+// ---- 4. links ----
+
+/// Every file under `dir` with its size, sorted: to show nothing was written there.
+fn tree(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for item in fs::read_dir(&at).unwrap() {
+            let item = item.unwrap();
+            let meta = fs::symlink_metadata(item.path()).unwrap();
+            if meta.is_dir() {
+                stack.push(item.path());
+            } else {
+                found.push((item.path(), meta.len()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Moves `path` (in the channel) to `outside` and puts a symbolic link to it in its place.
+#[cfg(unix)]
+fn replace_with_link(path: &Path, outside: &Path) {
+    fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    fs::rename(path, outside).unwrap();
+    std::os::unix::fs::symlink(outside, path).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_logs_folder_is_refused_for_reading_and_for_writing() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let outside = temp.root().join("outside/logs");
+    replace_with_link(&temp.channel_dir().join("logs"), &outside);
+    let before = tree(&outside);
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(there.identity().names().count(), 0, "read through the link");
+    let links = problems_of(&there, ProblemKind::Link);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].path, Path::new("logs"));
+    // This machine keeps what it verified, and reports the link.
+    let here = temp.view();
+    assert_eq!(level_of(&here, &temp, "fang"), Level::Member);
+    assert_eq!(problems_of(&here, ProblemKind::Link).len(), 1);
+
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let err = channel
+        .writer(&name("fang"), &agent_key(&temp, "fang"))
+        .unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    let mut session = temp.agent_session("fang");
+    let err = session
+        .append(Operation::HandIn, None, "note", json!({}), temp.now())
+        .unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(ops::join(temp.home(), temp.project(), &name("bolt"), None, temp.now()).is_err());
+    assert_eq!(
+        tree(&outside),
+        before,
+        "something was written outside the channel"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_blobs_folder_is_refused_for_reading_and_for_writing() {
+    let temp = TempChannel::builder().build().unwrap();
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let blob = channel.put_blob(b"a body kept in a blob").unwrap();
+    let outside = temp.root().join("outside/blobs");
+    replace_with_link(&temp.channel_dir().join("blobs"), &outside);
+    let before = tree(&outside);
+
+    assert!(channel.get_blob(&blob).is_err(), "read through the link");
+    let err = channel.put_blob(b"another body").unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    let mut master = temp.master_session();
+    let mut request = issue_request("long");
+    request.body = Some("z".repeat(5_000));
+    assert!(ops::orders::issue(&mut master, &request, temp.now()).is_err());
+    assert_eq!(
+        tree(&outside),
+        before,
+        "something was written outside the channel"
+    );
+    let links = problems_of(&temp.view(), ProblemKind::Link);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].path, Path::new("blobs"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_author_folder_is_reported_and_not_read() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let log = agent_log(&temp, "fang");
+    replace_with_link(log.parent().unwrap(), &temp.root().join("outside/fang"));
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(
+        there.identity().holder(&name("fang")),
+        None,
+        "read through the link"
+    );
+    let links = problems_of(&there, ProblemKind::Link);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].path, Path::new("logs/fang"));
+    let here = temp.view();
+    assert_eq!(level_of(&here, &temp, "fang"), Level::Member);
+    assert_eq!(problems_of(&here, ProblemKind::Link).len(), 1);
+    assert!(
+        Channel::open(temp.channel_dir())
+            .unwrap()
+            .writer(&name("fang"), &agent_key(&temp, "fang"))
+            .is_err()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_log_file_is_reported_and_not_read() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let log = agent_log(&temp, "fang");
+    let outside = temp.root().join("outside/fang.jsonl");
+    replace_with_link(&log, &outside);
+    let before = tree(outside.parent().unwrap());
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(
+        there.identity().holder(&name("fang")),
+        None,
+        "read through the link"
+    );
+    let links = problems_of(&there, ProblemKind::Link);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].path, rel(&temp, &log));
+    let mut session = temp.agent_session("fang");
+    assert!(
+        session
+            .append(Operation::HandIn, None, "note", json!({}), temp.now())
+            .is_err()
+    );
+    assert_eq!(tree(outside.parent().unwrap()), before);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_linked_genesis_file_is_refused_unread() {
+    use ferry_mcp_core::channel::store::StoreError;
+    let temp = TempChannel::builder().build().unwrap();
+    // Even a link to the channel's own, valid genesis: links are never followed.
+    let genesis = temp.channel_dir().join("genesis.json");
+    replace_with_link(&genesis, &temp.root().join("outside/genesis.json"));
+    let err = Channel::open(temp.channel_dir()).unwrap_err();
+    assert!(matches!(err, StoreError::BadGenesis(_)), "{err}");
+    assert!(ops::status(temp.home(), temp.project(), temp.now()).is_err());
+}
+
+// ---- 5. handovers ----
+
+fn handover_problems(session: &Session) -> usize {
+    session
+        .identity()
+        .problems()
+        .iter()
+        .filter(|problem| problem.kind == FoldProblemKind::BadHandover)
+        .count()
+}
+
+#[test]
+fn a_handover_without_a_valid_proof_or_to_a_weak_key_does_not_move_mastership() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let master = master_key(temp.home(), &temp);
+    let next = SecretKey::generate().unwrap();
+    let stranger = SecretKey::generate().unwrap();
+    let zeros = "0".repeat(64);
+    // The identity point: with a lax check, (R = identity, s = 0) verifies for any message.
+    let identity_point = format!("01{}", "0".repeat(62));
+    let bodies = [
+        // The proof is missing, signed by another key, or over another project.
+        json!({ "key": next.public_key() }),
+        json!({
+            "key": next.public_key(),
+            "proof": ferry_mcp_core::channel::identity::handover_proof(temp.project(), &stranger),
+        }),
+        json!({
+            "key": next.public_key(),
+            "proof": ferry_mcp_core::channel::identity::handover_proof(
+                &ferry_mcp_core::channel::names::ProjectId::parse("other").unwrap(),
+                &next,
+            ),
+        }),
+        // Small-order keys nobody can sign with.
+        json!({ "key": zeros, "proof": "0".repeat(128) }),
+        json!({ "key": identity_point, "proof": format!("{identity_point}{zeros}") }),
+    ];
+    for body in &bodies {
+        write_raw(
+            &temp,
+            &AgentName::master(),
+            &master,
+            kinds::MASTER_HANDOVER,
+            body.clone(),
+        );
+    }
+    let view = temp.view();
+    assert_eq!(view.identity().master(), &master.public_key());
+    assert_eq!(view.identity().era(), 0);
+    // The first is malformed (no proof), the others bad handovers.
+    assert_eq!(
+        handover_problems(&view),
+        bodies.len() - 1,
+        "{:?}",
+        view.identity().problems()
+    );
+    // The master is still the master here.
+    grant(&temp, temp.home(), "fang", Level::Member);
+    assert_eq!(level_of(&temp.view(), &temp, "fang"), Level::Member);
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(there.identity().master(), &master.public_key());
+    assert_eq!(handover_problems(&there), bodies.len() - 1);
+}
+
+#[test]
+fn the_handover_operation_refuses_a_key_without_a_proof_and_writes_nothing() {
+    let temp = TempChannel::builder().build().unwrap();
+    let next = SecretKey::generate().unwrap();
+    let stranger = SecretKey::generate().unwrap();
+    let log = master_log(&temp);
+    assert!(!log.exists());
+    let proof = ferry_mcp_core::channel::identity::handover_proof(temp.project(), &stranger);
+    let err = ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &next.public_key(),
+        &proof,
+        temp.now(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, OpsError::BadHandover(_)), "{err}");
+    assert!(!log.exists(), "the refused handover was written");
+}
+
+#[test]
+#[ignore = "bug: an entry a former master signs after its handover, at the handover's own seq, counts (identity.rs fold_master_entry compares only seq with handed_over_at, not the handover hash it keeps)"]
+fn a_former_master_s_entry_in_place_of_its_handover_line_does_not_count() {
+    // Beyond the keyless attacker: the former master's key (an old laptop) rewrites its own log.
+    let temp = TempChannel::builder()
+        .agent("bolt", Level::Worker)
+        .agent("cid", Level::Worker)
+        .build()
+        .unwrap();
+    let old_master = master_key(temp.home(), &temp);
+    let next = other_machine(&temp, "next");
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        temp.now(),
+    )
+    .unwrap();
+    grant(&temp, &next, "cid", Level::Member);
+    // The handover (seq 1) is replaced by a grant signed afterwards at the same seq.
+    let old_log = master_log(&temp);
+    assert_eq!(lines(&old_log).len(), 1);
+    fs::write(&old_log, b"").unwrap();
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::GRANT,
+        Identity::grant_body(&GrantBody {
+            agent: name("bolt"),
+            key: agent_key(&temp, "bolt").public_key(),
+            level: Level::Orchestrator,
+            scopes: Vec::new(),
+            expires: None,
+        }),
+    );
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(there.identity().master(), &new_key.key);
+    assert_eq!(level_of(&there, &temp, "cid"), Level::Member);
+    assert_eq!(
+        level_of(&there, &temp, "bolt"),
+        Level::Worker,
+        "the former master's later grant counts as signed before its handover"
+    );
+}
+
+// ---- 6. an interrupted `ferry init` ----
+
+/// What an interrupted init left: a state folder and a channel folder, with the master key
+/// stored (the first step of init).
+fn interrupted_init(root: &Path) -> (Home, PathBuf, SecretKey) {
+    let home = Home::at(root.join("home"));
+    let project = ferry_mcp_core::channel::names::ProjectId::parse("demo").unwrap();
+    let key = SecretKey::generate().unwrap();
+    home.store_key(&project, &KeyHolder::Master, &key, None)
+        .unwrap();
+    (home, root.join("channel"), key)
+}
+
+/// Runs init again and checks the project is whole: it opens, with a genesis by `key`.
+fn rerun_init(home: &Home, channel: &Path, key: &SecretKey) -> Channel {
+    let project = ferry_mcp_core::channel::names::ProjectId::parse("demo").unwrap();
+    let now = ferry_mcp_testkit::clock::START;
+    let created = ops::init(home, &project, channel, None, now).unwrap();
+    assert_eq!(created.master, key.public_key());
+    let opened = Channel::open(&home.channel_dir(&project).unwrap()).unwrap();
+    assert_eq!(opened.genesis_master(), &key.public_key());
+    let session = Session::open(home, &project, Actor::Master, now).unwrap();
+    assert_eq!(
+        session.master_key(now).unwrap().public_key(),
+        key.public_key()
+    );
+    assert_eq!(session.integrity_problems().0, &[] as &[IntegrityProblem]);
+    let (joined, _) = ops::join(home, &project, &name("fang"), None, now).unwrap();
+    assert_eq!(joined, ops::Joined::Seated);
+    opened
+}
+
+#[test]
+fn init_interrupted_after_storing_the_master_key_is_finished_by_a_rerun() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, channel, key) = interrupted_init(root.path());
+    assert!(
+        home.channel_dir(&"demo".parse().unwrap()).is_err(),
+        "no project yet"
+    );
+    rerun_init(&home, &channel, &key);
+}
+
+#[test]
+fn init_interrupted_while_creating_the_channel_folder_is_finished_by_a_rerun() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, channel, key) = interrupted_init(root.path());
+    fs::create_dir_all(channel.join("logs")).unwrap();
+    fs::create_dir_all(channel.join("blobs")).unwrap();
+    rerun_init(&home, &channel, &key);
+}
+
+#[test]
+fn init_interrupted_after_writing_the_genesis_keeps_that_genesis_on_a_rerun() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, channel, key) = interrupted_init(root.path());
+    let project = "demo".parse().unwrap();
+    // Written a moment before the rerun: a genesis written again would differ in its time.
+    let earlier = ferry_mcp_core::time::Timestamp::from_millis(
+        ferry_mcp_testkit::clock::START.as_millis() - 5,
+    );
+    let written = Channel::create(&channel, &project, &key, earlier)
+        .unwrap()
+        .genesis_digest()
+        .unwrap();
+    assert!(home.channel_dir(&project).is_err(), "no project yet");
+    let opened = rerun_init(&home, &channel, &key);
+    assert_eq!(opened.genesis_digest().unwrap(), written);
+}
+
+#[test]
+fn init_refuses_a_genesis_by_another_key_left_in_its_folder_and_registers_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let (home, channel, _key) = interrupted_init(root.path());
+    let project = "demo".parse().unwrap();
+    let planted = SecretKey::generate().unwrap();
+    Channel::create(
+        &channel,
+        &project,
+        &planted,
+        ferry_mcp_testkit::clock::START,
+    )
+    .unwrap();
+    let err = ops::init(
+        &home,
+        &project,
+        &channel,
+        None,
+        ferry_mcp_testkit::clock::START,
+    )
+    .unwrap_err();
+    assert!(matches!(err, OpsError::ChannelExists(_)), "{err}");
+    assert!(
+        home.channel_dir(&project).is_err(),
+        "a project was registered"
+    );
+}
+
+// ---- 7. the writer's tip ----
+
+/// fang (five entries) finds `tail` appended to its log by someone else, then appends one
+/// entry through a session (after `forget` ran on the state folder): every reader accepts it.
+fn fang_appends_after(tail: &[u8], forget: impl FnOnce(&TempChannel)) {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let mut session = temp.agent_session("fang");
+    for n in 1..=4 {
+        note(&mut session, &temp, n);
+    }
+    session.save().unwrap();
+    drop(session);
+    let log = agent_log(&temp, "fang");
+    let old_line = lines(&log)[1].clone();
+    let mut bytes = tail.to_vec();
+    bytes.extend_from_slice(old_line.as_bytes());
+    bytes.push(b'\n');
+    append_bytes(&log, &bytes);
+    forget(&temp);
+
+    let mut session = temp.agent_session("fang");
+    let new = note(&mut session, &temp, 5);
+    assert_eq!(new.seq(), 6);
+    // A fresh reader accepts it, and so does this machine.
+    let batch = Channel::open(temp.channel_dir()).unwrap().reader().poll();
+    assert!(
+        batch.entries.iter().any(|e| e.hash() == new.hash()),
+        "a fresh reader refused the new entry: {:?}",
+        batch.problems
+    );
+    let new_line = lines(&log).len() as u64;
+    assert!(
+        batch.problems.iter().all(|p| p.line != Some(new_line)),
+        "{:?}",
+        batch.problems
+    );
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(
+        there.state().counter(),
+        batch.entries.len() as u64,
+        "a fresh machine did not fold every entry"
+    );
+    let here = temp.view();
+    assert!(
+        here.integrity_problems()
+            .0
+            .iter()
+            .all(|p| p.line != Some(new_line)),
+        "{:?}",
+        here.integrity_problems()
+    );
+}
+
+#[test]
+fn an_old_line_copied_after_70_kib_of_junk_does_not_set_the_writer_back() {
+    let mut junk = vec![b'j'; 70 * 1024];
+    junk.push(b'\n');
+    fang_appends_after(&junk, |_| {});
+}
+
+#[test]
+fn an_old_line_copied_after_a_300_kib_junk_line_does_not_set_the_writer_back() {
+    let mut junk = vec![b'j'; 300 * 1024];
+    junk.push(b'\n');
+    fang_appends_after(&junk, |_| {});
+}
+
+#[test]
+fn an_old_line_copied_after_junk_does_not_set_back_a_writer_that_lost_its_verified_state() {
+    let mut junk = vec![b'j'; 300 * 1024];
+    junk.push(b'\n');
+    fang_appends_after(&junk, |temp| {
+        fs::remove_file(temp.home().verified_path(temp.project())).unwrap();
+    });
+}
+
+// ---- 8. huge files ----
+
+const HUGE: usize = 4 << 20;
+
+#[test]
+fn a_huge_torn_tail_on_a_log_is_reported_and_the_rest_reads() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let log = agent_log(&temp, "fang");
+    append_bytes(&log, &vec![b't'; HUGE]);
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(level_of(&there, &temp, "fang"), Level::Member);
+    let torn = problems_of(&there, ProblemKind::TornLine);
+    assert_eq!(torn.len(), 1, "{:?}", there.integrity_problems());
+    assert_eq!(torn[0].line, Some(2));
+    // fang writes on: its line starts after the fragment, and every reader reads it.
+    let mut session = temp.agent_session("fang");
+    let new = note(&mut session, &temp, 1);
+    assert_eq!(new.seq(), 2);
+    let batch = Channel::open(temp.channel_dir()).unwrap().reader().poll();
+    assert!(batch.entries.iter().any(|e| e.hash() == new.hash()));
+    assert!(
+        batch
+            .problems
+            .iter()
+            .any(|p| p.kind == ProblemKind::Malformed && p.line == Some(2)),
+        "{:?}",
+        batch.problems
+    );
+}
+
+#[test]
+fn a_huge_junk_line_is_skipped_and_reported_and_the_entries_after_it_read() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let mut junk = vec![b'{'; HUGE];
+    junk.push(b'\n');
+    append_bytes(&master_log(&temp), &junk);
+    grant(&temp, temp.home(), "fang", Level::Orchestrator);
+
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(level_of(&there, &temp, "fang"), Level::Orchestrator);
+    let malformed = problems_of(&there, ProblemKind::Malformed);
+    assert_eq!(malformed.len(), 1, "{:?}", there.integrity_problems());
+    assert!(
+        malformed[0].detail.contains("longer than"),
+        "{}",
+        malformed[0]
+    );
+    assert_eq!(level_of(&temp.view(), &temp, "fang"), Level::Orchestrator);
+}
+
+#[test]
+fn a_huge_genesis_file_is_refused_unread() {
+    use ferry_mcp_core::channel::store::StoreError;
+    let temp = TempChannel::builder().build().unwrap();
+    let genesis = temp.channel_dir().join("genesis.json");
+    let mut bytes = fs::read(&genesis).unwrap();
+    bytes.resize(HUGE, b' ');
+    fs::write(&genesis, &bytes).unwrap();
+
+    let err = Channel::open(temp.channel_dir()).unwrap_err();
+    assert!(matches!(err, StoreError::BadGenesis(_)), "{err}");
+    let err = ops::status(temp.home(), temp.project(), temp.now()).unwrap_err();
+    assert!(err.to_string().contains("longer than"), "{err}");
+}
+
+/// An order issued by the master whose body is the blob of `bytes` (stored whatever its size).
+fn order_with_blob(temp: &TempChannel, bytes: &[u8]) -> (String, String) {
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let blob = channel.put_blob(bytes).unwrap().to_hex();
+    let mut writer = channel
+        .writer(&AgentName::master(), &master_key(temp.home(), temp))
+        .unwrap();
+    let entry = writer
+        .append(
+            ferry_mcp_core::channel::state::orders::kinds::ISSUE,
+            json!({ "title": "huge body", "blob": blob }),
+            temp.now(),
+        )
+        .unwrap();
+    (format!("m{}", entry.seq()), blob)
+}
+
+fn list_len(session: &mut Session, temp: &TempChannel) -> usize {
+    let request = ops::orders::ListRequest {
+        limit: 10,
+        ..Default::default()
+    };
+    ops::orders::list(session, &request, temp.now())
+        .unwrap()
+        .rows
+        .len()
+}
+
+#[test]
+fn a_blob_longer_than_a_reader_takes_is_refused_and_the_rest_of_the_order_reads() {
+    use ferry_mcp_core::channel::store::MAX_BLOB_LEN;
+    let temp = TempChannel::builder().build().unwrap();
+    // A genuine blob (its bytes hash to its name), one byte over the limit.
+    let (order, blob) = order_with_blob(
+        &temp,
+        &vec![b'b'; usize::try_from(MAX_BLOB_LEN).unwrap() + 1],
+    );
+
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let err = ops::orders::body_text(&mut fresh, &order, temp.now()).unwrap_err();
+    assert!(err.to_string().contains(&blob), "{err}");
+    let shown = ops::orders::show(&mut fresh, &order, None, temp.now()).unwrap();
+    assert_eq!(shown.row.title, "huge body");
+    assert_eq!(list_len(&mut fresh, &temp), 1);
+}
+
+#[test]
+fn a_huge_file_planted_in_place_of_a_blob_is_refused_and_the_rest_reads() {
+    let temp = TempChannel::builder().build().unwrap();
+    let (order, blob) = order_with_blob(&temp, b"a short body");
+    let path = temp.channel_dir().join("blobs").join(&blob);
+    fs::write(&path, vec![b'b'; HUGE]).unwrap();
+
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let err = ops::orders::body_text(&mut fresh, &order, temp.now()).unwrap_err();
+    assert!(err.to_string().contains(&blob), "{err}");
+    assert_eq!(list_len(&mut fresh, &temp), 1);
+}
+
+#[test]
+#[ignore = "bug: ops::orders::issue stores a body longer than MAX_BLOB_LEN, which every reader then refuses (ops/orders.rs issue: no limit above MAX_INLINE_BODY)"]
+fn an_order_body_longer_than_a_reader_takes_is_refused_when_issued() {
+    use ferry_mcp_core::channel::store::MAX_BLOB_LEN;
+    let temp = TempChannel::builder().build().unwrap();
+    let mut master = temp.master_session();
+    let mut request = issue_request("too long to read");
+    request.body = Some("b".repeat(usize::try_from(MAX_BLOB_LEN).unwrap() + 1));
+    let issued = ops::orders::issue(&mut master, &request, temp.now());
+    assert!(issued.is_err(), "issued an order no reader can read");
+}
+
+// ---- 9. machine-state files ----
+
+/// `temp` with fang a member and its `pins.json` replaced by garbage.
+fn corrupt_pins() -> TempChannel {
+    let temp = member_fang();
+    let pins = temp
+        .home_dir()
+        .join("projects")
+        .join(temp.project().as_str())
+        .join("pins.json");
+    assert!(pins.is_file());
+    fs::write(&pins, b"\x00\xffnot json{{{").unwrap();
+    temp
+}
+
+#[test]
+fn a_corrupt_pins_file_is_reported_and_status_still_works() {
+    let temp = corrupt_pins();
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    let pins: Vec<&String> = status
+        .problems
+        .iter()
+        .filter(|line| line.contains("pins.json"))
+        .collect();
+    assert_eq!(pins.len(), 1, "{:?}", status.problems);
+    assert!(pins[0].contains("not pinned"), "{pins:?}");
+    assert_eq!(status.agents.len(), 1);
+    assert_eq!(status.agents[0].name, name("fang"));
+    let mut session = temp.agent_session("fang");
+    note(&mut session, &temp, 1);
+}
+
+#[test]
+#[ignore = "bug: with a corrupt pins.json, ops::join writes the roster entry and then fails on pinning (ops/seats.rs join_in: `home.pin_agent(..)?`), where opening a session only reports it"]
+fn a_corrupt_pins_file_does_not_make_join_fail() {
+    let temp = corrupt_pins();
+    let joined = ops::join(temp.home(), temp.project(), &name("bolt"), None, temp.now());
+    // Whatever join answers, it wrote the roster entry: bolt is seated.
+    assert!(temp.view().identity().holder(&name("bolt")).is_some());
+    assert_eq!(joined.unwrap().0, ops::Joined::Seated);
+    let again = ops::join(temp.home(), temp.project(), &name("fang"), None, temp.now());
+    assert_eq!(again.unwrap().0, ops::Joined::AlreadySeated);
+}
+
+#[test]
+#[ignore = "bug: a log read again after a rollback or divergence reports every bad line again, and the session keeps both copies (reader/log.rs LogState::restart, session.rs keep_problems)"]
+fn a_line_problem_is_kept_once_when_its_log_is_read_again_after_a_rollback() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let log = agent_log(&temp, "fang");
+    append_bytes(&log, b"junk\n");
+    let mut session = temp.agent_session("fang");
+    note(&mut session, &temp, 1);
+    note(&mut session, &temp, 2);
+    session.save().unwrap();
+    drop(session);
+    assert_eq!(problems_of(&temp.view(), ProblemKind::Malformed).len(), 1);
+    drop_last_lines(&log, 1);
+
+    let session = temp.view();
+    assert_eq!(problems_of(&session, ProblemKind::RolledBack).len(), 1);
+    let malformed = problems_of(&session, ProblemKind::Malformed);
+    assert_eq!(malformed.len(), 1, "{malformed:?}");
+    assert_eq!(
+        status_lines(&temp, temp.home(), ": malformed: ").len(),
+        1,
+        "status repeats the problem"
+    );
+}
