@@ -324,6 +324,9 @@ pub struct Identity {
     grants: BTreeMap<AgentName, Vec<FoldedGrant>>,
     /// Bumped whenever who holds a name may have changed: other folds re-judge then.
     seat_epoch: u64,
+    /// Everything must be folded again (a handover learned late voids entries already folded).
+    #[serde(skip)]
+    refold: bool,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
 }
@@ -347,6 +350,7 @@ impl Identity {
             other_entries: BTreeMap::new(),
             grants: BTreeMap::new(),
             seat_epoch: 0,
+            refold: false,
             problems: Vec::new(),
             dropped_problems: 0,
         }
@@ -430,6 +434,12 @@ impl Identity {
         std::mem::take(&mut self.replays)
     }
 
+    /// Whether `key`'s master log is to be read again from its start: its entries are folded
+    /// then, in order, and not before.
+    pub fn replay_pending(&self, key: &PublicKey) -> bool {
+        self.replays.contains(key)
+    }
+
     fn report(&mut self, problem: FoldProblem) {
         if self.problems.len() < MAX_PROBLEMS {
             self.problems.push(problem);
@@ -461,6 +471,12 @@ impl Identity {
         match self.eras.iter().position(|era| era.key == *entry.key()) {
             Some(era) => match self.eras[era].handed_over_at {
                 Some(end) if entry.seq() > end => MasterEntry::DoesNotCount,
+                // In place of the handover, only the handover itself.
+                Some(end)
+                    if entry.seq() == end && self.eras[era].handover != Some(*entry.hash()) =>
+                {
+                    MasterEntry::DoesNotCount
+                }
                 _ => MasterEntry::Counts(MasterPos(
                     u32::try_from(era).unwrap_or(u32::MAX),
                     entry.seq(),
@@ -491,7 +507,8 @@ impl Identity {
             return MasterEntry::DoesNotCount;
         };
         if let Some(end) = self.eras[era].handed_over_at
-            && entry.seq() > end
+            && (entry.seq() > end
+                || (entry.seq() == end && self.eras[era].handover != Some(*entry.hash())))
         {
             self.report(FoldProblem::about(
                 entry,
@@ -616,7 +633,54 @@ impl Identity {
             // here): the entry waits, counted, until that one is folded.
             return;
         }
+        // Entries of the former master at or after the handover's seq were folded before the
+        // handover was known here (its line is gone from that log): they must not count, and
+        // the only way to be sure nothing they did remains is to fold everything again, knowing
+        // the handover from the start.
+        let folded_past = self.eras[current].folded >= handover.seq();
         self.apply_handover(&handover, current);
+        if folded_past && self.eras[current].handed_over_at == Some(handover.seq()) {
+            self.refold = true;
+        }
+    }
+
+    /// Whether everything must be folded again (see [`Identity::handovers`]); taken.
+    pub fn take_refold(&mut self) -> bool {
+        std::mem::take(&mut self.refold)
+    }
+
+    /// The handovers folded so far, genesis era first: a fold started with them knows from its
+    /// first entry which master entries count.
+    pub fn handovers(&self) -> Vec<(PublicKey, u64, EntryHash)> {
+        self.eras
+            .windows(2)
+            .filter_map(|pair| match (&pair[0].handed_over_at, &pair[0].handover) {
+                (Some(at), Some(hash)) => Some((pair[1].key, *at, *hash)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An empty fold that already knows `handovers` (from [`Identity::handovers`]).
+    pub fn with_handovers(
+        project: ProjectId,
+        genesis_master: PublicKey,
+        handovers: &[(PublicKey, u64, EntryHash)],
+    ) -> Self {
+        let mut identity = Self::new(project, genesis_master);
+        for (key, at, hash) in handovers {
+            let current = identity.eras.len() - 1;
+            identity.eras[current].handed_over_at = Some(*at);
+            identity.eras[current].handover = Some(*hash);
+            identity.eras.push(Era {
+                key: *key,
+                handed_over_at: None,
+                handover: None,
+                folded: 0,
+                times: Vec::new(),
+            });
+        }
+        identity
     }
 
     fn fold_agent_entry(&mut self, entry: &VerifiedEntry) {

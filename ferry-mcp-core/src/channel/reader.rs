@@ -213,14 +213,37 @@ impl Reader {
     /// The stored line of entry `seq` of log `id`, if it is still there and still hashes to
     /// `hash` (a scan of that one log; for the rare entries that are embedded elsewhere).
     pub fn line_of(&self, id: &LogId, seq: u64, hash: &super::entry::EntryHash) -> Option<String> {
-        use std::io::BufRead as _;
+        use std::io::{BufRead as _, Read as _};
         let state = self.logs.get(id)?;
         let file = std::fs::File::open(self.dir.join(state.rel_path())).ok()?;
-        let reader = std::io::BufReader::new(file);
-        for line in reader.split(b'\n') {
-            let line = line.ok()?;
-            if line.len() > super::store::MAX_LINE_LEN {
+        let mut reader = std::io::BufReader::new(file);
+        let limit = super::store::MAX_LINE_LEN as u64 + 1;
+        loop {
+            // Bounded like every read: a junk line is skipped, never held whole.
+            let mut line = Vec::new();
+            let read = (&mut reader)
+                .take(limit)
+                .read_until(b'\n', &mut line)
+                .ok()?;
+            if read == 0 {
+                return None;
+            }
+            if line.last() != Some(&b'\n') && line.len() as u64 >= limit {
+                let mut rest = Vec::new();
+                loop {
+                    rest.clear();
+                    let more = (&mut reader)
+                        .take(limit)
+                        .read_until(b'\n', &mut rest)
+                        .ok()?;
+                    if more == 0 || rest.last() == Some(&b'\n') {
+                        break;
+                    }
+                }
                 continue;
+            }
+            if line.last() == Some(&b'\n') {
+                line.pop();
             }
             let Some(raw) = super::entry::raw_entry(&line) else {
                 continue;
@@ -231,7 +254,6 @@ impl Reader {
                 return (found.seq() == seq).then(|| text.trim_end_matches('\r').to_owned());
             }
         }
-        None
     }
 
     /// A reader of one log only, continuing from `state` (a writer's own reader).

@@ -221,6 +221,9 @@ impl Session {
         let state = &mut self.state;
         let problems = self.reader.poll_with(&mut |entry| state.feed(&entry, now));
         self.keep_problems(problems);
+        if self.state.take_refold() {
+            self.refold(now);
+        }
         loop {
             let replays = self.state.take_replays();
             if replays.is_empty() {
@@ -243,12 +246,29 @@ impl Session {
         folded
     }
 
+    /// Folds every log again from its start into a state that knows the handovers from the
+    /// beginning (a handover learned late, from a `master.accept`, voids entries already folded).
+    fn refold(&mut self, now: Timestamp) {
+        let mut state = self.state.refolded();
+        let logs: Vec<LogId> = self.reader.logs().map(|(id, _)| id.clone()).collect();
+        for log in logs {
+            self.reader
+                .replay_log(&log, &mut |entry| state.feed(&entry, now));
+        }
+        self.state = state;
+        self.dirty = true;
+    }
+
     fn keep_problems(&mut self, problems: Vec<IntegrityProblem>) {
         if problems.is_empty() {
             return;
         }
         self.dirty = true;
         for problem in problems {
+            // A log read again after a rollback reports its bad lines again: kept once.
+            if self.problems.contains(&problem) {
+                continue;
+            }
             if self.problems.len() < MAX_KEPT_PROBLEMS {
                 self.problems.push(problem);
             } else {

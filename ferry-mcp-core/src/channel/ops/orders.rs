@@ -210,6 +210,14 @@ pub fn issue(
     }
     session.guard(&request.title, TextUse::OrderBody)?;
     if let Some(body) = &request.body {
+        if body.len() as u64 > crate::channel::store::MAX_BLOB_LEN {
+            return Err(OpsError::TooLong {
+                what: "the body",
+                len: body.len(),
+                max: crate::channel::store::MAX_BLOB_LEN as usize,
+                unit: "bytes",
+            });
+        }
         session.guard(body, TextUse::OrderBody)?;
     }
     session.refresh(now);

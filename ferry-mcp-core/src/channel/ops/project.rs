@@ -59,6 +59,7 @@ pub fn init(
         }
         Err(other) => return Err(other.into()),
     };
+    remove_stale_temp_files(channel_dir);
     match Channel::create(channel_dir, project, &master, now) {
         Ok(_) => {}
         Err(StoreError::AlreadyExists(dir)) => {
@@ -79,6 +80,23 @@ pub fn init(
         channel: channel_dir.to_owned(),
         master: master.public_key(),
     })
+}
+
+/// Removes the temporary files an interrupted `init` left in the channel folder (only ours,
+/// `.ferry-tmp-*`, and only there: nothing else writes them at the top of a new channel).
+fn remove_stale_temp_files(channel_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(channel_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(crate::channel::store::TEMP_PREFIX));
+        if stale && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Registers an existing channel folder (synced from another machine) as `project` on this

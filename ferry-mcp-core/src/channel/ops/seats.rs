@@ -74,7 +74,9 @@ fn join_in(
             }
             match identity.seat(name) {
                 Seat::Seated(held) if *held == public => {
-                    home.pin_agent(&project, name, &public)?;
+                    // Pins are a witness: a pins file that does not read is reported by status,
+                    // and never undoes a seat.
+                    let _ = home.pin_agent(&project, name, &public);
                     return Ok((Joined::AlreadySeated, public));
                 }
                 // Already a candidate: another roster entry would change nothing.
@@ -89,6 +91,7 @@ fn join_in(
     if let Seat::Contested(keys) = session.identity().seat(name) {
         return Err(contested(keys.len()));
     }
-    home.pin_agent(&project, name, &key.public_key())?;
+    // The seat is written: a pins file that does not read is reported, not a failure.
+    let _ = home.pin_agent(&project, name, &key.public_key());
     Ok((Joined::Seated, key.public_key()))
 }

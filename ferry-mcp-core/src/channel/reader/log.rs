@@ -66,6 +66,11 @@ pub struct LogState {
     torn_seen: Option<(u64, u64)>,
     /// Entries up to this seq were delivered before the log was read again from the start.
     delivered_up_to: u64,
+    /// On a read again from the start: how many entries at or below `delivered_up_to` are
+    /// still in the log (the rest went missing).
+    #[serde(skip)]
+    reread_verified: u64,
+
     /// Whether the anchor was checked since this state was loaded.
     #[serde(skip)]
     anchor_checked: bool,
@@ -120,6 +125,7 @@ impl LogState {
             gaps: Vec::new(),
             torn_seen: None,
             delivered_up_to: 0,
+            reread_verified: 0,
             anchor_checked: true,
             unreadable_reported: false,
         }
@@ -264,16 +270,41 @@ impl LogState {
             }
         };
         self.unreadable_reported = false;
+        // A rollback is reported once the log was read again: only then is it known how many of
+        // the entries this machine verified are gone.
+        let mut rolled_back = None;
         if len < self.offset {
-            let detail = format!(
-                "the log shrank from {} to {len} bytes: {} entries this machine verified are gone from it and keep counting here; reading it again from the start",
-                self.offset,
-                self.verified_seq()
-            );
-            sink.problems
-                .push(self.problem(None, ProblemKind::RolledBack, detail));
+            rolled_back = Some((ProblemKind::RolledBack, self.offset, self.verified_seq()));
             self.restart();
         }
+        self.read_rest(channel_dir, &path, len, &mut rolled_back, sink);
+        if let Some((kind, before, verified)) = rolled_back {
+            let gone = verified.saturating_sub(self.reread_verified);
+            let what = match kind {
+                ProblemKind::RolledBack => format!("the log shrank from {before} to {len} bytes"),
+                _ => format!(
+                    "entry {verified} that this machine verified is no longer where it was: the log was rewritten"
+                ),
+            };
+            let entries = if gone == 1 { "entry" } else { "entries" };
+            let detail = format!(
+                "{what}: {gone} {entries} this machine verified {} gone from it and keep counting here; it was read again from the start",
+                if gone == 1 { "is" } else { "are" }
+            );
+            sink.problems.push(self.problem(None, kind, detail));
+        }
+    }
+
+    /// Reads what is new after the rollback check (see [`LogState::read_new`]).
+    fn read_rest(
+        &mut self,
+        channel_dir: &Path,
+        path: &Path,
+        len: u64,
+        rolled_back: &mut Option<(ProblemKind, u64, u64)>,
+        sink: &mut Sink<'_>,
+    ) {
+        let _ = channel_dir;
         if len == self.offset && self.anchor_checked {
             return;
         }
@@ -284,7 +315,7 @@ impl LogState {
         {
             return;
         }
-        let mut file = match self.open(&path) {
+        let mut file = match self.open(path) {
             Ok(file) => file,
             Err(e) => {
                 self.report_unreadable(&e, sink);
@@ -295,12 +326,7 @@ impl LogState {
             match self.anchor_holds(&mut file) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let detail = format!(
-                        "entry {} that this machine verified is no longer where it was; the log was rewritten, and is read again from the start (what was verified keeps counting here)",
-                        self.last_seq
-                    );
-                    sink.problems
-                        .push(self.problem(None, ProblemKind::Diverged, detail));
+                    *rolled_back = Some((ProblemKind::Diverged, self.offset, self.verified_seq()));
                     self.restart();
                 }
                 Err(e) => {
@@ -516,6 +542,8 @@ impl LogState {
         }
         if seq > self.delivered_up_to {
             (sink.on_entry)(found);
+        } else {
+            self.reread_verified += 1;
         }
     }
 

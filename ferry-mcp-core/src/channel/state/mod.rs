@@ -61,6 +61,23 @@ pub struct Replay {
     pub from_seq: u64,
 }
 
+impl ChannelState {
+    /// Whether everything must be folded again (taken): start from [`ChannelState::refolded`]
+    /// and feed every log from its start.
+    pub fn take_refold(&mut self) -> bool {
+        self.identity.take_refold()
+    }
+
+    /// An empty state that knows the handovers this one folded, to fold everything again.
+    pub fn refolded(&self) -> ChannelState {
+        let genesis = self.identity.masters()[0];
+        let mut fresh = ChannelState::new(self.project().clone(), genesis);
+        fresh.identity =
+            Identity::with_handovers(self.project().clone(), genesis, &self.identity.handovers());
+        fresh
+    }
+}
+
 /// One entry as the domain folds see it: who made it, what it is called, and where it stands
 /// in master order and time.
 #[derive(Debug, Clone, Copy)]
@@ -221,6 +238,10 @@ impl ChannelState {
             author: entry.author().clone(),
             key: *entry.key(),
         };
+        if entry.author().is_master() && self.identity.replay_pending(entry.key()) {
+            // Its log is read again from the start once this poll is folded: in order, once.
+            return;
+        }
         if let Some(held) = self.held.get(&log) {
             if entry.seq() >= held.from_seq {
                 // Its log is read again from the held entry once the master catches up.
@@ -257,16 +278,18 @@ impl ChannelState {
             Some((pos, time))
         };
         let master = self.identity.feed_one(entry);
-        self.counter += 1;
         let (pos, time) = match (master, placed) {
             (Some(MasterEntry::Counts(pos)), _) => (pos, entry.time()),
             (Some(MasterEntry::DoesNotCount), _) => {
+                // Not folded (a key not master yet, or a former master's void entry): it is
+                // not counted, so a machine that sees it later counts it once too.
                 self.after_identity_change(before, epoch);
                 return;
             }
             (None, Some(placed)) => placed,
             (None, None) => unreachable!("an agent entry is placed before it is folded"),
         };
+        self.counter += 1;
         let id = match master {
             Some(_) => EntryId::Master {
                 era: pos.0,
