@@ -358,6 +358,24 @@ pub fn catchup(
             waiting.push(format!("ask {} was sent back: see its note", ask.id));
         }
     }
+    // A race lost on another machine is learned here, on the next call (ADR 0006).
+    for order in state.orders.changed_after(after) {
+        for void in &order.view().voided {
+            if void.by == me && void.lost_race {
+                waiting.push(format!(
+                    "{}: your {} {} {}",
+                    order.id, void.what, void.id, void.reason
+                ));
+            }
+        }
+    }
+    if leadership.changed() > after {
+        for (id, by, reason) in &leadership.view().voided {
+            if *by == me && reason.starts_with("lost the race") {
+                waiting.push(format!("your takeover {id} {reason}"));
+            }
+        }
+    }
     waiting.truncate(limits.waiting);
     // Counted up to a bound: a reader far behind is told "many", not walked through.
     let unread = state
