@@ -3,5 +3,6 @@
 mod admin;
 mod clients;
 mod connect;
+mod e2e;
 mod orders;
 mod serve;
