@@ -1,7 +1,7 @@
 //! Real MCP clients drive the built binary (issue 2, item 6): the official Python SDK 1.30
 //! and 2.3, the TypeScript SDK 1.32.2 and the Inspector CLI 0.15.0, each against
 //! `ferry mcp serve --tools fixture`; and the whole fleet flow of `e2e.rs` through the Python
-//! SDK 2.3 (auto mode), each agent a client of its own server.
+//! SDK 2.3 (auto mode) and the TypeScript SDK, each agent a client of its own server.
 //!
 //! The clients are installed by `.ci/install-clients` (py1/ and py2/ venvs, ts/node_modules);
 //! `FERRY_CLIENTS_DIR` points at that folder. Without it, or when a client a test needs is
@@ -246,21 +246,26 @@ fn the_python_sdk_2_3_in_auto_mode_connects_through_discover_in_under_2_seconds(
     );
 }
 
-/// Node resolves ES module imports from the script's own folder, so the script runs from a
-/// temporary folder beside a link to the installed node_modules.
-#[test]
-fn the_typescript_sdk_1_32_passes_the_probe() {
-    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
-        return;
-    };
+/// Node resolves ES module imports from the script's own folder, so a script runs from a
+/// temporary folder beside a link to the installed node_modules: that folder and the copy.
+fn ts_script(clients: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
     let folder = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(
         clients.join("ts/node_modules"),
         folder.path().join("node_modules"),
     )
     .unwrap();
-    let script = folder.path().join("ts_client.mjs");
-    std::fs::copy(scripts_dir().join("ts_client.mjs"), &script).unwrap();
+    let script = folder.path().join(name);
+    std::fs::copy(scripts_dir().join(name), &script).unwrap();
+    (folder, script)
+}
+
+#[test]
+fn the_typescript_sdk_1_32_passes_the_probe() {
+    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
+        return;
+    };
+    let (_folder, script) = ts_script(&clients, "ts_client.mjs");
     let home = client_home();
     let mut command = assert_cmd::Command::new("node");
     command
@@ -299,6 +304,16 @@ fn the_python_sdk_2_3_in_auto_mode_runs_the_whole_fleet_flow() {
         "py2 e2e_py2.py",
     );
     assert_passed(&output, "python sdk 2.3 (auto) fleet flow");
+}
+
+#[test]
+fn the_typescript_sdk_runs_the_whole_fleet_flow() {
+    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
+        return;
+    };
+    let (_folder, script) = ts_script(&clients, "e2e_ts.mjs");
+    let output = fleet_flow(Path::new("node"), &script, "typescript sdk e2e_ts.mjs");
+    assert_passed(&output, "typescript sdk 1.32.2 fleet flow");
 }
 
 /// `mcp-inspector --cli <server argv> --method ...`; exits 0 on success and 1 on any error.
