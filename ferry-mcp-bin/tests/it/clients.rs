@@ -1,6 +1,7 @@
 //! Real MCP clients drive the built binary (issue 2, item 6): the official Python SDK 1.30
 //! and 2.3, the TypeScript SDK 1.32.2 and the Inspector CLI 0.15.0, each against
-//! `ferry mcp serve --tools fixture`.
+//! `ferry mcp serve --tools fixture`; and the whole fleet flow of `e2e.rs` through the Python
+//! SDK 2.3 (auto mode) and the TypeScript SDK, each agent a client of its own server.
 //!
 //! The clients are installed by `.ci/install-clients` (py1/ and py2/ venvs, ts/node_modules);
 //! `FERRY_CLIENTS_DIR` points at that folder. Without it, or when a client a test needs is
@@ -17,6 +18,8 @@ use serde_json::Value;
 const FERRY: &str = env!("CARGO_BIN_EXE_ferry");
 /// A client that has not finished by then is stuck (each takes about a second).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+/// The whole fleet flow starts three servers and waits for one to go silent (about 2 s).
+const FLOW_TIMEOUT: Duration = Duration::from_secs(180);
 /// Claude Code gives a server about 2 s to start; Python SDK 2.x's auto mode must not wait
 /// on a probe (server/discover must be answered at once).
 const AUTO_MODE_CONNECT_LIMIT_MS: f64 = 2000.0;
@@ -155,8 +158,13 @@ fn scripts_dir() -> PathBuf {
 }
 
 /// Runs a client to completion, prints what it said, and returns its output.
-fn run_client(mut command: assert_cmd::Command, what: &str) -> Output {
-    let output = command.timeout(CLIENT_TIMEOUT).output().unwrap();
+fn run_client(command: assert_cmd::Command, what: &str) -> Output {
+    run_client_for(command, what, CLIENT_TIMEOUT)
+}
+
+/// [`run_client`] with a timeout of its own.
+fn run_client_for(mut command: assert_cmd::Command, what: &str, timeout: Duration) -> Output {
+    let output = command.timeout(timeout).output().unwrap();
     eprintln!(
         "--- {what}: {}\n{}",
         output.status,
@@ -238,21 +246,26 @@ fn the_python_sdk_2_3_in_auto_mode_connects_through_discover_in_under_2_seconds(
     );
 }
 
-/// Node resolves ES module imports from the script's own folder, so the script runs from a
-/// temporary folder beside a link to the installed node_modules.
-#[test]
-fn the_typescript_sdk_1_32_passes_the_probe() {
-    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
-        return;
-    };
+/// Node resolves ES module imports from the script's own folder, so a script runs from a
+/// temporary folder beside a link to the installed node_modules: that folder and the copy.
+fn ts_script(clients: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
     let folder = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(
         clients.join("ts/node_modules"),
         folder.path().join("node_modules"),
     )
     .unwrap();
-    let script = folder.path().join("ts_client.mjs");
-    std::fs::copy(scripts_dir().join("ts_client.mjs"), &script).unwrap();
+    let script = folder.path().join(name);
+    std::fs::copy(scripts_dir().join(name), &script).unwrap();
+    (folder, script)
+}
+
+#[test]
+fn the_typescript_sdk_1_32_passes_the_probe() {
+    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
+        return;
+    };
+    let (_folder, script) = ts_script(&clients, "ts_client.mjs");
     let home = client_home();
     let mut command = assert_cmd::Command::new("node");
     command
@@ -262,6 +275,45 @@ fn the_typescript_sdk_1_32_passes_the_probe() {
         .args(SERVER_ARGS);
     let output = run_client(command, "typescript sdk");
     assert_passed(&output, "typescript sdk 1.32.2");
+}
+
+/// The fleet flow of `e2e.rs` (set up by [`super::e2e::fleet`]) driven by a client script:
+/// `PROGRAM SCRIPT <ferry> <project>` with the fleet's state folder as `FERRY_HOME`.
+fn fleet_flow(program: &Path, script: &Path, what: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = super::e2e::fleet(&dir);
+    let mut command = assert_cmd::Command::new(program);
+    command
+        .env("FERRY_HOME", &fleet.home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .arg(script)
+        .arg(FERRY)
+        .arg(super::e2e::PROJECT);
+    run_client_for(command, what, FLOW_TIMEOUT)
+}
+
+#[test]
+fn the_python_sdk_2_3_in_auto_mode_runs_the_whole_fleet_flow() {
+    let Some(clients) = clients_dir(&[PY2]) else {
+        return;
+    };
+    let output = fleet_flow(
+        &clients.join("py2/bin/python"),
+        &scripts_dir().join("e2e_py2.py"),
+        "py2 e2e_py2.py",
+    );
+    assert_passed(&output, "python sdk 2.3 (auto) fleet flow");
+}
+
+#[test]
+fn the_typescript_sdk_runs_the_whole_fleet_flow() {
+    let Some(clients) = clients_dir(&[TS_SDK, NODE]) else {
+        return;
+    };
+    let (_folder, script) = ts_script(&clients, "e2e_ts.mjs");
+    let output = fleet_flow(Path::new("node"), &script, "typescript sdk e2e_ts.mjs");
+    assert_passed(&output, "typescript sdk 1.32.2 fleet flow");
 }
 
 /// `mcp-inspector --cli <server argv> --method ...`; exits 0 on success and 1 on any error.

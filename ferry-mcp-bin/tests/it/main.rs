@@ -4,5 +4,6 @@ mod admin;
 mod attacks;
 mod clients;
 mod connect;
+mod e2e;
 mod orders;
 mod serve;
