@@ -108,6 +108,23 @@ impl TempChannel {
             .expect("a temporary channel with an agent at each level")
     }
 
+    /// A channel made elsewhere in this crate (the bulk builder) on folders it owns.
+    pub(crate) fn from_parts(
+        root: tempfile::TempDir,
+        home: Home,
+        channel_dir: PathBuf,
+        project: ProjectId,
+        clock: Clock,
+    ) -> Self {
+        Self {
+            root,
+            home,
+            channel_dir,
+            project,
+            clock,
+        }
+    }
+
     pub fn home(&self) -> &Home {
         &self.home
     }

@@ -87,7 +87,9 @@ fn decode(bytes: &[u8]) -> Result<Kept, Rejected> {
     if format != FORMAT {
         return Err(Rejected::Stale(format));
     }
-    postcard::from_bytes(&body[MAGIC.len() + 4..]).map_err(|e| Rejected::Corrupt(e.to_string()))
+    // The state names a few keys very many times: each is decompressed once.
+    super::keys::with_key_memo(|| postcard::from_bytes(&body[MAGIC.len() + 4..]))
+        .map_err(|e| Rejected::Corrupt(e.to_string()))
 }
 
 /// The bytes of a kept state.

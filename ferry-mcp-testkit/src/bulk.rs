@@ -1,0 +1,1050 @@
+//! Channels built in bulk: a busy board, a large history, or any number of entries and seated
+//! names, for the benches and for tests that need more than a handful of entries.
+//!
+//! Why a module of its own: every real operation fsyncs its entry (about 2 ms on a common
+//! disk) and reads what is new first, so writing 100,000 entries one `ops` call at a time
+//! takes many minutes. This module writes exactly what the operations would have written
+//! (the same kinds and bodies, `seen` in every agent entry, the order chains' `after`
+//! hashes, signed by the same keys and chained by `prev`), but in bulk: the lines of a batch
+//! are signed on every core, each log gets one write per batch, and nothing is fsynced.
+//! 100,000 entries take seconds.
+//!
+//! Everything around the lines is real: the project and its master key come from `ops::init`
+//! in a temporary state folder (so `Session::open` works), the acting agents' keys are stored
+//! by `Home::store_key` (so `Actor::Agent` sessions can write), agents are seated by their own
+//! `roster.join` lines and granted by the master's `grant` lines (`Identity::grant_body`).
+//! The tests below fold the result and find no integrity or fold problem.
+//!
+//! Names are spread over the alphabet on purpose (`ada-1` sorts before `master`, `tom-1`
+//! after it): readers take logs by author name, and both cases occur in real fleets.
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use ferry_mcp_core::channel::entry::{Entry, EntryHash};
+use ferry_mcp_core::channel::home::{Home, KeyHolder};
+use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
+use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops;
+use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::channel::state::orders::kinds;
+use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_core::time::Timestamp;
+use serde_json::{Map, Value, json};
+
+use crate::clock::{Clock, START};
+use crate::temp_channel::TempChannel;
+
+/// Entries signed and written per batch: bounds memory whatever the size of the channel.
+const BATCH: usize = 16_384;
+/// The declared time advances this much per entry.
+const STEP_MS: u64 = 100;
+/// First names the agents' names are made from, spread over the alphabet around `master`.
+const FIRST_NAMES: &[&str] = &[
+    "ada", "tom", "bea", "ulf", "cai", "vic", "dov", "wes", "eli", "xia", "fay", "yan", "gus",
+    "zoe", "ida", "nia",
+];
+
+/// An acting agent of a bulk channel: seated, granted its level, its key on this machine.
+#[derive(Debug, Clone)]
+pub struct BulkAgent {
+    pub name: AgentName,
+    pub level: Level,
+}
+
+/// A channel built in bulk on temporary folders; derefs to its [`TempChannel`] for sessions.
+#[derive(Debug)]
+pub struct BulkChannel {
+    temp: TempChannel,
+    agents: Vec<BulkAgent>,
+    entries: u64,
+    orders: u64,
+}
+
+impl Deref for BulkChannel {
+    type Target = TempChannel;
+    fn deref(&self) -> &TempChannel {
+        &self.temp
+    }
+}
+
+impl BulkChannel {
+    /// The acting agents (seated, granted, with their keys here), in seating order.
+    pub fn agents(&self) -> &[BulkAgent] {
+        &self.agents
+    }
+
+    /// The first acting agent at `level`.
+    pub fn agent_at(&self, level: Level) -> &AgentName {
+        &self
+            .agents
+            .iter()
+            .find(|agent| agent.level == level)
+            .expect("the bulk channel has an agent at this level")
+            .name
+    }
+
+    /// How many entries the channel holds, in all logs.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// How many orders were issued.
+    pub fn orders(&self) -> u64 {
+        self.orders
+    }
+
+    /// This machine's verified state file of the project (ADR 0004): delete it for a cold open.
+    pub fn verified_path(&self) -> PathBuf {
+        self.home().verified_path(self.project())
+    }
+
+    /// Opens the channel once and keeps the verified state, so later opens are warm. Returns
+    /// the session it opened.
+    pub fn warm(&self) -> Session {
+        let mut session = self.session(Actor::Observer);
+        session.save().expect("the verified state is written");
+        session
+    }
+}
+
+/// A bulk channel of `entries` entries of fleet work (see [`BulkBuilder`]).
+pub fn builder() -> BulkBuilder {
+    BulkBuilder {
+        project: "bulk".into(),
+        entries: 0,
+        names: 0,
+        agents: None,
+        orders: None,
+    }
+}
+
+/// The busy board of ADR 0028's budget test: 200 entries, 40 open (not accepted, not
+/// cancelled) orders, two Workers, three Members and two Orchestrators; orders in every state
+/// (open, offered, claimed, in progress, submitted, changes requested, accepted, cancelled),
+/// with progress lines, hand-ins, a release and an order issued by an Orchestrator.
+pub fn busy() -> BulkChannel {
+    use Life::*;
+    let mut lives = Vec::new();
+    for (life, count) in [
+        (OpenByOrchestrator, 1),
+        (Open, 9),
+        (Released, 2),
+        (Offered, 5),
+        (Claimed, 6),
+        (InProgress, 7),
+        (Submitted, 5),
+        (ChangesRequested, 5),
+        (Accepted, 3),
+        (AcceptedReviewed, 3),
+        (CancelledOpen, 2),
+        (CancelledHeld, 1),
+    ] {
+        lives.extend(std::iter::repeat_n(life, count));
+    }
+    Plan {
+        project: "busy".into(),
+        fleet: Fleet {
+            workers: 2,
+            members: 3,
+            orchestrators: 2,
+        },
+        lives,
+        entries: 200,
+        names: 0,
+    }
+    .build()
+}
+
+/// The large channel: 100,000 entries, 10,000 orders, 100 agents; mostly progress lines and
+/// order events, 40% of the orders still open (15% claimable).
+pub fn large() -> BulkChannel {
+    builder()
+        .project("large")
+        .entries(100_000)
+        .agents(100)
+        .orders(10_000)
+        .build()
+}
+
+/// Builds a bulk channel: `entries` entries of fleet work (the acting agents' roster entries
+/// and grants, orders and their events, progress lines, hand-ins) plus `names` more seated
+/// names (one `roster.join` each, in its own log; no key stored here, as for agents seated on
+/// other machines). Zero entries is an empty channel (genesis only).
+#[derive(Debug, Clone)]
+pub struct BulkBuilder {
+    project: String,
+    entries: u64,
+    names: u64,
+    agents: Option<u32>,
+    orders: Option<u64>,
+}
+
+impl BulkBuilder {
+    /// Entries of fleet work (default 0).
+    pub fn entries(mut self, entries: u64) -> Self {
+        self.entries = entries;
+        self
+    }
+
+    /// Seated names on top of the entries (default 0).
+    pub fn names(mut self, names: u64) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// Acting agents (default: one per 1,000 entries, 5 to 100): a tenth Orchestrators, a
+    /// tenth Workers, the rest Members.
+    pub fn agents(mut self, agents: u32) -> Self {
+        self.agents = Some(agents);
+        self
+    }
+
+    /// Orders (default: one per 10 entries).
+    pub fn orders(mut self, orders: u64) -> Self {
+        self.orders = Some(orders);
+        self
+    }
+
+    /// The project id (default `bulk`).
+    pub fn project(mut self, id: &str) -> Self {
+        id.clone_into(&mut self.project);
+        self
+    }
+
+    pub fn build(self) -> BulkChannel {
+        if self.entries == 0 {
+            return Plan {
+                project: self.project,
+                fleet: Fleet::default(),
+                lives: Vec::new(),
+                entries: 0,
+                names: self.names,
+            }
+            .build();
+        }
+        let agents = self.agents.unwrap_or_else(|| {
+            u32::try_from(self.entries / 1_000)
+                .unwrap_or(u32::MAX)
+                .clamp(5, 100)
+        });
+        assert!(agents >= 3, "a bulk fleet has at least three agents");
+        let orchestrators = (agents / 10).max(1);
+        let workers = (agents / 10).max(1);
+        let fleet = Fleet {
+            workers,
+            members: agents - orchestrators - workers,
+            orchestrators,
+        };
+        let budget = self
+            .entries
+            .checked_sub(fleet.header())
+            .expect("more entries than the fleet's roster entries and grants");
+        let mut orders = self.orders.unwrap_or(self.entries / 10);
+        let lives = loop {
+            let lives: Vec<Life> = (0..orders)
+                .map(|i| CYCLE[(i % CYCLE.len() as u64) as usize])
+                .collect();
+            if lives.iter().map(|life| life.min_entries()).sum::<u64>() <= budget {
+                break lives;
+            }
+            orders -= 1;
+        };
+        Plan {
+            project: self.project,
+            fleet,
+            lives,
+            entries: self.entries,
+            names: self.names,
+        }
+        .build()
+    }
+}
+
+/// What an order goes through in a bulk channel, named by where it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Life {
+    Open,
+    OpenByOrchestrator,
+    Offered,
+    Claimed,
+    InProgress,
+    Submitted,
+    ChangesRequested,
+    /// Submitted with a ref, no review needed.
+    Accepted,
+    /// A Worker hands in, the holder submits the hand-in, an Orchestrator accepts.
+    AcceptedReviewed,
+    CancelledOpen,
+    CancelledHeld,
+    /// Claimed, then given back: open again.
+    Released,
+}
+
+/// The mix of the generated channels: 40% of orders not done, 15% claimable.
+const CYCLE: [Life; 20] = {
+    use Life::*;
+    [
+        AcceptedReviewed,
+        Accepted,
+        InProgress,
+        Open,
+        AcceptedReviewed,
+        Submitted,
+        Accepted,
+        Offered,
+        AcceptedReviewed,
+        ChangesRequested,
+        Accepted,
+        Claimed,
+        AcceptedReviewed,
+        CancelledOpen,
+        Accepted,
+        InProgress,
+        AcceptedReviewed,
+        Open,
+        AcceptedReviewed,
+        CancelledHeld,
+    ]
+};
+
+impl Life {
+    /// Entries it takes with no progress line beyond the required ones.
+    fn min_entries(self) -> u64 {
+        match self {
+            Life::Open | Life::OpenByOrchestrator | Life::Offered => 1,
+            Life::Claimed | Life::CancelledOpen => 2,
+            Life::InProgress | Life::Accepted | Life::CancelledHeld | Life::Released => 3,
+            Life::Submitted | Life::ChangesRequested => 4,
+            Life::AcceptedReviewed => 5,
+        }
+    }
+
+    /// Whether it can take more progress lines (an order held for a while).
+    fn takes_progress(self) -> bool {
+        matches!(
+            self,
+            Life::InProgress
+                | Life::Submitted
+                | Life::ChangesRequested
+                | Life::Accepted
+                | Life::AcceptedReviewed
+                | Life::CancelledHeld
+        )
+    }
+}
+
+/// How many acting agents at each level.
+#[derive(Debug, Clone, Copy, Default)]
+struct Fleet {
+    workers: u32,
+    members: u32,
+    orchestrators: u32,
+}
+
+impl Fleet {
+    /// Roster entries and grants.
+    fn header(self) -> u64 {
+        u64::from(self.workers) + 2 * u64::from(self.members + self.orchestrators)
+    }
+}
+
+struct Plan {
+    project: String,
+    fleet: Fleet,
+    lives: Vec<Life>,
+    /// Entries of fleet work, exactly.
+    entries: u64,
+    names: u64,
+}
+
+impl Plan {
+    fn build(self) -> BulkChannel {
+        let root = tempfile::tempdir().expect("a temporary folder");
+        let home = Home::at(root.path().join("home"));
+        let channel_dir = root.path().join("channel");
+        let project = ProjectId::parse(&self.project).expect("a valid bulk project id");
+        ops::init(&home, &project, &channel_dir, None, START).expect("the project is created");
+        let master = home
+            .load_key(&project, &KeyHolder::Master, START)
+            .expect("the master key init stored");
+        let channel = Channel::open(&channel_dir).expect("the channel init created");
+        let mut board = Board {
+            writer: Writer {
+                channel,
+                project: project.clone(),
+                logs: vec![Log::new(AgentName::master(), master)],
+                pending: Vec::new(),
+                time: START.as_millis(),
+                written: 0,
+            },
+            agents: Vec::new(),
+            orders: Vec::new(),
+            next_member: 0,
+            next_orchestrator: 0,
+            next_worker: 0,
+        };
+        let mut agents = Vec::new();
+        let levels = std::iter::repeat_n(Level::Orchestrator, self.fleet.orchestrators as usize)
+            .chain(std::iter::repeat_n(
+                Level::Member,
+                self.fleet.members as usize,
+            ))
+            .chain(std::iter::repeat_n(
+                Level::Worker,
+                self.fleet.workers as usize,
+            ));
+        for (i, level) in levels.enumerate() {
+            let name = agent_name(i, "");
+            home.store_key(
+                &project,
+                &KeyHolder::Agent(name.clone()),
+                &agent_key(i as u64),
+                None,
+            )
+            .expect("the agent's key is stored");
+            board.seat(name.clone(), agent_key(i as u64), level);
+            agents.push(BulkAgent { name, level });
+        }
+        for i in 0..board.agents.len() {
+            if board.agents[i].level > Level::Worker {
+                board.grant(i);
+            }
+        }
+        // Progress lines fill the plan up to exactly `entries`.
+        let fixed = self.fleet.header() + self.lives.iter().map(|l| l.min_entries()).sum::<u64>();
+        let extra = self
+            .entries
+            .checked_sub(fixed)
+            .expect("the plan fits its entries");
+        let capable = self.lives.iter().filter(|l| l.takes_progress()).count() as u64;
+        assert!(
+            extra == 0 || capable > 0,
+            "no order to put {extra} progress lines on"
+        );
+        let mut given = 0u64;
+        for life in &self.lives {
+            let progress = if life.takes_progress() {
+                let share = extra / capable + u64::from(given < extra % capable);
+                given += 1;
+                share
+            } else {
+                0
+            };
+            board.live(*life, progress);
+        }
+        for i in 0..self.names {
+            let index = agents.len() as u64 + i;
+            let name = agent_name(index as usize, "n");
+            board.seat(name, agent_key(index), Level::Worker);
+        }
+        board.writer.flush();
+        let written = board.writer.written;
+        assert_eq!(
+            written,
+            self.entries + self.names,
+            "the plan wrote what it said"
+        );
+        let end = Timestamp::from_millis(board.writer.time + 60_000);
+        BulkChannel {
+            temp: TempChannel::from_parts(root, home, channel_dir, project, Clock::at(end)),
+            agents,
+            entries: written,
+            orders: self.lives.len() as u64,
+        }
+    }
+}
+
+/// `<first name>-<tag><n>`: `ada-1`, `tom-2`, ..., `ada-n17`.
+fn agent_name(index: usize, tag: &str) -> AgentName {
+    let first = FIRST_NAMES[index % FIRST_NAMES.len()];
+    AgentName::parse(&format!("{first}-{tag}{}", index + 1)).expect("a valid bulk agent name")
+}
+
+/// A fixed key per agent, so two builds of one plan sign with the same keys.
+fn agent_key(index: u64) -> SecretKey {
+    let mut seed = [0xb7u8; 32];
+    seed[..8].copy_from_slice(&(index + 1).to_le_bytes());
+    SecretKey::from_bytes(&seed)
+}
+
+/// One log being written: its author, key and chain tip.
+struct Log {
+    author: AgentName,
+    key: SecretKey,
+    public: PublicKey,
+    seq: u64,
+    prev: Option<EntryHash>,
+}
+
+impl Log {
+    fn new(author: AgentName, key: SecretKey) -> Self {
+        Self {
+            author,
+            public: key.public_key(),
+            key,
+            seq: 0,
+            prev: None,
+        }
+    }
+}
+
+/// Entries made but not signed yet.
+struct Pending {
+    log: usize,
+    entry: Entry,
+}
+
+/// Writes pre-signed lines in bulk. `logs[0]` is the master's.
+struct Writer {
+    channel: Channel,
+    project: ProjectId,
+    logs: Vec<Log>,
+    pending: Vec<Pending>,
+    /// The declared time of the last entry, ms.
+    time: u64,
+    written: u64,
+}
+
+const MASTER: usize = 0;
+
+impl Writer {
+    /// Makes the next entry of `log`; returns its hash (what chains name).
+    fn push(&mut self, log: usize, kind: &str, body: Value) -> EntryHash {
+        self.time += STEP_MS;
+        let state = &mut self.logs[log];
+        state.seq += 1;
+        let entry = Entry {
+            project: self.project.clone(),
+            author: state.author.clone(),
+            key: state.public,
+            seq: state.seq,
+            prev: state.prev,
+            kind: kind.to_owned(),
+            time: Timestamp::from_millis(self.time),
+            body,
+        };
+        // The hash covers the raw entry only, so it is known before the (parallel) signing.
+        let hash = EntryHash::of(&entry.to_bytes());
+        state.prev = Some(hash);
+        self.pending.push(Pending { log, entry });
+        self.written += 1;
+        if self.pending.len() >= BATCH {
+            self.flush();
+        }
+        hash
+    }
+
+    /// The master position an agent writing now has seen: `[0, master's last seq]`.
+    fn seen(&self) -> Value {
+        json!([0, self.logs[MASTER].seq])
+    }
+
+    /// Signs what is pending on every core and appends each log's lines in one write.
+    fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let per = pending.len().div_ceil(threads);
+        let mut parts: Vec<Vec<Pending>> = Vec::new();
+        let mut rest = pending.into_iter();
+        loop {
+            let part: Vec<Pending> = rest.by_ref().take(per).collect();
+            if part.is_empty() {
+                break;
+            }
+            parts.push(part);
+        }
+        let logs = &self.logs;
+        let signed: Vec<(usize, String)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .into_iter()
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.into_iter()
+                            .map(|Pending { log, entry }| {
+                                let line = entry
+                                    .sign(&logs[log].key)
+                                    .expect("bulk entries are well formed")
+                                    .line;
+                                (log, line)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|handle| handle.join().expect("signing never panics"))
+                .collect()
+        });
+        let mut per_log: BTreeMap<usize, String> = BTreeMap::new();
+        for (log, line) in signed {
+            let text = per_log.entry(log).or_default();
+            text.push_str(&line);
+            text.push('\n');
+        }
+        for (log, text) in per_log {
+            let state = &self.logs[log];
+            let path = self.channel.log_path(&state.author, &state.public);
+            fs::create_dir_all(path.parent().expect("a log has a folder")).expect("log folder");
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+                .expect("the log is written");
+        }
+    }
+}
+
+/// Who writes an order event.
+#[derive(Debug, Clone, Copy)]
+enum By {
+    Master,
+    Agent(usize),
+}
+
+/// An order as the writer tracks it: its id and the tip of its chain.
+struct Track {
+    id: String,
+    tip: EntryHash,
+}
+
+struct SeatedAgent {
+    level: Level,
+    log: usize,
+}
+
+/// The fleet's work, entry by entry, as `ops::orders` would write it.
+struct Board {
+    writer: Writer,
+    agents: Vec<SeatedAgent>,
+    orders: Vec<Track>,
+    next_member: usize,
+    next_orchestrator: usize,
+    next_worker: usize,
+}
+
+impl Board {
+    /// `roster.join` in the agent's own log (as `ops::join` writes it: `{}`).
+    fn seat(&mut self, name: AgentName, key: SecretKey, level: Level) -> usize {
+        let log = self.writer.logs.len();
+        self.writer.logs.push(Log::new(name, key));
+        self.writer
+            .push(log, identity_kinds::ROSTER_JOIN, Value::Object(Map::new()));
+        self.agents.push(SeatedAgent { level, log });
+        self.agents.len() - 1
+    }
+
+    /// The master's `grant` of the agent's level (as `ops::access_set` writes it).
+    fn grant(&mut self, agent: usize) {
+        let seated = &self.agents[agent];
+        let log = &self.writer.logs[seated.log];
+        let body = Identity::grant_body(&GrantBody {
+            agent: log.author.clone(),
+            key: log.public,
+            level: seated.level,
+            scopes: Vec::new(),
+            expires: None,
+        });
+        self.writer.push(MASTER, identity_kinds::GRANT, body);
+    }
+
+    /// Appends an entry as the session would: an agent's says what it has seen.
+    fn append(&mut self, by: By, kind: &str, mut body: Map<String, Value>) -> (EntryHash, String) {
+        match by {
+            By::Master => {
+                let hash = self.writer.push(MASTER, kind, Value::Object(body));
+                (hash, format!("m{}", self.writer.logs[MASTER].seq))
+            }
+            By::Agent(agent) => {
+                let log = self.agents[agent].log;
+                body.insert("seen".into(), self.writer.seen());
+                let hash = self.writer.push(log, kind, Value::Object(body));
+                let state = &self.writer.logs[log];
+                (hash, format!("{}-{}", state.author, state.seq))
+            }
+        }
+    }
+
+    fn next(&mut self, level: Level) -> usize {
+        let of_level: Vec<usize> = (0..self.agents.len())
+            .filter(|&i| self.agents[i].level == level)
+            .collect();
+        let counter = match level {
+            Level::Member => &mut self.next_member,
+            Level::Orchestrator => &mut self.next_orchestrator,
+            Level::Worker => &mut self.next_worker,
+        };
+        let pick = of_level[*counter % of_level.len()];
+        *counter += 1;
+        pick
+    }
+
+    fn name(&self, agent: usize) -> String {
+        self.writer.logs[self.agents[agent].log].author.to_string()
+    }
+
+    /// `order.issue` (as `ops::orders::issue` writes it).
+    fn issue(&mut self, by: By, to: Option<usize>, review: bool) -> usize {
+        let n = self.orders.len() + 1;
+        let mut body = Map::new();
+        body.insert(
+            "title".into(),
+            format!("Order {n}: make the parser accept the new header form").into(),
+        );
+        if !n.is_multiple_of(3) {
+            body.insert(
+                "body".into(),
+                "Read the spec section on headers, add the form, and cover it with a test per case."
+                    .into(),
+            );
+        }
+        if let Some(to) = to {
+            body.insert("to".into(), self.name(to).into());
+        }
+        if review {
+            body.insert("review".into(), true.into());
+        }
+        let (tip, id) = self.append(by, kinds::ISSUE, body);
+        self.orders.push(Track { id, tip });
+        self.orders.len() - 1
+    }
+
+    /// A chain event: `{order, after, ...fields}` (as `ops::orders` writes them).
+    fn event(&mut self, order: usize, by: By, kind: &str, fields: &[(&str, Value)]) {
+        let mut body = Map::new();
+        body.insert("order".into(), self.orders[order].id.clone().into());
+        body.insert("after".into(), self.orders[order].tip.to_hex().into());
+        for (name, value) in fields {
+            body.insert((*name).into(), value.clone());
+        }
+        let counts_in_chain = kind != kinds::PROGRESS;
+        let (hash, _) = self.append(by, kind, body);
+        if counts_in_chain {
+            self.orders[order].tip = hash;
+        }
+    }
+
+    fn progress(&mut self, order: usize, holder: usize, count: u64) {
+        for step in 1..=count {
+            let text = format!(
+                "step {step}: the parser takes the header form; {} of the cases pass",
+                step * 3
+            );
+            self.event(
+                order,
+                By::Agent(holder),
+                kinds::PROGRESS,
+                &[("text", text.into())],
+            );
+        }
+    }
+
+    /// `work.handin` (as `ops::orders::hand_in` writes it): returns its id.
+    fn hand_in(&mut self, order: usize, by: usize) -> String {
+        let mut body = Map::new();
+        body.insert("order".into(), self.orders[order].id.clone().into());
+        body.insert("ref".into(), git_sha(order).into());
+        body.insert(
+            "summary".into(),
+            "the header form parses; tests for each case".into(),
+        );
+        self.append(By::Agent(by), kinds::HANDIN, body).1
+    }
+
+    fn submit(&mut self, order: usize, holder: usize, handin: Option<String>) {
+        let mut fields = vec![(
+            "summary",
+            Value::from("done: the header form and its tests"),
+        )];
+        match handin {
+            Some(handin) => fields.push(("handin", handin.into())),
+            None => fields.push(("ref", git_sha(order).into())),
+        }
+        self.event(order, By::Agent(holder), kinds::SUBMIT, &fields);
+    }
+
+    fn review(&mut self, order: usize, accept: bool) {
+        let reviewer = self.next(Level::Orchestrator);
+        let fields: Vec<(&str, Value)> = if accept {
+            vec![("verdict", "accept".into())]
+        } else {
+            vec![
+                ("verdict", "changes".into()),
+                ("notes", "cover the empty header too".into()),
+            ]
+        };
+        self.event(order, By::Agent(reviewer), kinds::REVIEW, &fields);
+    }
+
+    /// One order's whole life, with `progress` more progress lines where it takes them.
+    fn live(&mut self, life: Life, progress: u64) {
+        let holder = self.next(Level::Member);
+        let needs_review = matches!(
+            life,
+            Life::Submitted | Life::ChangesRequested | Life::AcceptedReviewed
+        );
+        let (by, to) = match life {
+            Life::OpenByOrchestrator => (By::Agent(self.next(Level::Orchestrator)), None),
+            Life::Offered => (By::Master, Some(holder)),
+            _ => (By::Master, None),
+        };
+        // Some orders that end before a submission ask for a review too; one that a
+        // submission completes (`Accepted`) never does.
+        let review = needs_review || (life != Life::Accepted && self.orders.len() % 4 == 1);
+        let order = self.issue(by, to, review);
+        if matches!(life, Life::Open | Life::OpenByOrchestrator | Life::Offered) {
+            return;
+        }
+        if life == Life::CancelledOpen {
+            return self.event(order, By::Master, kinds::CANCEL, &[]);
+        }
+        let claim = By::Agent(holder);
+        self.event(order, claim, kinds::CLAIM, &[]);
+        let required = u64::from(matches!(life, Life::InProgress));
+        self.progress(order, holder, required + progress);
+        match life {
+            Life::Claimed | Life::InProgress => {}
+            Life::Released => self.event(
+                order,
+                claim,
+                kinds::RELEASE,
+                &[("text", "blocked on the spec; back to the board".into())],
+            ),
+            Life::CancelledHeld => self.event(
+                order,
+                By::Master,
+                kinds::CANCEL,
+                &[("text", "no longer needed".into())],
+            ),
+            Life::Accepted => self.submit(order, holder, None),
+            Life::Submitted => {
+                let handin = self.hand_in(order, holder);
+                self.submit(order, holder, Some(handin));
+            }
+            Life::ChangesRequested => {
+                self.submit(order, holder, None);
+                self.review(order, false);
+            }
+            Life::AcceptedReviewed => {
+                let worker = self.next(Level::Worker);
+                let handin = self.hand_in(order, worker);
+                self.submit(order, holder, Some(handin));
+                self.review(order, true);
+            }
+            Life::Open | Life::OpenByOrchestrator | Life::Offered | Life::CancelledOpen => {
+                unreachable!("returned above")
+            }
+        }
+    }
+}
+
+/// A 40-digit hex ref, as a commit sha would be.
+fn git_sha(order: usize) -> String {
+    format!("{:040x}", (order as u128 + 1) * 0x9e37_79b9_7f4a_7c15)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use ferry_mcp_core::channel::identity::Seat;
+    use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome};
+    use ferry_mcp_core::channel::state::orders::OrderState;
+
+    use super::*;
+
+    /// Lines in every log of the channel.
+    fn lines_on_disk(bulk: &BulkChannel) -> u64 {
+        let mut lines = 0;
+        for author in fs::read_dir(bulk.channel_dir().join("logs")).unwrap() {
+            for log in fs::read_dir(author.unwrap().path()).unwrap() {
+                let text = fs::read_to_string(log.unwrap().path()).unwrap();
+                lines += text.lines().count() as u64;
+            }
+        }
+        lines
+    }
+
+    fn assert_clean(session: &Session) {
+        assert_eq!(session.state().problems(), Vec::new());
+        assert_eq!(session.integrity_problems(), (&[][..], 0));
+        assert!(session.local_problems().is_empty());
+    }
+
+    #[test]
+    fn the_busy_channel_has_200_entries_40_open_orders_and_every_state_without_a_problem() {
+        let busy = busy();
+        assert_eq!(busy.entries(), 200);
+        assert_eq!(lines_on_disk(&busy), 200);
+        let session = busy.view();
+        assert_clean(&session);
+        assert_eq!(session.state().counter(), 200);
+        let board = &session.state().orders;
+        assert_eq!(board.len(), 49);
+        let open = board.iter().filter(|o| !o.view().state.is_done()).count();
+        assert_eq!(open, 40);
+        let states: BTreeSet<OrderState> = board.iter().map(|o| o.view().state).collect();
+        for state in [
+            OrderState::Open,
+            OrderState::Offered,
+            OrderState::Claimed,
+            OrderState::InProgress,
+            OrderState::Submitted,
+            OrderState::ChangesRequested,
+            OrderState::Accepted,
+            OrderState::Cancelled,
+        ] {
+            assert!(states.contains(&state), "no order is {}", state.as_str());
+        }
+        assert!(board.iter().any(|o| !o.view().handins.is_empty()));
+        assert!(board.iter().any(|o| o.view().progress_lines > 0));
+        assert!(board.iter().any(|o| !o.issue.by_master));
+        for level in Level::ALL {
+            let at_level = busy.agents().iter().filter(|a| a.level == level).count();
+            assert!(at_level >= 2, "{at_level} agents at {level}");
+            let name = busy.agent_at(level);
+            assert_eq!(
+                session.identity().standing(name, busy.now()).level,
+                level,
+                "{name}"
+            );
+        }
+    }
+
+    /// For every (kind, written by the master) the union of the body's field names.
+    fn body_fields(channel: &Channel) -> BTreeMap<(String, bool), BTreeSet<String>> {
+        let mut fields: BTreeMap<(String, bool), BTreeSet<String>> = BTreeMap::new();
+        for entry in channel.reader().poll().entries {
+            let names = entry.body().as_object().unwrap().keys().cloned();
+            fields
+                .entry((entry.kind().to_owned(), entry.author().is_master()))
+                .or_default()
+                .extend(names);
+        }
+        fields
+    }
+
+    #[test]
+    fn a_bulk_channel_writes_the_kinds_and_body_fields_the_operations_write() {
+        use ferry_mcp_core::channel::ops::orders::{IssueRequest, SubmitRequest};
+        use ferry_mcp_core::channel::state::orders::Verdict;
+        let real = TempChannel::with_each_level();
+        let now = real.now();
+        let mut master = real.master_session();
+        let issue = |master: &mut Session, to: Option<&str>, review: bool| {
+            let request = IssueRequest {
+                title: "an order".into(),
+                body: Some("its body".into()),
+                to: to.map(TempChannel::agent),
+                review,
+                ..IssueRequest::default()
+            };
+            orders::issue(master, &request, now).unwrap()
+        };
+        let reviewed = issue(&mut master, None, true);
+        let offered = issue(&mut master, Some("member"), false);
+        let released = issue(&mut master, None, false);
+        let mut member = real.agent_session("member");
+        let mut worker = real.agent_session("worker");
+        let mut orchestrator = real.agent_session("orchestrator");
+        orders::issue(
+            &mut orchestrator,
+            &IssueRequest {
+                title: "by an orchestrator".into(),
+                body: Some("its body".into()),
+                ..IssueRequest::default()
+            },
+            now,
+        )
+        .unwrap();
+        orders::claim(&mut member, &reviewed, now).unwrap();
+        orders::progress(&mut member, &reviewed, "halfway", now).unwrap();
+        let handin = orders::hand_in(&mut worker, &reviewed, "abc123", "the work", now).unwrap();
+        let submit = |session: &mut Session, id: &str, handin: Option<String>| {
+            let request = SubmitRequest {
+                git_ref: handin.is_none().then(|| "abc123".to_owned()),
+                handin,
+                summary: "done".into(),
+            };
+            orders::submit(session, id, &request, now).unwrap();
+        };
+        submit(&mut member, &reviewed, Some(handin));
+        orders::review(
+            &mut orchestrator,
+            &reviewed,
+            Verdict::Changes,
+            Some("more"),
+            now,
+        )
+        .unwrap();
+        submit(&mut member, &reviewed, None);
+        orders::review(&mut orchestrator, &reviewed, Verdict::Accept, None, now).unwrap();
+        orders::claim(&mut member, &released, now).unwrap();
+        orders::release(&mut member, &released, Some("blocked"), now).unwrap();
+        orders::claim(&mut member, &offered, now).unwrap();
+        orders::cancel(&mut master, &offered, Some("not needed"), now).unwrap();
+        let real_fields = body_fields(&Channel::open(real.channel_dir()).unwrap());
+        let bulk = busy();
+        let bulk_fields = body_fields(&Channel::open(bulk.channel_dir()).unwrap());
+        assert_eq!(bulk_fields, real_fields);
+    }
+
+    #[test]
+    fn an_agent_of_a_bulk_channel_writes_through_its_session() {
+        let busy = busy();
+        let member = busy.agent_at(Level::Member).clone();
+        let mut session = busy.agent_session(member.as_str());
+        let open = session
+            .state()
+            .orders
+            .iter()
+            .find(|o| o.view().state == OrderState::Open && o.issue.to.is_none())
+            .map(|o| o.id.to_string())
+            .unwrap();
+        let outcome = orders::claim(&mut session, &open, busy.now()).unwrap();
+        assert_eq!(outcome, ClaimOutcome::Claimed { id: open });
+        assert_clean(&session);
+    }
+
+    #[test]
+    fn the_builder_writes_exactly_the_entries_and_names_asked_for_and_they_fold_cleanly() {
+        let bulk = builder().entries(1_000).names(30).build();
+        assert_eq!(bulk.entries(), 1_030);
+        assert_eq!(lines_on_disk(&bulk), 1_030);
+        let session = bulk.warm();
+        assert_clean(&session);
+        assert_eq!(session.state().counter(), 1_030);
+        assert_eq!(session.state().orders.len() as u64, bulk.orders());
+        let seated = session
+            .identity()
+            .names()
+            .filter(|(_, seat)| matches!(seat, Seat::Seated(_)))
+            .count();
+        assert_eq!(seated, bulk.agents().len() + 30);
+        // Kept and reopened: the same board, nothing read again.
+        let again = bulk.view();
+        assert_eq!(again.state(), session.state());
+        assert!(bulk.verified_path().exists());
+    }
+
+    #[test]
+    fn an_empty_bulk_channel_is_genesis_only_and_names_alone_seat_names() {
+        let empty = builder().build();
+        assert_eq!(empty.entries(), 0);
+        assert_eq!(empty.view().state().counter(), 0);
+        let names = builder().names(5).build();
+        let session = names.view();
+        assert_clean(&session);
+        assert_eq!(session.identity().names().count(), 5);
+    }
+}
