@@ -1,0 +1,8 @@
+//! Integration tests of the ferry MCP tool groups, driven through a protocol `Server` per agent
+//! over a temporary channel (the testkit's scripted session checks every answer's shape).
+
+mod guard;
+mod secrets;
+mod support;
+mod talk;
+mod talk_session;
