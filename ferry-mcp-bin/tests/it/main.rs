@@ -4,3 +4,4 @@ mod admin;
 mod clients;
 mod connect;
 mod serve;
+mod talk;
