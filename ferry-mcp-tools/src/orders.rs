@@ -426,7 +426,7 @@ fn show(
         "{} {} ({})",
         detail.row.id,
         detail.row.state,
-        clip(&detail.row.title, 60)
+        clip(&guard::redact(&detail.row.title).text, 60)
     );
     let mut redacted = false;
     let out = OrdersOut {

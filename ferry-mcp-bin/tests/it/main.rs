@@ -7,3 +7,4 @@ mod connect;
 mod e2e;
 mod orders;
 mod serve;
+mod talk;

@@ -15,4 +15,5 @@ mod protocol_fuzz;
 mod registry;
 mod registry_schemas;
 mod shape;
+mod talk;
 mod tamper;

@@ -1,5 +1,10 @@
-//! Integration tests of the ferry MCP tools, served by a real protocol `Server` over a
-//! temporary channel.
+//! Integration tests of the ferry MCP tool groups, driven through a protocol `Server` per agent
+//! over a temporary channel (the testkit's scripted session checks every answer's shape).
 
+mod guard;
 mod orders;
+mod secrets;
+mod support;
 mod surface;
+mod talk;
+mod talk_session;
