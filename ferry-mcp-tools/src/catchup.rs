@@ -87,9 +87,6 @@ pub struct CatchupOut {
     pub asks: Vec<AskOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waiting_on_you: Vec<String>,
-    /// `ferry://` links to the bodies of the caller's orders.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub links: Vec<String>,
     /// Pass as `since` next time to get only what changed.
     pub next: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -104,15 +101,17 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "A short digest: primary, brief, decisions, open orders, yours, your asks, what waits on you. Pass next back as since for only what changed.",
     input_schema: r#"{"type":"object","properties":{"since":{"type":"string"},"detail":{"type":"boolean"}},"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"links":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
     ),
     annotations: Annotations::READ_ONLY,
 };
 
 /// Characters an order title keeps in the digest (the full title is in `ferry_orders show`).
-const TITLE_CHARS: usize = 60;
+const TITLE_CHARS: usize = 40;
 /// With `detail`, titles keep this many.
-const DETAIL_TITLE_CHARS: usize = 160;
+const DETAIL_TITLE_CHARS: usize = 100;
+/// Resource links to the caller's orders' bodies (content blocks, beside the digest).
+const LINKS: usize = 3;
 
 /// `ferry_catchup`.
 #[derive(Debug)]
@@ -135,13 +134,7 @@ impl Tool for FerryCatchup {
             Err(refusal) => return refusal,
         };
         let limits = if args.detail {
-            DigestLimits {
-                decisions: 12,
-                open: 20,
-                mine: 20,
-                asks: 10,
-                waiting: 10,
-            }
+            DigestLimits::DETAIL
         } else {
             DigestLimits::DEFAULT
         };
@@ -164,18 +157,22 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
         redacted |= clean.redacted;
         clean.text.into_owned()
     };
-    let mut order = |order: &DigestOrder| OrderOut {
+    let mut order = |order: &DigestOrder, with_holder: bool| OrderOut {
         id: order.id.clone(),
         title: crate::orders::clip(&clean(&order.title), title_chars),
         state: order.state.to_owned(),
-        holder: order.holder.as_ref().map(ToString::to_string),
+        holder: with_holder
+            .then(|| order.holder.as_ref().map(ToString::to_string))
+            .flatten(),
         silent: order.silent,
     };
-    let open: Vec<OrderOut> = digest.open.iter().map(&mut order).collect();
-    let mine: Vec<OrderOut> = digest.mine.iter().map(&mut order).collect();
+    let open: Vec<OrderOut> = digest.open.iter().map(|o| order(o, true)).collect();
+    // The caller holds its own orders: no holder to repeat.
+    let mine: Vec<OrderOut> = digest.mine.iter().map(|o| order(o, false)).collect();
     let links: Vec<ResourceLink> = digest
         .mine
         .iter()
+        .take(LINKS)
         .filter_map(|order| {
             ResourceUri::new(project, crate::orders::ORDER_KIND, &order.id)
                 .ok()
@@ -214,7 +211,6 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
             })
             .collect(),
         waiting_on_you: digest.waiting_on_you.clone(),
-        links: links.iter().map(|link| link.uri.to_string()).collect(),
         next: digest.next.to_string(),
         reset: digest.reset,
         redacted,

@@ -2,6 +2,7 @@
 //! over a temporary channel (the testkit's scripted session checks every answer's shape).
 
 mod guard;
+mod mcp_budget;
 mod orders;
 mod secrets;
 mod support;

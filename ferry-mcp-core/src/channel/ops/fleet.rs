@@ -214,13 +214,21 @@ pub struct DigestLimits {
 }
 
 impl DigestLimits {
-    /// ADR 0028: at most 8 decisions and 10 open orders.
+    /// A typical digest, well within ADR T6 (800 tokens; the design aims at 500).
     pub const DEFAULT: DigestLimits = DigestLimits {
+        decisions: 5,
+        open: 6,
+        mine: 6,
+        asks: 3,
+        waiting: 5,
+    };
+    /// `detail`: the ADR's limits (at most 8 decisions and 10 open orders).
+    pub const DETAIL: DigestLimits = DigestLimits {
         decisions: 8,
         open: 10,
         mine: 10,
         asks: 5,
-        waiting: 5,
+        waiting: 8,
     };
 }
 
@@ -330,10 +338,8 @@ pub fn catchup(
         || session.actor() == &Actor::Master;
     for order in state.orders.iter() {
         let view = order.view();
+        // Orders offered to the caller are in `mine`, with their state: not repeated here.
         let line = match view.state {
-            OrderState::Offered if order.issue.to.as_ref() == Some(&me) => {
-                Some(format!("{} is offered to you: claim it", order.id))
-            }
             OrderState::ChangesRequested if view.holder.as_ref() == Some(&me) => Some(format!(
                 "{}: changes requested: submit a new revision",
                 order.id

@@ -174,13 +174,13 @@ impl Talk {
     /// Folds one entry (other kinds are ignored).
     pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         match acted.kind() {
-            kinds::POST => self.feed_post(acted, changes),
+            kinds::POST => self.feed_post(acted, identity, changes),
             kinds::MARK => self.feed_mark(acted, identity),
             _ => {}
         }
     }
 
-    fn feed_post(&mut self, acted: &Acted<'_>, changes: &mut Changes) {
+    fn feed_post(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         let body = match PostBody::deserialize(acted.body()) {
             Ok(body) => body,
             Err(err) => return self.report(acted, format!("bad talk.post: {err}")),
@@ -220,7 +220,18 @@ impl Talk {
         }
         sent.push_back(stamp);
         self.ids.insert(message.id.clone(), stamp);
+        let readers: Vec<AgentName> = match &message.to {
+            Recipient::One(name) => vec![name.clone()],
+            Recipient::All => self.markers.keys().cloned().collect(),
+        };
         self.messages.insert(stamp, message);
+        // A marker folded before the messages it covers (logs are read in any order) moves its
+        // reader's read-through here; for a reader caught up this looks at one message.
+        for reader in readers {
+            if self.markers.contains_key(&reader) {
+                self.advance(&reader, identity);
+            }
+        }
     }
 
     fn feed_mark(&mut self, acted: &Acted<'_>, identity: &Identity) {
