@@ -196,8 +196,12 @@ impl Flat {
         if let Some(variants) = resolver.alternatives(root) {
             return Self::tagged(resolver, &variants, root);
         }
-        let Some(properties) = root.get("properties").and_then(Value::as_object) else {
-            panic!("neither a struct nor an internally tagged enum: {root}");
+        // A struct without fields (a tool without arguments) has no `properties` at all.
+        let no_fields = serde_json::Map::new();
+        let properties = match root.get("properties").and_then(Value::as_object) {
+            Some(properties) => properties,
+            None if root.get("type") == Some(&Value::from("object")) => &no_fields,
+            None => panic!("neither a struct nor an internally tagged enum: {root}"),
         };
         let required = root
             .get("required")
@@ -274,10 +278,15 @@ impl Flat {
             .iter()
             .map(|(name, schema)| format!("{}:{schema}", quote(name)))
             .collect();
-        let mut text = format!(
-            r#"{{"type":"object","properties":{{{}}}"#,
-            properties.join(",")
-        );
+        let mut text = if properties.is_empty() {
+            // `{}`-shaped arguments: the MCP form of "no parameters".
+            r#"{"type":"object""#.to_owned()
+        } else {
+            format!(
+                r#"{{"type":"object","properties":{{{}}}"#,
+                properties.join(",")
+            )
+        };
         if !self.required.is_empty() {
             let required: Vec<String> = self.required.iter().map(|name| quote(name)).collect();
             text.push_str(&format!(r#","required":[{}]"#, required.join(",")));
