@@ -7,6 +7,7 @@ mod home;
 mod identity;
 mod levels;
 mod oracle;
+mod order_seats;
 mod protocol;
 mod protocol_bad_input;
 mod protocol_fuzz;
