@@ -999,6 +999,53 @@ mod tests {
         assert_eq!(bulk_fields, real_fields);
     }
 
+    /// Folds the channel's entries with every agent's log before the master's (each agent's
+    /// entries then wait for the master's and are fed again), and compares every order's view
+    /// with the session's fold, which reads the master's log first (so the agents' roster
+    /// entries arrive after the orders and re-judge them).
+    fn assert_fold_order_does_not_matter(bulk: &BulkChannel) {
+        use ferry_mcp_core::channel::state::ChannelState;
+        let session = bulk.view();
+        let channel = Channel::open(bulk.channel_dir()).unwrap();
+        let entries = channel.reader().poll().entries;
+        assert!(
+            entries[0].author().is_master(),
+            "the master's log is read first"
+        );
+        let mut reordered: Vec<_> = entries
+            .iter()
+            .filter(|e| !e.author().is_master())
+            .rev()
+            .cloned()
+            .collect();
+        reordered.sort_by_key(|e| e.seq());
+        reordered.extend(entries.iter().filter(|e| e.author().is_master()).cloned());
+        let mut state = ChannelState::new(bulk.project().clone(), *channel.genesis_master());
+        state.feed_all(&reordered, bulk.now(), |replay| {
+            entries
+                .iter()
+                .filter(|e| e.author() == &replay.log.author && e.key() == &replay.log.key)
+                .filter(|e| e.seq() >= replay.from_seq)
+                .cloned()
+                .collect()
+        });
+        let views = |state: &ChannelState| {
+            state
+                .orders
+                .iter()
+                .map(|order| (order.id.clone(), order.view().clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(views(&state), views(session.state()));
+        assert_eq!(state.problems(), Vec::new());
+    }
+
+    #[test]
+    fn a_bulk_board_is_the_same_whether_the_roster_is_folded_before_or_after_the_orders() {
+        assert_fold_order_does_not_matter(&busy());
+        assert_fold_order_does_not_matter(&builder().entries(2_000).names(20).build());
+    }
+
     #[test]
     fn an_agent_of_a_bulk_channel_writes_through_its_session() {
         let busy = busy();

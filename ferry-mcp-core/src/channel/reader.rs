@@ -6,9 +6,11 @@
 //! against the log's path, project, seq and `prev` chain); a bad line or file is excluded and
 //! reported as an [`IntegrityProblem`], never fatal.
 //!
-//! Order: a batch holds the new entries of each log in seq order, logs taken in the order of
-//! (author name, key bytes). The order across logs carries no meaning (it is not a time
-//! order); folds must not depend on it except through their own deterministic rules.
+//! Order: a batch holds the new entries of each log in seq order, the master's logs first,
+//! then the others in the order of (author name, key bytes). The order across logs carries no
+//! meaning (it is not a time order); folds must not depend on it except through their own
+//! deterministic rules. Master logs come first because agents' entries name master positions:
+//! an agent's entry read before the master entry it names waits, and its log is read again.
 
 mod cursor;
 mod log;
@@ -16,7 +18,7 @@ mod problem;
 mod scan;
 
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -72,6 +74,9 @@ pub struct Reader {
     logs: BTreeMap<LogId, LogState>,
     /// Skipped files already reported by this reader, so each is reported once per process.
     reported: BTreeSet<PathBuf>,
+    /// The keys of the log file names seen, by their hex: every poll lists every log, and
+    /// decoding a key is a point decompression (about 6 us).
+    keys: HashMap<String, PublicKey>,
 }
 
 impl Reader {
@@ -81,6 +86,7 @@ impl Reader {
             project: channel.project().clone(),
             logs: BTreeMap::new(),
             reported: BTreeSet::new(),
+            keys: HashMap::new(),
         }
     }
 
@@ -90,6 +96,7 @@ impl Reader {
         let mut reader = Self::new(channel);
         for (id, mut log) in state.logs {
             log.after_load();
+            reader.keys.insert(id.key.to_hex(), id.key);
             reader.logs.insert(id, log);
         }
         reader
@@ -122,7 +129,15 @@ impl Reader {
     /// the line; a log that disappeared, once.
     pub fn poll_with(&mut self, on_entry: &mut dyn FnMut(VerifiedEntry)) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
-        let listing = scan::list(&self.dir);
+        let keys = &mut self.keys;
+        let listing = scan::list(&self.dir, &mut |hex| {
+            if let Some(key) = keys.get(hex) {
+                return Some(*key);
+            }
+            let key = PublicKey::from_hex(hex).ok()?;
+            keys.insert(hex.to_owned(), key);
+            Some(key)
+        });
         for problem in listing.skipped {
             if self.reported.insert(problem.path.clone()) {
                 problems.push(problem);
@@ -146,11 +161,18 @@ impl Reader {
             on_entry,
             problems: &mut problems,
         };
-        for (id, state) in &mut self.logs {
-            if present.contains(id) {
-                state.read_new(&self.dir, &mut sink);
-            } else {
-                state.report_vanished(&mut sink);
+        // The master's logs first: agents' entries name master positions (`seen`); read
+        // before them, an agent's entries would wait and its log be read and verified again.
+        for masters in [true, false] {
+            for (id, state) in &mut self.logs {
+                if id.author.is_master() != masters {
+                    continue;
+                }
+                if present.contains(id) {
+                    state.read_new(&self.dir, &mut sink);
+                } else {
+                    state.report_vanished(&mut sink);
+                }
             }
         }
         problems

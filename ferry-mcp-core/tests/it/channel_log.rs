@@ -219,16 +219,19 @@ fn a_poll_reads_only_what_is_new() {
 }
 
 #[test]
-fn logs_are_delivered_in_author_then_key_order() {
+fn logs_are_delivered_master_first_then_in_author_then_key_order() {
     let dir = tempfile::tempdir().unwrap();
     let channel = demo_channel(dir.path());
     append_notes(&channel, "carol", &key(3), 1);
     append_notes(&channel, "alice", &key(1), 2);
     append_notes(&channel, "bob", &key(2), 1);
+    let mut master = channel.writer(&AgentName::master(), &key(4)).unwrap();
+    master.append("note", json!({ "n": 1 }), NOW).unwrap();
     let batch = channel.reader().poll();
     assert_eq!(
         seqs(&batch),
         vec![
+            ("master".to_owned(), 1),
             ("alice".to_owned(), 1),
             ("alice".to_owned(), 2),
             ("bob".to_owned(), 1),

@@ -8,6 +8,7 @@ mod home;
 mod identity;
 mod levels;
 mod oracle;
+mod order_seats;
 mod orders;
 mod protocol;
 mod protocol_bad_input;

@@ -263,11 +263,11 @@ fn a_grant_replayed_from_another_project_is_excluded_and_leaves_the_level_unchan
     assert_eq!(
         seqs(&batch),
         vec![
+            ("master".to_owned(), 1),
             ("alice".to_owned(), 1),
             ("alice".to_owned(), 2),
             ("alice".to_owned(), 3),
             ("bob".to_owned(), 1),
-            ("master".to_owned(), 1),
         ]
     );
     assert_eq!(problem_kinds(&batch), vec![ProblemKind::WrongProject]);

@@ -112,10 +112,13 @@ fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
     Ok(out)
 }
 
-/// Parses `<key-hex>.jsonl`.
-fn log_key(file_name: &str) -> Option<PublicKey> {
+/// Parses `<key-hex>.jsonl`, decoding the key with `key_of`.
+fn log_key(
+    file_name: &str,
+    key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
+) -> Option<PublicKey> {
     let hex = file_name.strip_suffix(LOG_EXTENSION)?.strip_suffix('.')?;
-    PublicKey::from_hex(hex).ok()
+    key_of(hex)
 }
 
 fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
@@ -127,8 +130,9 @@ fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
     }
 }
 
-/// Lists the channel folder `dir`.
-pub(super) fn list(dir: &Path) -> Listing {
+/// Lists the channel folder `dir`. `key_of` decodes the hex key of a log's file name (the
+/// reader answers known keys without decoding them again: a decode is a point decompression).
+pub(super) fn list(dir: &Path, key_of: &mut dyn FnMut(&str) -> Option<PublicKey>) -> Listing {
     let mut listing = Listing::default();
     match entries(dir) {
         Ok(top) => {
@@ -186,7 +190,7 @@ pub(super) fn list(dir: &Path) -> Listing {
         };
         for (file_name, kind) in files {
             let rel_path = rel_author.join(&file_name);
-            match (log_key(&file_name), kind) {
+            match (log_key(&file_name, key_of), kind) {
                 (Some(key), Kind::File) => listing.logs.push(FoundLog {
                     author: author.clone(),
                     key,

@@ -283,7 +283,7 @@ impl ChannelState {
             (Some(MasterEntry::DoesNotCount), _) => {
                 // Not folded (a key not master yet, or a former master's void entry): it is
                 // not counted, so a machine that sees it later counts it once too.
-                self.after_identity_change(before, epoch);
+                self.after_identity_change(before, epoch, entry);
                 return;
             }
             (None, Some(placed)) => placed,
@@ -324,12 +324,12 @@ impl ChannelState {
             let heard = self.heard.entry(entry.author().clone()).or_default();
             *heard = (*heard).max(at);
         }
-        self.after_identity_change(before, epoch);
+        self.after_identity_change(before, epoch, entry);
     }
 
     /// Releases held logs the master has caught up with, and lets the domain folds re-judge
     /// their events when who holds a name may have changed.
-    fn after_identity_change(&mut self, before: MasterPos, epoch: u64) {
+    fn after_identity_change(&mut self, before: MasterPos, epoch: u64, entry: &VerifiedEntry) {
         if self.identity.master_position() != before && !self.held.is_empty() {
             let ready: Vec<LogId> = self
                 .held
@@ -347,7 +347,14 @@ impl ChannelState {
             }
         }
         if self.identity.seat_epoch() != epoch {
-            self.orders.rejudge(&self.identity, &mut self.changes);
+            // A roster entry or a grant changes one name's seat and levels: only the orders
+            // that name appears in can change. Anything else (a handover) judges them all.
+            match seat_change_of(entry) {
+                Some(name) => self
+                    .orders
+                    .rejudge_name(&name, &self.identity, &mut self.changes),
+                None => self.orders.rejudge(&self.identity, &mut self.changes),
+            }
             self.talk.rejudge(&self.identity);
             self.leadership.rejudge(&self.identity, &mut self.changes);
         }
@@ -388,6 +395,21 @@ impl Changes {
     pub fn stamp(&mut self) -> u64 {
         self.0 += 1;
         self.0
+    }
+}
+
+/// The one name whose seat or levels `entry` can change: its author for a roster entry, the
+/// granted agent for the master's grant; `None` for anything else.
+fn seat_change_of(entry: &VerifiedEntry) -> Option<AgentName> {
+    use super::identity::kinds;
+    match entry.kind() {
+        kinds::ROSTER_JOIN if !entry.author().is_master() => Some(entry.author().clone()),
+        kinds::GRANT if entry.author().is_master() => entry
+            .body()
+            .get("agent")
+            .and_then(Value::as_str)
+            .and_then(|name| AgentName::parse(name).ok()),
+        _ => None,
     }
 }
 

@@ -445,6 +445,14 @@ impl Order {
             .filter(|handin| self.view.handins.contains(&handin.id))
     }
 
+    /// Whether `name` issued the order or wrote one of its events, lines or hand-ins.
+    fn involves(&self, name: &AgentName) -> bool {
+        self.issue.by == *name
+            || self.events.iter().any(|event| event.made.author == *name)
+            || self.progress.iter().any(|line| line.made.author == *name)
+            || self.handins.iter().any(|handin| handin.by == *name)
+    }
+
     /// The hand-in `id` of this order, if it counts.
     pub fn handin(&self, id: &EntryId) -> Option<&HandIn> {
         self.handins().find(|handin| handin.id == *id)
@@ -682,6 +690,17 @@ impl OrderBoard {
     pub fn rejudge(&mut self, identity: &Identity, changes: &mut Changes) {
         for order in self.orders.values_mut() {
             update(order, identity, changes, &mut self.by_change);
+        }
+    }
+
+    /// Judges again the orders `name` issued or wrote anything for (its seat or levels
+    /// changed): the view of any other order does not depend on it. A scan of names, so a
+    /// fleet seating its agents after the orders were folded costs no resolve per order.
+    pub fn rejudge_name(&mut self, name: &AgentName, identity: &Identity, changes: &mut Changes) {
+        for order in self.orders.values_mut() {
+            if order.involves(name) {
+                update(order, identity, changes, &mut self.by_change);
+            }
         }
     }
 }
