@@ -241,7 +241,7 @@ fn prepared(history: usize, marker: Marker) -> Prepared {
     }
     let warm = read(&mut session, now);
     assert!(warm.messages.is_empty(), "the history is all read");
-    assert_eq!(session.state().talk.len(), history);
+    assert_eq!(session.state().talk().len(), history);
     session.save().expect("the warm state saved");
     drop(session);
 

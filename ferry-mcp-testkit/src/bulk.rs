@@ -889,7 +889,7 @@ mod tests {
         let session = busy.view();
         assert_clean(&session);
         assert_eq!(session.state().counter(), 200);
-        let board = &session.state().orders;
+        let board = &session.state().orders();
         assert_eq!(board.len(), 49);
         let open = board.iter().filter(|o| !o.view().state.is_done()).count();
         assert_eq!(open, 40);
@@ -1031,7 +1031,7 @@ mod tests {
         });
         let views = |state: &ChannelState| {
             state
-                .orders
+                .orders()
                 .iter()
                 .map(|order| (order.id.clone(), order.view().clone()))
                 .collect::<Vec<_>>()
@@ -1053,7 +1053,7 @@ mod tests {
         let mut session = busy.agent_session(member.as_str());
         let open = session
             .state()
-            .orders
+            .orders()
             .iter()
             .find(|o| o.view().state == OrderState::Open && o.issue.to.is_none())
             .map(|o| o.id.to_string())
@@ -1071,7 +1071,7 @@ mod tests {
         let session = bulk.warm();
         assert_clean(&session);
         assert_eq!(session.state().counter(), 1_030);
-        assert_eq!(session.state().orders.len() as u64, bulk.orders());
+        assert_eq!(session.state().orders().len() as u64, bulk.orders());
         let seated = session
             .identity()
             .names()

@@ -276,7 +276,7 @@ fn submit_request(
         order.parse::<EntryId>().is_ok_and(|order| {
             session
                 .state()
-                .orders
+                .orders()
                 .get(&order)
                 .is_some_and(|order| order.handin(&handin).is_some())
         })

@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::keys::{KeyError, PublicKey, SecretKey, Signature};
+use super::keys::{KeyError, PublicKey, SecretKey, Signature, Verifier};
 use super::names::{AgentName, ProjectId};
 use crate::time::Timestamp;
 
@@ -89,16 +89,26 @@ impl FromStr for EntryHash {
     }
 }
 
+/// Hex in the channel's JSON; the raw bytes in binary formats (the verified state).
 impl Serialize for EntryHash {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_hex())
+        if s.is_human_readable() {
+            s.serialize_str(&self.to_hex())
+        } else {
+            s.serialize_bytes(&self.0)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for EntryHash {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        Self::from_hex(&raw).map_err(serde::de::Error::custom)
+        if d.is_human_readable() {
+            let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+            Self::from_hex(&raw).map_err(serde::de::Error::custom)
+        } else {
+            d.deserialize_bytes(crate::channel::keys::FixedBytes::<32>)
+                .map(Self)
+        }
     }
 }
 
@@ -338,6 +348,8 @@ pub struct ParsedLine {
     signature: Signature,
     /// The signed message (domain tag + raw entry bytes).
     message: Vec<u8>,
+    /// The key decompressed, when the caller had it (the log's key).
+    verifier: Option<Verifier>,
 }
 
 impl ParsedLine {
@@ -348,8 +360,8 @@ impl ParsedLine {
 
     /// Checks the signature with the key the entry names (`verify_strict`).
     pub fn verify(self) -> Result<VerifiedEntry, LineError> {
-        self.entry
-            .key
+        let verifier = self.verifier.unwrap_or_else(|| self.entry.key.verifier());
+        verifier
             .verify(&self.message, &self.signature)
             .map_err(|_| LineError::BadSignature)?;
         Ok(VerifiedEntry {
@@ -375,10 +387,11 @@ pub fn raw_entry(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// Parses one line without checking its signature. `known_key` is the key of the log the line
-/// is in, with its hex: when the entry names it, the key is taken as is instead of decoded again.
+/// is in, decompressed, with its hex: when the entry names it, the key is taken as is instead
+/// of decoded again, and the signature is checked with it.
 pub fn parse_line(
     line: &[u8],
-    known_key: Option<(&PublicKey, &str)>,
+    known_key: Option<(&PublicKey, &Verifier, &str)>,
 ) -> Result<ParsedLine, LineError> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.is_empty() {
@@ -416,9 +429,12 @@ pub fn parse_line(
     }
     let malformed =
         |what: &str, e: &dyn std::fmt::Display| LineError::Malformed(format!("{what}: {e}"));
-    let key = match known_key {
-        Some((key, hex)) if wire.key == hex => *key,
-        _ => PublicKey::from_hex(&wire.key).map_err(|e| malformed("key", &e))?,
+    let (key, verifier) = match known_key {
+        Some((key, verifier, hex)) if wire.key == hex => (*key, Some(*verifier)),
+        _ => (
+            PublicKey::from_hex(&wire.key).map_err(|e| malformed("key", &e))?,
+            None,
+        ),
     };
     let prev = match &wire.prev {
         None => None,
@@ -440,6 +456,7 @@ pub fn parse_line(
         message: signed_message(raw),
         entry,
         signature,
+        verifier,
     })
 }
 

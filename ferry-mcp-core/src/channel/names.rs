@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -53,7 +54,7 @@ fn fold_component(raw: &str) -> Result<String, NameError> {
 
 /// An agent's name: a safe path component, lower case. `master` names the human's log.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AgentName(String);
+pub struct AgentName(Arc<str>);
 
 impl AgentName {
     /// Parses a name an agent may take: the safe-component rules, and not `master`.
@@ -68,16 +69,34 @@ impl AgentName {
     /// Parses any name found in the channel, including the reserved `master`.
     /// Use [`AgentName::parse`] for names that agents choose.
     pub fn parse_any(raw: &str) -> Result<Self, NameError> {
-        fold_component(raw).map(Self)
+        fold_component(raw).map(|name| Self(name.into()))
     }
 
     /// The reserved name of the human's log.
     pub fn master() -> Self {
-        Self(MASTER_NAME.to_owned())
+        Self(MASTER_NAME.into())
+    }
+
+    /// [`AgentName::parse_any`], through the memo of [`with_name_memo`] when one is running.
+    fn parse_any_memo(raw: &str) -> Result<Self, NameError> {
+        let known = NAME_MEMO.with(|memo| memo.borrow().as_ref().map(|m| m.get(raw).cloned()));
+        match known {
+            None => Self::parse_any(raw),
+            Some(Some(name)) => Ok(Self(name)),
+            Some(None) => {
+                let name = Self::parse_any(raw)?;
+                NAME_MEMO.with(|memo| {
+                    if let Some(memo) = memo.borrow_mut().as_mut() {
+                        memo.insert(name.0.clone());
+                    }
+                });
+                Ok(name)
+            }
+        }
     }
 
     pub fn is_master(&self) -> bool {
-        self.0 == MASTER_NAME
+        &*self.0 == MASTER_NAME
     }
 
     pub fn as_str(&self) -> &str {
@@ -132,7 +151,29 @@ macro_rules! string_like {
 }
 
 // Deserializing accepts `master`: entries of the human's log name it as their author.
-string_like!(AgentName, AgentName::parse_any);
+string_like!(AgentName, AgentName::parse_any_memo);
+
+std::thread_local! {
+    /// Names decoded while [`with_name_memo`] runs on this thread (see there).
+    static NAME_MEMO: std::cell::RefCell<Option<std::collections::HashSet<Arc<str>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `decode` with a memo of the agent names it deserializes: every occurrence of a name
+/// shares one allocation, checked once. For decoding the machine's verified state, which
+/// names a few agents very many times (every order event names its author); the names it
+/// yields are exactly those parsing yields. The memo is dropped when `decode` returns.
+pub(crate) fn with_name_memo<R>(decode: impl FnOnce() -> R) -> R {
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            NAME_MEMO.with(|memo| memo.borrow_mut().take());
+        }
+    }
+    NAME_MEMO.with(|memo| *memo.borrow_mut() = Some(std::collections::HashSet::new()));
+    let _clear = Clear;
+    decode()
+}
 string_like!(ProjectId, ProjectId::parse);
 
 #[cfg(test)]

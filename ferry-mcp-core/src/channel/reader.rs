@@ -16,6 +16,7 @@ mod cursor;
 mod log;
 mod problem;
 mod scan;
+mod stamp;
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -52,6 +53,8 @@ pub struct ReadBatch {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReaderState {
     logs: Vec<(LogId, LogState)>,
+    /// The folders under `logs/` as last listed, to list again only those that changed.
+    folders: scan::Folders,
 }
 
 impl ReaderState {
@@ -77,6 +80,7 @@ pub struct Reader {
     /// The keys of the log file names seen, by their hex: every poll lists every log, and
     /// decoding a key is a point decompression (about 6 us).
     keys: HashMap<String, PublicKey>,
+    folders: scan::Folders,
 }
 
 impl Reader {
@@ -87,6 +91,7 @@ impl Reader {
             logs: BTreeMap::new(),
             reported: BTreeSet::new(),
             keys: HashMap::new(),
+            folders: scan::Folders::default(),
         }
     }
 
@@ -94,6 +99,7 @@ impl Reader {
     /// log, that what was verified is still there (one line read per log, no signature).
     pub fn restore(channel: &Channel, state: ReaderState) -> Self {
         let mut reader = Self::new(channel);
+        reader.folders = state.folders;
         for (id, mut log) in state.logs {
             log.after_load();
             reader.keys.insert(id.key.to_hex(), id.key);
@@ -110,6 +116,7 @@ impl Reader {
                 .iter()
                 .map(|(id, log)| (id.clone(), log.clone()))
                 .collect(),
+            folders: self.folders.clone(),
         }
     }
 
@@ -130,7 +137,7 @@ impl Reader {
     pub fn poll_with(&mut self, on_entry: &mut dyn FnMut(VerifiedEntry)) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
         let keys = &mut self.keys;
-        let listing = scan::list(&self.dir, &mut |hex| {
+        let listing = scan::list(&self.dir, &mut self.folders, &mut |hex| {
             if let Some(key) = keys.get(hex) {
                 return Some(*key);
             }

@@ -12,15 +12,16 @@ pub enum SecretError {
     DoesNotOpen,
     #[error("no random bytes to seal with")]
     NoRandomness,
-}
-
-fn x25519_public(key: &PublicKey) -> crypto_box::PublicKey {
-    crypto_box::PublicKey::from(key.to_montgomery_bytes())
+    #[error("the recipient's key is not an ed25519 point")]
+    NotAKey,
 }
 
 /// Seals `value` so that only the holder of `recipient`'s secret key can open it.
 pub fn seal(recipient: &PublicKey, value: &[u8]) -> Result<Vec<u8>, SecretError> {
-    x25519_public(recipient)
+    let montgomery = recipient
+        .to_montgomery_bytes()
+        .map_err(|_| SecretError::NotAKey)?;
+    crypto_box::PublicKey::from(montgomery)
         .seal(&mut crypto_box::aead::OsRng, value)
         .map_err(|_| SecretError::NoRandomness)
 }

@@ -11,6 +11,7 @@
 //! [`Session::save`] when something changed.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -25,7 +26,7 @@ use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Reader};
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
-use super::verified::{self, Kept, Loaded};
+use super::verified::{self, Kept, KeptFile, Loaded};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 use crate::tool::{ChannelAccess, Unavailable};
@@ -76,6 +77,47 @@ pub struct Session {
     pin_changed: Vec<AgentName>,
     /// This machine's name, as the binary found it (for `ferry_join`).
     machine: String,
+    /// The verified-state file the lazy folds are still read from.
+    kept_file: Option<Arc<KeptFile>>,
+}
+
+/// Reads what is new through `reader` and folds it into `state`, with the replays and the
+/// refold it causes. Returns the integrity problems found.
+fn fold_new(
+    reader: &mut Reader,
+    state: &mut ChannelState,
+    now: Timestamp,
+) -> Vec<IntegrityProblem> {
+    let problems = reader.poll_with(&mut |entry| state.feed(&entry, now));
+    if state.take_refold() {
+        refold_all(reader, state, now);
+    }
+    loop {
+        let replays = state.take_replays();
+        if replays.is_empty() {
+            break;
+        }
+        for replay in replays {
+            let from = replay.from_seq;
+            reader.replay_log(&replay.log, &mut |entry| {
+                if entry.seq() >= from {
+                    state.feed(&entry, now);
+                }
+            });
+        }
+    }
+    problems
+}
+
+/// Folds every log again from its start into a state that knows the handovers from the
+/// beginning (a handover learned late, from a `master.accept`, voids entries already folded).
+fn refold_all(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) {
+    let mut fresh = state.refolded();
+    let logs: Vec<LogId> = reader.logs().map(|(id, _)| id.clone()).collect();
+    for log in logs {
+        reader.replay_log(&log, &mut |entry| fresh.feed(&entry, now));
+    }
+    *state = fresh;
 }
 
 impl Session {
@@ -129,7 +171,20 @@ impl Session {
             dirty: false,
             pin_changed: Vec::new(),
             machine: "this-machine".to_owned(),
+            kept_file: None,
         };
+        if let Some(file) = session.state.kept_file() {
+            let (dir, project) = (channel_dir.clone(), project.clone());
+            let master = *session.channel.genesis_master();
+            file.set_rebuild(Box::new(move || {
+                let mut state = ChannelState::new(project.clone(), master);
+                if let Ok(channel) = Channel::open(&dir) {
+                    fold_new(&mut channel.reader(), &mut state, now);
+                }
+                state
+            }));
+            session.kept_file = Some(file);
+        }
         session.refresh(now);
         session.pin(home)?;
         Ok(session)
@@ -217,45 +272,32 @@ impl Session {
     /// Reads and folds what is new in the channel. It cannot fail: what does not read is
     /// kept in the problems. Returns how many entries were folded.
     pub fn refresh(&mut self, now: Timestamp) -> u64 {
+        self.take_kept_failures(now);
         let before = self.state.counter();
-        let state = &mut self.state;
-        let problems = self.reader.poll_with(&mut |entry| state.feed(&entry, now));
+        let problems = fold_new(&mut self.reader, &mut self.state, now);
         self.keep_problems(problems);
-        if self.state.take_refold() {
-            self.refold(now);
-        }
-        loop {
-            let replays = self.state.take_replays();
-            if replays.is_empty() {
-                break;
-            }
-            for replay in replays {
-                let state = &mut self.state;
-                let from = replay.from_seq;
-                self.reader.replay_log(&replay.log, &mut |entry| {
-                    if entry.seq() >= from {
-                        state.feed(&entry, now);
-                    }
-                });
-            }
-        }
-        let folded = self.state.counter() - before;
+        self.take_kept_failures(now);
+        let folded = self.state.counter().saturating_sub(before);
         if folded > 0 {
             self.dirty = true;
         }
         folded
     }
 
-    /// Folds every log again from its start into a state that knows the handovers from the
-    /// beginning (a handover learned late, from a `master.accept`, voids entries already folded).
-    fn refold(&mut self, now: Timestamp) {
-        let mut state = self.state.refolded();
-        let logs: Vec<LogId> = self.reader.logs().map(|(id, _)| id.clone()).collect();
-        for log in logs {
-            self.reader
-                .replay_log(&log, &mut |entry| state.feed(&entry, now));
+    /// A section of the verified state that did not read was taken from the channel folded
+    /// from nothing: reported, and everything folded again here so the state is one whole.
+    fn take_kept_failures(&mut self, now: Timestamp) {
+        let failures = self
+            .kept_file
+            .as_ref()
+            .map(|file| file.take_failures())
+            .unwrap_or_default();
+        if failures.is_empty() {
+            return;
         }
-        self.state = state;
+        self.local_problems.extend(failures);
+        refold_all(&mut self.reader, &mut self.state, now);
+        self.kept_file = None;
         self.dirty = true;
     }
 

@@ -5,20 +5,43 @@
 //! the witness); a corrupt, foreign (another channel's genesis) or stale (another format) file
 //! is reported and rebuilt from the channel, never trusted.
 //!
-//! File: the magic line `ferry-verified\n`, the format version (4 bytes, little endian), the
-//! postcard encoding of [`Kept`], and the SHA-256 of everything before it.
+//! Opening costs what the command needs, not what the channel holds: the folds that grow with
+//! the channel's work (the order board, talk) are kept in sections of their own and read only
+//! when something asks for them (a [`Lazy`]): a command about the primary, or a poll that
+//! brings only talk, never decodes the order board. The file handle of the open is kept, so a
+//! section read later comes from the same file even if another process replaced it since.
+//!
+//! File, all integers little endian:
+//! - the magic line `ferry-verified\n`, the format version (u32), the core's length (u64);
+//! - the core: the postcard encoding of [`Kept`] without its lazy sections;
+//! - the section table: for each lazy section, its length (u64) and SHA-256 (32 bytes);
+//! - the SHA-256 of everything above (header, core and table);
+//! - the sections' bytes, one after another, in table order.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::reader::{IntegrityProblem, ReaderState};
-use super::state::ChannelState;
+use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 3;
+/// Bytes before the core: magic, format, core length.
+const HEADER: usize = MAGIC.len() + 4 + 8;
+/// The lazy sections, in file order.
+const SECTIONS: usize = 2;
+/// One entry of the section table: length and digest.
+const TABLE_ENTRY: usize = 8 + 32;
+/// The longest core this build reads (it holds the identity and the reader's logs, never the
+/// folds that grow with the work); a longer one is corrupt.
+const MAX_CORE: u64 = 1 << 30;
 
 /// What is kept of a project between processes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,49 +79,328 @@ pub enum Loaded {
     Rejected(Rejected),
 }
 
-/// Reads the kept state at `path` for the channel whose genesis digest is `genesis`.
+/// Reads the kept state at `path` for the channel whose genesis digest is `genesis`: the core
+/// now, the lazy sections when asked for.
 pub fn load(path: &Path, genesis: &[u8; 32]) -> Loaded {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    let file = match File::open(path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
         Err(e) => return Loaded::Rejected(Rejected::Unreadable(e.to_string())),
     };
-    match decode(&bytes) {
+    match decode(file) {
         Ok(kept) if kept.genesis != *genesis => Loaded::Rejected(Rejected::Foreign),
         Ok(kept) => Loaded::Kept(Box::new(kept)),
         Err(rejected) => Loaded::Rejected(rejected),
     }
 }
 
-fn decode(bytes: &[u8]) -> Result<Kept, Rejected> {
-    let corrupt = |why: &str| Rejected::Corrupt(why.to_owned());
-    if bytes.len() < MAGIC.len() + 4 + 32 || !bytes.starts_with(MAGIC) {
+fn corrupt(why: &str) -> Rejected {
+    Rejected::Corrupt(why.to_owned())
+}
+
+fn decode(mut file: File) -> Result<Kept, Rejected> {
+    let unreadable = |e: std::io::Error| Rejected::Unreadable(e.to_string());
+    let file_len = file.metadata().map_err(unreadable)?.len();
+    let mut header = [0u8; HEADER];
+    if file_len < HEADER as u64 {
         return Err(corrupt("not a verified-state file"));
     }
-    let (body, digest) = bytes.split_at(bytes.len() - 32);
-    if Sha256::digest(body).as_slice() != digest {
+    file.read_exact(&mut header).map_err(unreadable)?;
+    if !header.starts_with(MAGIC) {
+        return Err(corrupt("not a verified-state file"));
+    }
+    let format = u32::from_le_bytes(header[MAGIC.len()..MAGIC.len() + 4].try_into().expect("4"));
+    let core_len = u64::from_le_bytes(header[MAGIC.len() + 4..].try_into().expect("8"));
+    let framed = HEADER as u64 + core_len + (SECTIONS * TABLE_ENTRY) as u64 + 32;
+    if core_len > MAX_CORE || framed > file_len {
+        return Err(corrupt("cut short"));
+    }
+    let mut rest = vec![0u8; usize::try_from(framed).expect("bounded") - HEADER];
+    file.read_exact(&mut rest).map_err(unreadable)?;
+    let (covered, digest) = rest.split_at(rest.len() - 32);
+    let mut hasher = Sha256::new();
+    hasher.update(header);
+    hasher.update(covered);
+    if hasher.finalize().as_slice() != digest {
         return Err(corrupt("checksum mismatch"));
     }
-    let format = u32::from_le_bytes(
-        body[MAGIC.len()..MAGIC.len() + 4]
-            .try_into()
-            .expect("four bytes"),
-    );
     if format != FORMAT {
         return Err(Rejected::Stale(format));
     }
-    // The state names a few keys very many times: each is decompressed once.
-    super::keys::with_key_memo(|| postcard::from_bytes(&body[MAGIC.len() + 4..]))
-        .map_err(|e| Rejected::Corrupt(e.to_string()))
+    let (core, table) = covered.split_at(usize::try_from(core_len).expect("bounded"));
+    let mut sections = Vec::with_capacity(SECTIONS);
+    let mut offset = framed;
+    for entry in table.chunks_exact(TABLE_ENTRY) {
+        let len = u64::from_le_bytes(entry[..8].try_into().expect("8"));
+        let digest: [u8; 32] = entry[8..].try_into().expect("32");
+        sections.push((offset, len, digest));
+        offset = offset
+            .checked_add(len)
+            .ok_or_else(|| corrupt("cut short"))?;
+    }
+    if offset != file_len {
+        return Err(corrupt("cut short or grown"));
+    }
+    let mut kept: Kept = decode_value(core).map_err(|e| Rejected::Corrupt(e.to_string()))?;
+    let source = Arc::new(KeptFile {
+        file: Mutex::new(file),
+        rebuild: Mutex::new(None),
+        rebuilt: Mutex::new(None),
+        failures: Mutex::new(Vec::new()),
+    });
+    let mut at = sections.into_iter().map(|(offset, len, digest)| {
+        Arc::new(KeptSection {
+            file: source.clone(),
+            offset,
+            len,
+            digest,
+        })
+    });
+    kept.state
+        .attach_kept(at.next().expect("orders"), at.next().expect("talk"));
+    Ok(kept)
 }
 
-/// The bytes of a kept state.
+/// Decodes postcard bytes of the state; it names a few keys and names very many times, so
+/// each is checked once.
+fn decode_value<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, postcard::Error> {
+    super::keys::with_key_memo(|| super::names::with_name_memo(|| postcard::from_bytes(bytes)))
+}
+
+/// The bytes of a kept state. Sections never read since they were loaded are copied as they
+/// were (after checking them), not decoded and encoded again.
 pub fn encode(kept: &Kept) -> Vec<u8> {
+    let core = postcard::to_stdvec(kept).expect("the verified state always encodes");
+    let sections = [
+        kept.state.orders_lazy().encoded(),
+        kept.state.talk_lazy().encoded(),
+    ];
     let mut bytes = MAGIC.to_vec();
     bytes.extend_from_slice(&FORMAT.to_le_bytes());
-    let body = postcard::to_stdvec(kept).expect("the verified state always encodes");
-    bytes.extend_from_slice(&body);
+    bytes.extend_from_slice(&(core.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&core);
+    for section in &sections {
+        bytes.extend_from_slice(&(section.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&Sha256::digest(section));
+    }
     let digest = Sha256::digest(&bytes);
     bytes.extend_from_slice(&digest);
+    for section in &sections {
+        bytes.extend_from_slice(section);
+    }
     bytes
+}
+
+/// Folds the channel from nothing: what a section that does not read is taken from.
+pub type Rebuild = Box<dyn Fn() -> ChannelState + Send>;
+
+/// The verified-state file a state was loaded from, kept open for its lazy sections.
+pub struct KeptFile {
+    file: Mutex<File>,
+    rebuild: Mutex<Option<Rebuild>>,
+    /// The state folded from nothing, once a section did not read.
+    rebuilt: Mutex<Option<ChannelState>>,
+    /// Sections that did not read, as problems to report.
+    failures: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for KeptFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptFile").finish_non_exhaustive()
+    }
+}
+
+impl KeptFile {
+    /// How a section that does not read is rebuilt (the session sets it: it knows the channel).
+    pub fn set_rebuild(&self, rebuild: Rebuild) {
+        *lock(&self.rebuild) = Some(rebuild);
+    }
+
+    /// Takes the problems of sections that did not read since the last call.
+    pub fn take_failures(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.failures))
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
+        let mut file = lock(&self.file);
+        file.seek(SeekFrom::Start(offset))?;
+        let mut bytes = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
+        file.read_exact(&mut bytes)?;
+        Ok(bytes)
+    }
+}
+
+/// A poisoned lock only means another thread panicked while holding it; what it guards (a
+/// file handle, a list) is still whole.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Where one lazy section is in its file.
+#[derive(Debug)]
+pub struct KeptSection {
+    file: Arc<KeptFile>,
+    offset: u64,
+    len: u64,
+    digest: [u8; 32],
+}
+
+impl KeptSection {
+    /// The file this section is in.
+    pub fn file(&self) -> &Arc<KeptFile> {
+        &self.file
+    }
+
+    /// The section's bytes, checked against the table's digest.
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        let bytes = self
+            .file
+            .read_at(self.offset, self.len)
+            .map_err(|e| e.to_string())?;
+        if Sha256::digest(&bytes).as_slice() != self.digest {
+            return Err("checksum mismatch".into());
+        }
+        Ok(bytes)
+    }
+
+    fn load<T: Section>(&self) -> T {
+        let read = self
+            .bytes()
+            .and_then(|bytes| decode_value::<T>(&bytes).map_err(|e| e.to_string()));
+        match read {
+            Ok(value) => value,
+            Err(why) => self.rebuilt(why),
+        }
+    }
+
+    /// The section taken from the channel folded from nothing, after `why` kept it from
+    /// being read; the failure is kept for the session to report (it then folds again).
+    fn rebuilt<T: Section>(&self, why: String) -> T {
+        lock(&self.file.failures).push(format!(
+            "the verified state's {} section does not read ({why}); rebuilt from the channel",
+            T::NAME
+        ));
+        let mut rebuilt = lock(&self.file.rebuilt);
+        if rebuilt.is_none()
+            && let Some(rebuild) = lock(&self.file.rebuild).as_ref()
+        {
+            *rebuilt = Some(rebuild());
+        }
+        rebuilt
+            .as_ref()
+            .map_or_else(T::default, |state| T::of(state).clone())
+    }
+}
+
+/// A fold kept in a lazy section of its own.
+pub trait Section: Default + Clone + Serialize + DeserializeOwned {
+    /// Its name in problems.
+    const NAME: &'static str;
+    /// This fold of a whole state.
+    fn of(state: &ChannelState) -> &Self;
+}
+
+impl Section for OrderBoard {
+    const NAME: &'static str = "order board";
+    fn of(state: &ChannelState) -> &Self {
+        state.orders()
+    }
+}
+
+impl Section for Talk {
+    const NAME: &'static str = "talk";
+    fn of(state: &ChannelState) -> &Self {
+        state.talk()
+    }
+}
+
+/// A fold read from its kept section the first time it is asked for (see the module docs).
+pub struct Lazy<T> {
+    value: OnceLock<T>,
+    /// Where it is kept, while what is there is still its value (cleared on a change).
+    kept: Option<Arc<KeptSection>>,
+}
+
+impl<T: Section> Lazy<T> {
+    /// A value in memory, kept nowhere yet.
+    pub fn new(value: T) -> Self {
+        Self {
+            value: OnceLock::from(value),
+            kept: None,
+        }
+    }
+
+    /// A value still in its section.
+    pub fn kept(section: Arc<KeptSection>) -> Self {
+        Self {
+            value: OnceLock::new(),
+            kept: Some(section),
+        }
+    }
+
+    pub fn get(&self) -> &T {
+        self.value.get_or_init(|| match &self.kept {
+            Some(section) => section.load(),
+            None => T::default(),
+        })
+    }
+
+    /// The value, to change it: what its section holds is no longer it.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.get();
+        self.kept = None;
+        self.value.get_mut().expect("initialized just above")
+    }
+
+    /// The section it is still read from, until it is changed.
+    pub fn section(&self) -> Option<&Arc<KeptSection>> {
+        self.kept.as_ref()
+    }
+
+    /// Whether it was read from its section (or made here).
+    pub fn is_loaded(&self) -> bool {
+        self.value.get().is_some()
+    }
+
+    /// Its bytes for a section: copied from its section when it was not changed.
+    fn encoded(&self) -> Vec<u8> {
+        if let Some(section) = &self.kept
+            && let Ok(bytes) = section.bytes()
+        {
+            return bytes;
+        }
+        postcard::to_stdvec(self.get()).expect("the verified state always encodes")
+    }
+}
+
+impl<T: Section> Default for Lazy<T> {
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<T: Section> Clone for Lazy<T> {
+    fn clone(&self) -> Self {
+        Self {
+            value: self.value.clone(),
+            kept: self.kept.clone(),
+        }
+    }
+}
+
+impl<T: Section + PartialEq> PartialEq for Lazy<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<T: Section + std::fmt::Debug> std::fmt::Debug for Lazy<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.value.get() {
+            Some(value) => value.fmt(f),
+            None => f.write_str("<kept, not read yet>"),
+        }
+    }
 }

@@ -396,7 +396,7 @@ fn order_views(
 ) -> Vec<(String, ferry_mcp_core::channel::state::orders::OrderView)> {
     session
         .state()
-        .orders
+        .orders()
         .iter()
         .map(|order| (order.id.to_string(), order.view().clone()))
         .collect()
@@ -558,7 +558,7 @@ fn a_new_master_s_entries_read_with_the_handover_are_folded_once() {
 
     let kept = open(&watcher, &temp, Actor::Observer);
     let everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(everything.state().orders.len(), 1);
+    assert_eq!(everything.state().orders().len(), 1);
     assert_eq!(
         order_views(&kept),
         order_views(&everything),
@@ -602,11 +602,15 @@ fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
 }
 
 /// Fixes the trailing SHA-256 of a verified-state file after its bytes were changed.
+/// Seals an edited verified-state file again: the checksum after the header, the core and the
+/// section table (see `verified.rs` for the layout).
 fn fix_checksum(bytes: &mut [u8]) {
     use sha2::Digest as _;
-    let body = bytes.len() - 32;
-    let digest = sha2::Sha256::digest(&bytes[..body]);
-    bytes[body..].copy_from_slice(&digest);
+    let header = b"ferry-verified\n".len() + 4;
+    let core = u64::from_le_bytes(bytes[header..header + 8].try_into().unwrap());
+    let covered = header + 8 + usize::try_from(core).unwrap() + 2 * (8 + 32);
+    let digest = sha2::Sha256::digest(&bytes[..covered]);
+    bytes[covered..covered + 32].copy_from_slice(&digest);
 }
 
 /// The foreign state with this channel's genesis digest written in: a forgery whose frame
@@ -659,9 +663,9 @@ fn a_forged_verified_state_with_a_valid_frame_is_trusted_which_is_why_the_frame_
 fn a_corrupt_verified_state_is_reported_and_rebuilt_never_trusted() {
     let temp = member_fang();
     let mut forged = forged_verified_state(&temp);
-    // One bit of the state's tag (the varint after the 32-byte genesis digest): the rest
-    // still decodes, so only the checksum tells the change.
-    let tag = b"ferry-verified\n".len() + 4 + 32;
+    // One bit of the state's tag (the varint after the 32-byte genesis digest, at the start
+    // of the core): the rest still decodes, so only the checksum tells the change.
+    let tag = b"ferry-verified\n".len() + 4 + 8 + 32;
     forged[tag] ^= 0x01;
     let (level, local) = open_with_verified_state(&temp, &forged);
     assert_eq!(level, Level::Member);
@@ -730,7 +734,13 @@ fn deleting_the_verified_state_costs_only_time() {
     assert_eq!(after.identity(), before.identity());
     assert_eq!(order_views(&after), order_views(&before));
     assert_eq!(after.state().problems(), before.state().problems());
-    assert!(after.state().orders.get(&order.parse().unwrap()).is_some());
+    assert!(
+        after
+            .state()
+            .orders()
+            .get(&order.parse().unwrap())
+            .is_some()
+    );
 }
 
 #[test]
@@ -1529,4 +1539,212 @@ fn a_line_problem_is_kept_once_when_its_log_is_read_again_after_a_rollback() {
         1,
         "status repeats the problem"
     );
+}
+
+// ---- 8. the kept state read in parts, and files told unchanged by their stamps ----
+
+/// Where lazy section `index` (0: the order board, 1: talk) is in a verified-state file (see
+/// `verified.rs` for the layout).
+fn section_range(bytes: &[u8], index: usize) -> std::ops::Range<usize> {
+    let header = b"ferry-verified\n".len() + 4;
+    let core = u64::from_le_bytes(bytes[header..header + 8].try_into().unwrap());
+    let table = header + 8 + usize::try_from(core).unwrap();
+    let len_of = |i: usize| {
+        let at = table + i * (8 + 32);
+        usize::try_from(u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())).unwrap()
+    };
+    let mut start = table + 2 * (8 + 32) + 32;
+    for i in 0..index {
+        start += len_of(i);
+    }
+    start..start + len_of(index)
+}
+
+/// A channel with two orders and a message, its verified state saved.
+fn board_with_talk() -> (TempChannel, String) {
+    let temp = TempChannel::with_each_level();
+    let mut master = temp.master_session();
+    let order = ops::orders::issue(&mut master, &issue_request("first"), temp.now()).unwrap();
+    ops::orders::issue(&mut master, &issue_request("second"), temp.now()).unwrap();
+    master.save().unwrap();
+    let mut member = temp.agent_session("member");
+    ops::orders::claim(&mut member, &order, temp.now()).unwrap();
+    ops::talk::post(
+        &mut member,
+        &ops::talk::PostRequest {
+            to: "all".into(),
+            text: "claimed the first".into(),
+            reply_to: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    member.save().unwrap();
+    (temp, order)
+}
+
+#[test]
+fn a_warm_open_that_needs_no_order_reads_no_order_board() {
+    let (temp, order) = board_with_talk();
+    let view = temp.view();
+    assert!(
+        !view.state().orders_loaded(),
+        "an open read the order board"
+    );
+    let mut orchestrator = temp.agent_session("orchestrator");
+    assert!(!orchestrator.state().orders_loaded());
+    // A message that arrives after the open is folded into talk alone.
+    let mut member = temp.agent_session("member");
+    ops::talk::post(
+        &mut member,
+        &ops::talk::PostRequest {
+            to: "all".into(),
+            text: "and the second soon".into(),
+            reply_to: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let read = ops::talk::read(
+        &mut orchestrator,
+        &ops::talk::ReadRequest {
+            limit: 10,
+            ..Default::default()
+        },
+        &mut |_| true,
+        temp.now(),
+    )
+    .unwrap();
+    assert_eq!(read.messages.len(), 2, "{read:?}");
+    ops::primary::status(&mut orchestrator, temp.now()).unwrap();
+    assert!(
+        !orchestrator.state().orders_loaded(),
+        "talk or primary read the order board"
+    );
+    assert!(
+        !view.state().orders_loaded(),
+        "talk or primary read the order board"
+    );
+    // Asked for, it is there whole.
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&view), order_views(&fresh));
+    assert!(view.state().orders_loaded());
+    assert!(view.state().orders().get(&order.parse().unwrap()).is_some());
+    assert_eq!(view.local_problems(), &[] as &[String]);
+}
+
+#[test]
+fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
+    let (temp, _) = board_with_talk();
+    let path = temp.home().verified_path(temp.project());
+    let mut bytes = fs::read(&path).unwrap();
+    let board = section_range(&bytes, 0);
+    assert!(board.len() > 100, "the board section holds the orders");
+    // One bit in the middle of the board: the core's checksum still holds, so the open
+    // succeeds and only reading the board finds it.
+    bytes[board.start + board.len() / 2] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut view = temp.view();
+    assert_eq!(view.local_problems(), &[] as &[String]);
+    // The board read is the channel's, never the damaged bytes nor an empty board.
+    assert_eq!(order_views(&view), order_views(&fresh));
+    assert_eq!(order_views(&fresh).len(), 2);
+    view.refresh(temp.now());
+    let local = view.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(
+        local[0].contains("order board section does not read"),
+        "{local:?}"
+    );
+    assert_eq!(order_views(&view), order_views(&fresh));
+    // Written whole again: the next open reads it without a problem.
+    view.save().unwrap();
+    let again = temp.view();
+    assert_eq!(order_views(&again), order_views(&fresh));
+    again.state().problems();
+    assert_eq!(again.local_problems(), &[] as &[String]);
+}
+
+#[test]
+fn a_talk_section_cut_short_refuses_the_whole_file() {
+    let (temp, _) = board_with_talk();
+    let path = temp.home().verified_path(temp.project());
+    let bytes = fs::read(&path).unwrap();
+    let talk = section_range(&bytes, 1);
+    assert_eq!(talk.end, bytes.len(), "talk is the last section");
+    fs::write(&path, &bytes[..talk.end - 1]).unwrap();
+    let view = temp.view();
+    assert_eq!(
+        view.local_problems().len(),
+        1,
+        "{:?}",
+        view.local_problems()
+    );
+    assert!(view.local_problems()[0].contains("cut short"));
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(view.state().talk(), fresh.state().talk());
+}
+
+/// Rewrites the last line of the log at `path` in place, to the same length: `"n":1` becomes
+/// `"n":2` in a note, so the entry is no longer the one signed (and verified) there.
+fn rewrite_last_note_in_place(path: &Path) {
+    let mut log = lines(path);
+    let last = log.last_mut().unwrap();
+    assert!(last.contains(r#""n":1"#), "{last}");
+    *last = last.replace(r#""n":1"#, r#""n":2"#);
+    let before = fs::metadata(path).unwrap().len();
+    let text: String = log.iter().map(|line| format!("{line}\n")).collect();
+    fs::write(path, text).unwrap();
+    assert_eq!(fs::metadata(path).unwrap().len(), before);
+}
+
+#[test]
+fn a_verified_line_rewritten_to_the_same_length_is_caught_by_a_running_reader() {
+    let temp = member_fang();
+    let mut fang = temp.agent_session("fang");
+    let mut server = temp.view();
+    note(&mut fang, &temp, 1);
+    server.refresh(temp.now());
+    assert!(problems_of(&server, ProblemKind::Diverged).is_empty());
+
+    rewrite_last_note_in_place(&agent_log(&temp, "fang"));
+    server.refresh(temp.now());
+    let diverged = problems_of(&server, ProblemKind::Diverged);
+    assert_eq!(diverged.len(), 1, "{:?}", server.integrity_problems());
+    assert_eq!(diverged[0].path, rel(&temp, &agent_log(&temp, "fang")));
+    // What was verified keeps counting: fang's writer continues after its note.
+    assert_eq!(note(&mut fang, &temp, 3).seq(), 3);
+}
+
+#[test]
+fn a_verified_line_rewritten_to_the_same_length_is_caught_by_the_next_warm_open() {
+    let temp = member_fang();
+    let mut fang = temp.agent_session("fang");
+    note(&mut fang, &temp, 1);
+    fang.save().unwrap();
+    // Unchanged: the warm open finds nothing (and reads no line to know it).
+    assert!(problems_of(&temp.view(), ProblemKind::Diverged).is_empty());
+
+    rewrite_last_note_in_place(&agent_log(&temp, "fang"));
+    let view = temp.view();
+    let diverged = problems_of(&view, ProblemKind::Diverged);
+    assert_eq!(diverged.len(), 1, "{:?}", view.integrity_problems());
+}
+
+#[test]
+fn a_file_put_in_a_known_author_folder_after_a_warm_open_is_found_and_reported() {
+    let temp = member_fang();
+    let mut fang = temp.agent_session("fang");
+    note(&mut fang, &temp, 1);
+    fang.save().unwrap();
+    drop(temp.view());
+    let folder = agent_log(&temp, "fang").parent().unwrap().to_owned();
+    let copy = folder.join("copy.sync-conflict-20261201-101010-ABCDEFG.jsonl");
+    fs::write(&copy, b"{}\n").unwrap();
+    let view = temp.view();
+    let found = problems_of(&view, ProblemKind::ConflictCopy);
+    assert_eq!(found.len(), 1, "{:?}", view.integrity_problems());
+    assert_eq!(found[0].path, rel(&temp, &copy));
 }

@@ -16,7 +16,7 @@ fn handins(session: &Session, order: &str) -> usize {
     let id: EntryId = order.parse().unwrap();
     session
         .state()
-        .orders
+        .orders()
         .get(&id)
         .unwrap()
         .view()

@@ -457,7 +457,7 @@ impl Row {
                 effect(issued, |id| {
                     temp.view()
                         .state()
-                        .orders
+                        .orders()
                         .get(&id.parse().unwrap())
                         .is_some()
                 })
@@ -1139,10 +1139,15 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
     };
     let view = temp.view();
     assert!(
-        view.state().orders.get(&raw_id).is_none(),
+        view.state().orders().get(&raw_id).is_none(),
         "{raw_id} counts"
     );
-    assert!(view.state().orders.get(&before.parse().unwrap()).is_some());
+    assert!(
+        view.state()
+            .orders()
+            .get(&before.parse().unwrap())
+            .is_some()
+    );
     let shown = orders::show(&mut temp.view(), &raw_id.to_string(), None, temp.now());
     assert_eq!(code(&shown), "unknown_order");
 }

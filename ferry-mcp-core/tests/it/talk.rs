@@ -445,7 +445,7 @@ fn a_long_post_keeps_its_first_300_characters_in_the_entry_and_the_whole_in_a_bl
     let view = temp.view();
     let message = view
         .state()
-        .talk
+        .talk()
         .message(&id.parse::<EntryId>().unwrap(), view.identity())
         .unwrap();
     assert_eq!(message.text.chars().count(), MAX_INLINE_TEXT);
@@ -471,7 +471,7 @@ fn a_post_of_exactly_300_characters_stays_in_the_entry() {
     let view = temp.view();
     let message = view
         .state()
-        .talk
+        .talk()
         .message(&id.parse::<EntryId>().unwrap(), view.identity())
         .unwrap();
     assert_eq!(message.text, text);

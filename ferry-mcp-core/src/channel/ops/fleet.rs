@@ -138,14 +138,14 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
 fn held_by<'s>(session: &'s Session, agent: &AgentName) -> Option<&'s Order> {
     session
         .state()
-        .orders
+        .orders()
         .iter()
         .find(|order| order.view().holder.as_ref() == Some(agent) && order.view().state.is_held())
 }
 
 /// Orders `me` holds or that are offered to it, not done.
 fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = &'s Order> + 's {
-    session.state().orders.iter().filter(move |order| {
+    session.state().orders().iter().filter(move |order| {
         let view = order.view();
         !view.state.is_done()
             && (view.holder.as_ref() == Some(me)
@@ -309,7 +309,7 @@ pub fn catchup(
             || (view.state == OrderState::Offered && order.issue.to.as_ref() == Some(&me))
     };
     let open = state
-        .orders
+        .orders()
         .changed_after(after)
         .filter(|order| !is_mine(order))
         .filter(|order| after > 0 || !order.view().state.is_done())
@@ -317,7 +317,7 @@ pub fn catchup(
         .map(row)
         .collect();
     let mine: Vec<DigestOrder> = state
-        .orders
+        .orders()
         .changed_after(after)
         .filter(|order| is_mine(order))
         .take(limits.mine)
@@ -336,7 +336,7 @@ pub fn catchup(
     let mut waiting = Vec::new();
     let may_review = session.authorize(Operation::Review, None, now).is_ok()
         || session.actor() == &Actor::Master;
-    for order in state.orders.iter() {
+    for order in state.orders().iter() {
         let view = order.view();
         // Orders offered to the caller are in `mine`, with their state: not repeated here.
         let line = match view.state {
@@ -365,7 +365,7 @@ pub fn catchup(
         }
     }
     // A race lost on another machine is learned here, on the next call (ADR 0006).
-    for order in state.orders.changed_after(after) {
+    for order in state.orders().changed_after(after) {
         for void in &order.view().voided {
             if void.by == me && void.lost_race {
                 waiting.push(format!(
@@ -385,7 +385,7 @@ pub fn catchup(
     waiting.truncate(limits.waiting);
     // Counted up to a bound: a reader far behind is told "many", not walked through.
     let unread = state
-        .talk
+        .talk()
         .for_reader(&me, identity, 0, true)
         .take(MAX_UNREAD_COUNTED)
         .count();

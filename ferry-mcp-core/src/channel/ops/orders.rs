@@ -165,7 +165,7 @@ fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OpsError> {
     let parsed: EntryId = id.parse()?;
     session
         .state()
-        .orders
+        .orders()
         .get(&parsed)
         .ok_or_else(|| OpsError::UnknownOrder(id.to_owned()))
 }
@@ -292,7 +292,7 @@ pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOut
     session.append(Operation::Claim, None, kinds::CLAIM, body, now)?;
     let view = session
         .state()
-        .orders
+        .orders()
         .get(&order_id)
         .map(|order| order.view().clone());
     match view.and_then(|view| view.holder) {
@@ -494,7 +494,7 @@ pub fn submit(
 fn state_of(session: &Session, id: &EntryId) -> &'static str {
     session
         .state()
-        .orders
+        .orders()
         .get(id)
         .map_or("unknown", |order| order.view().state.as_str())
 }
@@ -594,7 +594,7 @@ pub fn list(
         Some(_) => (None, true),
         None => (None, false),
     };
-    let board = &session.state().orders;
+    let board = &session.state().orders();
     let mut matching = board
         .changed_after(after.unwrap_or(0))
         // Changes include orders that became done: the reader learns they left the board.

@@ -161,7 +161,7 @@ pub fn post(
         let id: EntryId = reply_to.parse()?;
         if session
             .state()
-            .talk
+            .talk()
             .message(&id, session.identity())
             .is_none()
         {
@@ -224,7 +224,7 @@ pub fn read(
         None => (None, false),
     };
     let identity = session.identity();
-    let talk = &session.state().talk;
+    let talk = &session.state().talk();
     let mut given: Vec<(MessageView, AgentName, u64, u64)> = Vec::new();
     let mut more = false;
     for message in talk.for_reader(&me, identity, after.unwrap_or(0), after.is_none()) {
@@ -283,7 +283,7 @@ pub fn read(
 /// The reader's latest sent messages with who has read them.
 fn receipts(session: &Session, me: &AgentName, limit: usize) -> Vec<Receipt> {
     let identity = session.identity();
-    let talk = &session.state().talk;
+    let talk = &session.state().talk();
     talk.sent_by(me, identity)
         .take(limit)
         .map(|message| {
@@ -316,7 +316,7 @@ pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<S
     let parsed: EntryId = id.parse()?;
     let message = session
         .state()
-        .talk
+        .talk()
         .message(&parsed, session.identity())
         .ok_or_else(|| OpsError::UnknownMessage(id.to_owned()))?;
     let text = match &message.blob {

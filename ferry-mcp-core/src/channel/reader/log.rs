@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::problem::{IntegrityProblem, ProblemKind};
+use super::stamp::FileStamp;
 use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntry};
-use crate::channel::keys::PublicKey;
+use crate::channel::keys::{PublicKey, Verifier};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::store::MAX_LINE_LEN;
 
@@ -46,6 +47,9 @@ pub struct LogState {
     /// The key in hex, as log lines name it (compared as text, never decoded again).
     #[serde(skip)]
     key_hex: String,
+    /// The key decompressed once (when a line is first checked), for every line's signature.
+    #[serde(skip)]
+    verifier: Option<Verifier>,
     rel_path: PathBuf,
     /// Bytes of complete lines consumed.
     offset: u64,
@@ -66,6 +70,9 @@ pub struct LogState {
     torn_seen: Option<(u64, u64)>,
     /// Entries up to this seq were delivered before the log was read again from the start.
     delivered_up_to: u64,
+    /// The file as it was when it was last read to its end: while it is still so, nothing in
+    /// it changed, and a later open needs no read to check the anchor.
+    stamp: Option<FileStamp>,
     /// On a read again from the start: how many entries at or below `delivered_up_to` are
     /// still in the log (the rest went missing).
     #[serde(skip)]
@@ -112,6 +119,7 @@ impl LogState {
     pub(super) fn new(author: AgentName, key: PublicKey, rel_path: PathBuf) -> Self {
         Self {
             key_hex: key.to_hex(),
+            verifier: None,
             author,
             key,
             rel_path,
@@ -125,6 +133,7 @@ impl LogState {
             gaps: Vec::new(),
             torn_seen: None,
             delivered_up_to: 0,
+            stamp: None,
             reread_verified: 0,
             anchor_checked: true,
             unreadable_reported: false,
@@ -134,6 +143,7 @@ impl LogState {
     /// Restores what `serde(skip)` left out after loading a kept state.
     pub(super) fn after_load(&mut self) {
         self.key_hex = self.key.to_hex();
+        self.verifier = None;
         self.anchor_checked = false;
         self.unreadable_reported = false;
     }
@@ -244,8 +254,8 @@ impl LogState {
     pub(super) fn read_new(&mut self, channel_dir: &Path, sink: &mut Sink<'_>) {
         let path = channel_dir.join(&self.rel_path);
         // A stat first: most polls find most logs unchanged and open nothing.
-        let len = match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_file() => meta.len(),
+        let (len, stamp) = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_file() => (meta.len(), FileStamp::of(&meta)),
             Ok(_) => {
                 if !self.unreadable_reported {
                     self.unreadable_reported = true;
@@ -277,7 +287,7 @@ impl LogState {
             rolled_back = Some((ProblemKind::RolledBack, self.offset, self.verified_seq()));
             self.restart();
         }
-        self.read_rest(channel_dir, &path, len, &mut rolled_back, sink);
+        self.read_rest(&path, len, stamp, &mut rolled_back, sink);
         if let Some((kind, before, verified)) = rolled_back {
             let gone = verified.saturating_sub(self.reread_verified);
             let what = match kind {
@@ -298,13 +308,17 @@ impl LogState {
     /// Reads what is new after the rollback check (see [`LogState::read_new`]).
     fn read_rest(
         &mut self,
-        channel_dir: &Path,
         path: &Path,
         len: u64,
+        stamp: Option<FileStamp>,
         rolled_back: &mut Option<(ProblemKind, u64, u64)>,
         sink: &mut Sink<'_>,
     ) {
-        let _ = channel_dir;
+        if self.stamp.is_some() {
+            // Unchanged since it was read to its end: the anchor holds without a read. Changed
+            // (even to the same length): the anchor is looked at again.
+            self.anchor_checked = self.stamp == stamp;
+        }
         if len == self.offset && self.anchor_checked {
             return;
         }
@@ -337,6 +351,7 @@ impl LogState {
         }
         self.anchor_checked = true;
         if len == self.offset {
+            self.stamp = stamp;
             return;
         }
         if let Err(e) = file.seek(SeekFrom::Start(self.offset)) {
@@ -344,10 +359,17 @@ impl LogState {
             return;
         }
         let mut reader = BufReader::with_capacity(64 * 1024, file.take(len - self.offset));
-        self.read_lines(&mut reader, len, sink);
+        let read_to_end = self.read_lines(&mut reader, len, sink);
+        self.stamp = if read_to_end { stamp } else { None };
     }
 
-    fn read_lines(&mut self, reader: &mut BufReader<Take<File>>, len: u64, sink: &mut Sink<'_>) {
+    /// Reads and checks the lines up to `len`; false when a read failed before the end.
+    fn read_lines(
+        &mut self,
+        reader: &mut BufReader<Take<File>>,
+        len: u64,
+        sink: &mut Sink<'_>,
+    ) -> bool {
         let mut chunk = Chunk::default();
         // Where the chunk's first line starts, and the lines consumed before it.
         let mut at = self.offset;
@@ -361,7 +383,7 @@ impl LogState {
                 Err(e) => {
                     self.finish_chunk(&mut chunk, sink);
                     self.report_unreadable(&e, sink);
-                    return;
+                    return false;
                 }
             }
             let mut consumed = line.len() as u64;
@@ -377,7 +399,7 @@ impl LogState {
                     Err(e) => {
                         self.finish_chunk(&mut chunk, sink);
                         self.report_unreadable(&e, sink);
-                        return;
+                        return false;
                     }
                 }
             }
@@ -395,7 +417,7 @@ impl LogState {
                     ));
                 }
                 self.torn_seen = Some((self.offset, len));
-                return;
+                return true;
             }
             let line_no = self.lines + 1 + chunk.lines.len() as u64;
             if overlong {
@@ -421,6 +443,7 @@ impl LogState {
             }
         }
         self.finish_chunk(&mut chunk, sink);
+        true
     }
 
     /// Checks the signatures of a chunk of lines (on every core when it is large), then applies
@@ -431,8 +454,8 @@ impl LogState {
         }
         let lines = std::mem::take(&mut chunk.lines);
         chunk.bytes = 0;
-        let known = (&self.key, self.key_hex.as_str());
-        let checked = check_all(&lines, known);
+        let verifier = *self.verifier.get_or_insert_with(|| self.key.verifier());
+        let checked = check_all(&lines, (&self.key, &verifier, self.key_hex.as_str()));
         for (pending, result) in lines.into_iter().zip(checked) {
             let at = Some(pending.line_no);
             match result {
@@ -576,7 +599,8 @@ impl LogState {
         if tail.contains(&b'\n') {
             return None;
         }
-        let found = entry::parse_line(&tail, Some((&self.key, &self.key_hex)))
+        let verifier = self.key.verifier();
+        let found = entry::parse_line(&tail, Some((&self.key, &verifier, &self.key_hex)))
             .ok()?
             .verify()
             .ok()?;
@@ -609,7 +633,7 @@ enum Checked {
 }
 
 /// Parses and verifies each line; on every core when there are enough of them.
-fn check_all(lines: &[PendingLine], known: (&PublicKey, &str)) -> Vec<Checked> {
+fn check_all(lines: &[PendingLine], known: (&PublicKey, &Verifier, &str)) -> Vec<Checked> {
     let check = |pending: &PendingLine| match &pending.bytes {
         None => Checked::Overlong,
         Some(bytes) => match entry::parse_line(bytes, Some(known)).and_then(ParsedLine::verify) {

@@ -4,10 +4,14 @@
 //! valid key. Everything else under the channel folder that the format does not name is a
 //! conflict copy, a temporary file or an unknown file, reported once and never read.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use super::problem::{IntegrityProblem, ProblemKind};
+use super::stamp::FileStamp;
 use crate::channel::keys::PublicKey;
 use crate::channel::names::AgentName;
 use crate::channel::store::{BLOBS_DIR, GENESIS_FILE, LOG_EXTENSION, LOGS_DIR, TEMP_PREFIX};
@@ -83,7 +87,7 @@ fn unreadable(rel_path: PathBuf, error: &std::io::Error) -> IntegrityProblem {
 
 /// What a folder entry is. Symbolic links are never followed: a link could make the reader
 /// read outside the channel folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 enum Kind {
     Folder,
     File,
@@ -112,6 +116,42 @@ fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
     Ok(out)
 }
 
+/// The folders under `logs/` (and `logs/` itself) as last listed, by path relative to the
+/// channel folder, with their stamps: a folder whose stamp did not change is not listed again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Folders(BTreeMap<PathBuf, (FileStamp, Vec<(String, Kind)>)>);
+
+impl Folders {
+    /// The sorted entries of the folder `rel` under `dir`, listed again only if it changed.
+    fn entries(&mut self, dir: &Path, rel: &Path) -> std::io::Result<Vec<(String, Kind)>> {
+        let path = dir.join(rel);
+        let stamp = fs::symlink_metadata(&path)
+            .ok()
+            .filter(|meta| meta.is_dir())
+            .and_then(|meta| FileStamp::of(&meta));
+        if let (Some(stamp), Some((kept, names))) = (stamp, self.0.get(rel))
+            && *kept == stamp
+        {
+            return Ok(names.clone());
+        }
+        let names = entries(&path)?;
+        match stamp {
+            Some(stamp) => {
+                self.0.insert(rel.to_owned(), (stamp, names.clone()));
+            }
+            None => {
+                self.0.remove(rel);
+            }
+        }
+        Ok(names)
+    }
+
+    /// Forgets the folders not listed in this poll (they are gone).
+    fn keep_only(&mut self, listed: &BTreeSet<PathBuf>) {
+        self.0.retain(|rel, _| listed.contains(rel));
+    }
+}
+
 /// Parses `<key-hex>.jsonl`, decoding the key with `key_of`.
 fn log_key(
     file_name: &str,
@@ -132,7 +172,11 @@ fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
 
 /// Lists the channel folder `dir`. `key_of` decodes the hex key of a log's file name (the
 /// reader answers known keys without decoding them again: a decode is a point decompression).
-pub(super) fn list(dir: &Path, key_of: &mut dyn FnMut(&str) -> Option<PublicKey>) -> Listing {
+pub(super) fn list(
+    dir: &Path,
+    folders: &mut Folders,
+    key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
+) -> Listing {
     let mut listing = Listing::default();
     match entries(dir) {
         Ok(top) => {
@@ -155,8 +199,9 @@ pub(super) fn list(dir: &Path, key_of: &mut dyn FnMut(&str) -> Option<PublicKey>
         }
         Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
     }
-    let logs_dir = dir.join(LOGS_DIR);
-    let authors = match entries(&logs_dir) {
+    let mut listed = BTreeSet::new();
+    listed.insert(PathBuf::from(LOGS_DIR));
+    let authors = match folders.entries(dir, Path::new(LOGS_DIR)) {
         Ok(authors) => authors,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
         Err(e) => {
@@ -181,7 +226,8 @@ pub(super) fn list(dir: &Path, key_of: &mut dyn FnMut(&str) -> Option<PublicKey>
                 .push(skipped(rel_author, "not a folder named by an author"));
             continue;
         };
-        let files = match entries(&dir.join(&rel_author)) {
+        listed.insert(rel_author.clone());
+        let files = match folders.entries(dir, &rel_author) {
             Ok(files) => files,
             Err(e) => {
                 listing.skipped.push(unreadable(rel_author, &e));
@@ -203,5 +249,6 @@ pub(super) fn list(dir: &Path, key_of: &mut dyn FnMut(&str) -> Option<PublicKey>
             }
         }
     }
+    folders.keep_only(&listed);
     listing
 }

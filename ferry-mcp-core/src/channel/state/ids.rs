@@ -67,14 +67,35 @@ impl FromStr for EntryId {
     }
 }
 
+/// The binary form of an id (the verified state): no text to format and parse again.
+#[derive(Serialize, Deserialize)]
+enum Compact {
+    Agent(AgentName, u64),
+    Master(u32, u64),
+}
+
+/// The text everywhere a person or a client may read it; [`Compact`] in binary formats.
 impl Serialize for EntryId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        if s.is_human_readable() {
+            return s.collect_str(self);
+        }
+        match self {
+            EntryId::Agent { name, seq } => Compact::Agent(name.clone(), *seq),
+            EntryId::Master { era, seq } => Compact::Master(*era, *seq),
+        }
+        .serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for EntryId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if !d.is_human_readable() {
+            return Ok(match Compact::deserialize(d)? {
+                Compact::Agent(name, seq) => EntryId::Agent { name, seq },
+                Compact::Master(era, seq) => EntryId::Master { era, seq },
+            });
+        }
         let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
         raw.parse().map_err(serde::de::Error::custom)
     }

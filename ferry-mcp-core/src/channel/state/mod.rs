@@ -21,6 +21,7 @@ pub mod since;
 pub mod talk;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +31,7 @@ use super::identity::{FoldProblem, FoldProblemKind, Identity, MasterEntry, Maste
 use super::keys::PublicKey;
 use super::names::{AgentName, ProjectId};
 use super::reader::LogId;
+use super::verified::{KeptFile, KeptSection, Lazy};
 use crate::time::Timestamp;
 pub use ids::EntryId;
 pub use orders::OrderBoard;
@@ -122,8 +124,11 @@ pub struct ChannelState {
     /// Stamps every change of a domain fold, each with its own number: the positions `since`
     /// cursors name (ADR 0007).
     changes: Changes,
-    pub orders: OrderBoard,
-    pub talk: Talk,
+    /// Kept in a section of its own, read when first asked for (`verified::Lazy`).
+    #[serde(skip)]
+    orders: Lazy<OrderBoard>,
+    #[serde(skip)]
+    talk: Lazy<Talk>,
     pub secrets: secrets::Secrets,
     pub leadership: primary::Leadership,
     pub asks: asks::Asks,
@@ -144,8 +149,8 @@ impl ChannelState {
             replays: Vec::new(),
             counter: 0,
             changes: Changes::default(),
-            orders: OrderBoard::default(),
-            talk: Talk::default(),
+            orders: Lazy::default(),
+            talk: Lazy::default(),
             secrets: secrets::Secrets::default(),
             leadership: primary::Leadership::default(),
             asks: asks::Asks::default(),
@@ -157,6 +162,44 @@ impl ChannelState {
 
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// The order board (read from the verified state the first time it is asked for).
+    pub fn orders(&self) -> &OrderBoard {
+        self.orders.get()
+    }
+
+    /// Talk (read from the verified state the first time it is asked for).
+    pub fn talk(&self) -> &Talk {
+        self.talk.get()
+    }
+
+    /// Whether the order board was read from the verified state yet (or made here): an open
+    /// that needs no order reads none.
+    pub fn orders_loaded(&self) -> bool {
+        self.orders.is_loaded()
+    }
+
+    pub(crate) fn orders_lazy(&self) -> &Lazy<OrderBoard> {
+        &self.orders
+    }
+
+    pub(crate) fn talk_lazy(&self) -> &Lazy<Talk> {
+        &self.talk
+    }
+
+    /// The verified-state file the lazy folds are still read from, if any.
+    pub(crate) fn kept_file(&self) -> Option<Arc<KeptFile>> {
+        self.orders
+            .section()
+            .or(self.talk.section())
+            .map(|section| section.file().clone())
+    }
+
+    /// Points the lazy folds at the sections of the verified state they were kept in.
+    pub(crate) fn attach_kept(&mut self, orders: Arc<KeptSection>, talk: Arc<KeptSection>) {
+        self.orders = Lazy::kept(orders);
+        self.talk = Lazy::kept(talk);
     }
 
     pub fn project(&self) -> &ProjectId {
@@ -204,8 +247,8 @@ impl ChannelState {
     pub fn problems(&self) -> Vec<FoldProblem> {
         let mut all = self.identity.problems();
         all.extend(self.problems.iter().cloned());
-        all.extend(self.orders.problems());
-        all.extend(self.talk.problems());
+        all.extend(self.orders().problems());
+        all.extend(self.talk().problems());
         all.extend(self.secrets.problems());
         all.extend(self.leadership.problems());
         all.extend(self.asks.problems());
@@ -312,9 +355,18 @@ impl ChannelState {
             id: &id,
         };
         // Every entry reaches the domain folds: whether an agent's counts is judged against the
-        // roster as it is now, and judged again whenever a seat changes.
-        self.orders.feed(&acted, &self.identity, &mut self.changes);
-        self.talk.feed(&acted, &self.identity, &mut self.changes);
+        // roster as it is now, and judged again whenever a seat changes. The lazy folds are
+        // read only for their own kinds.
+        if orders::is_kind(entry.kind()) {
+            self.orders
+                .get_mut()
+                .feed(&acted, &self.identity, &mut self.changes);
+        }
+        if talk::is_kind(entry.kind()) {
+            self.talk
+                .get_mut()
+                .feed(&acted, &self.identity, &mut self.changes);
+        }
         self.secrets.feed(&acted);
         self.leadership
             .feed(&acted, &self.identity, &mut self.changes);
@@ -349,13 +401,12 @@ impl ChannelState {
         if self.identity.seat_epoch() != epoch {
             // A roster entry or a grant changes one name's seat and levels: only the orders
             // that name appears in can change. Anything else (a handover) judges them all.
+            let orders = self.orders.get_mut();
             match seat_change_of(entry) {
-                Some(name) => self
-                    .orders
-                    .rejudge_name(&name, &self.identity, &mut self.changes),
-                None => self.orders.rejudge(&self.identity, &mut self.changes),
+                Some(name) => orders.rejudge_name(&name, &self.identity, &mut self.changes),
+                None => orders.rejudge(&self.identity, &mut self.changes),
             }
-            self.talk.rejudge(&self.identity);
+            self.talk.get_mut().rejudge(&self.identity);
             self.leadership.rejudge(&self.identity, &mut self.changes);
         }
     }

@@ -37,6 +37,16 @@ pub mod kinds {
     pub const CANCEL: &str = "order.cancel";
     /// A hand-in: a git ref and a short summary of work done for an order (any seated agent).
     pub const HANDIN: &str = "work.handin";
+
+    /// Every kind the order board folds.
+    pub const ALL: &[&str] = &[
+        ISSUE, CLAIM, RELEASE, PROGRESS, SUBMIT, REVIEW, CANCEL, HANDIN,
+    ];
+}
+
+/// Whether the order board folds entries of `kind`.
+pub fn is_kind(kind: &str) -> bool {
+    kinds::ALL.contains(&kind)
 }
 
 /// The longest order title, in characters.

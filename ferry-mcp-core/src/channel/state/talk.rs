@@ -25,6 +25,14 @@ use crate::time::Timestamp;
 pub mod kinds {
     pub const POST: &str = "talk.post";
     pub const MARK: &str = "talk.mark";
+
+    /// Every kind talk folds.
+    pub const ALL: &[&str] = &[POST, MARK];
+}
+
+/// Whether talk folds entries of `kind`.
+pub fn is_kind(kind: &str) -> bool {
+    kinds::ALL.contains(&kind)
 }
 
 /// A message's text kept in the entry, at most; a longer one is in a blob, the entry keeping

@@ -1,0 +1,39 @@
+//! What the file system says of a file or folder, to tell "unchanged" without reading it.
+//!
+//! A log's stamp lets an open skip reading its last verified line; a folder's lets a poll skip
+//! listing it (a folder's modification and change times move whenever a name in it is added,
+//! removed or renamed).
+
+use serde::{Deserialize, Serialize};
+
+/// What the file system says of a file or folder: any write to it (or a file put in its
+/// place) changes it. The change time cannot be set back by a writer, so an edit that restores the length and
+/// the modification time still shows. `None` where the platform does not tell all of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct FileStamp {
+    len: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+    inode: u64,
+    device: u64,
+}
+
+impl FileStamp {
+    #[cfg(unix)]
+    pub(super) fn of(meta: &std::fs::Metadata) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        Some(Self {
+            len: meta.len(),
+            modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+            device: meta.dev(),
+        })
+    }
+
+    #[cfg(not(unix))]
+    pub(super) fn of(_meta: &std::fs::Metadata) -> Option<Self> {
+        None
+    }
+}
