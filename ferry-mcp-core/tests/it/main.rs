@@ -3,6 +3,7 @@
 mod attacks;
 mod channel_log;
 mod concurrency;
+mod fleet;
 mod guard;
 mod home;
 mod identity;
