@@ -5,6 +5,7 @@ mod attacks;
 mod clients;
 mod connect;
 mod e2e;
+mod fleet;
 mod orders;
 mod serve;
 mod talk;
