@@ -368,6 +368,7 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
         .agent("olga", Level::Orchestrator)
         .agent("oscar", Level::Orchestrator)
         .agent("otto", Level::Orchestrator)
+        .agent("mia", Level::Member)
         .build()
         .unwrap();
     primary::set_quiet_period(&mut temp.master_session(), QUIET_S, temp.now()).unwrap();
@@ -465,6 +466,12 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
     // The winner is heard from: the loser may not take over again now.
     let again = primary::takeover(loser_session, now);
     assert_eq!(code(&again), "primary_alive", "{again:?}");
+    // Each taker told the fleet when it wrote (it was primary on its machine then): a reader
+    // gets both messages; status and the catch-up say which takeover counts.
+    eprintln!(
+        "mia (machine A) reads after the merge: {:?}",
+        read_all(&temp, "mia")
+    );
 }
 
 // ---- asks ----
