@@ -75,7 +75,7 @@ impl Catchup {
                 .map(|agent| agent.level)
         };
         let mut held: Vec<(AgentName, String)> = Vec::new();
-        for order in view.state().orders.iter() {
+        for order in view.state().orders().iter() {
             let order_view = order.view();
             let Some(holder) = &order_view.holder else {
                 continue;

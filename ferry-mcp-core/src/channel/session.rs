@@ -564,9 +564,17 @@ fn new_generation(problems: &mut Vec<String>) -> u64 {
     let mut bytes = [0u8; 8];
     if getrandom::fill(&mut bytes).is_err() {
         problems.push("no random bytes for the verified state's tag".into());
-        return 1;
+        return GENERATION_FLOOR;
     }
-    u64::from_le_bytes(bytes).max(1)
+    generation_from(u64::from_le_bytes(bytes))
+}
+
+/// The smallest tag: 36^12, the first of thirteen base-36 digits. Every tag has thirteen, so a
+/// cursor naming it is always as long (and costs a client the same tokens).
+const GENERATION_FLOOR: u64 = 36u64.pow(12);
+
+fn generation_from(random: u64) -> u64 {
+    GENERATION_FLOOR + random % (u64::MAX - GENERATION_FLOOR)
 }
 
 /// How often a long-running server writes the verified state, at most.
@@ -732,5 +740,33 @@ fn unavailable(err: &OpsError) -> Unavailable {
     Unavailable::Failed {
         code: err.code(),
         message: err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generation_is_thirteen_base36_digits() {
+        for random in [
+            0,
+            1,
+            7,
+            GENERATION_FLOOR - 1,
+            u64::MAX / 2,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let generation = generation_from(random);
+            assert!(generation >= GENERATION_FLOOR, "{random}");
+            let mut digits = 0;
+            let mut n = generation;
+            while n > 0 {
+                n /= 36;
+                digits += 1;
+            }
+            assert_eq!(digits, 13, "{random} -> {generation}");
+        }
     }
 }

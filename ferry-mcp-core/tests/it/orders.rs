@@ -1151,3 +1151,109 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
     let shown = orders::show(&mut temp.view(), &raw_id.to_string(), None, temp.now());
     assert_eq!(code(&shown), "unknown_order");
 }
+
+// ---- the board's indexes ----
+
+/// What a walk of the whole board finds for the two indexes: orders waiting on an action, and
+/// per agent the orders it holds or that are offered to it, not done.
+fn board_walk(
+    board: &ferry_mcp_core::channel::state::OrderBoard,
+) -> (Vec<String>, std::collections::BTreeMap<String, Vec<String>>) {
+    use ferry_mcp_core::channel::state::orders::OrderState;
+    let awaiting = board
+        .iter()
+        .filter(|order| {
+            matches!(
+                order.view().state,
+                OrderState::Submitted | OrderState::ChangesRequested
+            )
+        })
+        .map(|order| order.id.to_string())
+        .collect();
+    let mut by_agent = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for order in board.iter().filter(|order| !order.view().state.is_done()) {
+        let view = order.view();
+        let offered = (view.state == OrderState::Offered)
+            .then_some(order.issue.to.as_ref())
+            .flatten();
+        for agent in [view.holder.as_ref(), offered].into_iter().flatten() {
+            by_agent
+                .entry(agent.to_string())
+                .or_default()
+                .push(order.id.to_string());
+        }
+    }
+    (awaiting, by_agent)
+}
+
+/// What the indexes answer, in the same shape.
+fn board_index(
+    board: &ferry_mcp_core::channel::state::OrderBoard,
+    agents: &[AgentName],
+) -> (Vec<String>, std::collections::BTreeMap<String, Vec<String>>) {
+    let awaiting = board
+        .awaiting_action()
+        .map(|order| order.id.to_string())
+        .collect();
+    let by_agent = agents
+        .iter()
+        .map(|agent| {
+            let ids: Vec<String> = board
+                .of_agent(agent)
+                .map(|order| order.id.to_string())
+                .collect();
+            (agent.to_string(), ids)
+        })
+        .filter(|(_, ids)| !ids.is_empty())
+        .collect();
+    (awaiting, by_agent)
+}
+
+#[test]
+fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
+    let busy = ferry_mcp_testkit::bulk::busy();
+    let mut agents: Vec<AgentName> = busy.agents().iter().map(|a| a.name.clone()).collect();
+    agents.push(AgentName::master());
+    let check = |session: &Session, when: &str| {
+        let board = session.state().orders();
+        let walked = board_walk(board);
+        assert!(
+            !walked.0.is_empty() && !walked.1.is_empty(),
+            "{when}: {walked:?}"
+        );
+        assert_eq!(board_index(board, &agents), walked, "{when}");
+    };
+    // Folded from the channel, then loaded from the kept state.
+    let _ = fs::remove_file(busy.verified_path());
+    let mut master = busy.session(Actor::Master);
+    check(&master, "folded");
+    master.save().unwrap();
+    check(&busy.session(Actor::Observer), "loaded");
+    // The master cancels a held order and sends a submitted one back: both indexes move.
+    use ferry_mcp_core::channel::state::orders::OrderState;
+    let find = |session: &Session, state: OrderState| {
+        session
+            .state()
+            .orders()
+            .iter()
+            .find(|order| order.view().state == state)
+            .map(|order| (order.id.to_string(), order.view().holder.clone()))
+            .unwrap()
+    };
+    let (held, holder) = find(&master, OrderState::Claimed);
+    let holder = holder.unwrap();
+    let before = master.state().orders().of_agent(&holder).count();
+    ops::orders::cancel(&mut master, &held, Some("not needed"), busy.now()).unwrap();
+    assert_eq!(
+        master.state().orders().of_agent(&holder).count(),
+        before - 1
+    );
+    let (submitted, _) = find(&master, OrderState::Submitted);
+    let awaiting = master.state().orders().awaiting_action().count();
+    ops::orders::review(&mut master, &submitted, Verdict::Accept, None, busy.now()).unwrap();
+    assert_eq!(
+        master.state().orders().awaiting_action().count(),
+        awaiting - 1
+    );
+    check(&master, "after a cancel and an acceptance");
+}

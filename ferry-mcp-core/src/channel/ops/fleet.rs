@@ -109,20 +109,24 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
         }
     });
     let quiet = session.state().leadership.quiet_period_s();
-    let mut alive: Vec<AliveAgent> = session
+    let mut heard: Vec<(&AgentName, u64)> = session
         .state()
         .heard_all()
         .filter(|(name, _)| Some(*name) != agent.as_ref())
         .map(|(name, at)| (name, now.seconds_since(at)))
         .filter(|(_, age)| *age <= quiet)
+        .collect();
+    heard.sort_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)));
+    heard.truncate(MAX_ALIVE);
+    // What each does is looked up only for those shown.
+    let alive: Vec<AliveAgent> = heard
+        .into_iter()
         .map(|(name, age_s)| AliveAgent {
             doing: held_by(session, name).map(|order| order.id.to_string()),
             name: name.clone(),
             age_s,
         })
         .collect();
-    alive.sort_by(|a, b| (a.age_s, &a.name).cmp(&(b.age_s, &b.name)));
-    alive.truncate(MAX_ALIVE);
     let mine_open = agent.as_ref().map_or(0, |me| mine(session, me).count());
     Ok(Joined {
         agent,
@@ -135,22 +139,17 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
 }
 
 /// The first order `agent` holds.
-fn held_by<'s>(session: &'s Session, agent: &AgentName) -> Option<&'s Order> {
+fn held_by<'s>(session: &'s Session, agent: &'s AgentName) -> Option<&'s Order> {
     session
         .state()
         .orders()
-        .iter()
+        .of_agent(agent)
         .find(|order| order.view().holder.as_ref() == Some(agent) && order.view().state.is_held())
 }
 
 /// Orders `me` holds or that are offered to it, not done.
 fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = &'s Order> + 's {
-    session.state().orders().iter().filter(move |order| {
-        let view = order.view();
-        !view.state.is_done()
-            && (view.holder.as_ref() == Some(me)
-                || (view.state == OrderState::Offered && order.issue.to.as_ref() == Some(me)))
-    })
+    session.state().orders().of_agent(me)
 }
 
 /// One order row of a digest.
@@ -336,7 +335,7 @@ pub fn catchup(
     let mut waiting = Vec::new();
     let may_review = session.authorize(Operation::Review, None, now).is_ok()
         || session.actor() == &Actor::Master;
-    for order in state.orders().iter() {
+    for order in state.orders().awaiting_action() {
         let view = order.view();
         // Orders offered to the caller are in `mine`, with their state: not repeated here.
         let line = match view.state {

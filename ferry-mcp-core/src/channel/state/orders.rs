@@ -13,7 +13,7 @@
 //! Progress lines and hand-ins are not chain events. A progress line counts when its author
 //! held the order right after the event it names; a hand-in counts when its author is seated.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -475,6 +475,8 @@ pub struct OrderBoard {
     orders: BTreeMap<EntryId, Order>,
     /// Every order by the stamp of its last change, for `since` queries.
     by_change: BTreeMap<u64, EntryId>,
+    /// Orders by what a catch-up or a join asks of them, so those never walk the board.
+    index: Index,
     /// Events and lines that name an order not issued (yet) here, by order id: folded when
     /// its issue arrives (logs are read in any order).
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
@@ -508,6 +510,21 @@ impl OrderBoard {
         self.by_change
             .range(after.saturating_add(1)..)
             .filter_map(|(_, id)| self.get(id))
+    }
+
+    /// Orders that count and are submitted or have changes requested, by id.
+    pub fn awaiting_action(&self) -> impl Iterator<Item = &Order> {
+        self.index.awaiting.iter().filter_map(|id| self.get(id))
+    }
+
+    /// Orders that count, are not done, and that `agent` holds or that are offered to it.
+    pub fn of_agent<'a>(&'a self, agent: &'a AgentName) -> impl Iterator<Item = &'a Order> + 'a {
+        self.index
+            .by_agent
+            .get(agent)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.get(id))
     }
 
     /// How many orders count.
@@ -601,6 +618,10 @@ impl OrderBoard {
         }
         order.view = resolve(&order, identity);
         self.by_change.insert(order.changed, id.clone());
+        if let Some(old) = self.orders.get(&id) {
+            self.index.remove(old);
+        }
+        self.index.add(&order);
         if let Some(replaced) = self.orders.insert(id, order) {
             self.by_change.remove(&replaced.changed);
         }
@@ -634,7 +655,13 @@ impl OrderBoard {
             return match self.orders.get_mut(&order_id) {
                 Some(order) => {
                     push_kept(&mut order.progress, line, KEPT_PROGRESS);
-                    update(order, identity, changes, &mut self.by_change);
+                    update(
+                        order,
+                        identity,
+                        changes,
+                        &mut self.by_change,
+                        &mut self.index,
+                    );
                 }
                 None => self.wait(order_id, Waiting::Progress(line)),
             };
@@ -665,7 +692,13 @@ impl OrderBoard {
         match self.orders.get_mut(&order_id) {
             Some(order) => {
                 order.events.push(event);
-                update(order, identity, changes, &mut self.by_change);
+                update(
+                    order,
+                    identity,
+                    changes,
+                    &mut self.by_change,
+                    &mut self.index,
+                );
             }
             None => self.wait(order_id, Waiting::Event(event)),
         }
@@ -690,7 +723,13 @@ impl OrderBoard {
         match self.orders.get_mut(&order_id) {
             Some(order) => {
                 push_kept(&mut order.handins, handin, KEPT_HANDINS);
-                update(order, identity, changes, &mut self.by_change);
+                update(
+                    order,
+                    identity,
+                    changes,
+                    &mut self.by_change,
+                    &mut self.index,
+                );
             }
             None => self.wait(order_id, Waiting::HandIn(handin)),
         }
@@ -699,7 +738,13 @@ impl OrderBoard {
     /// Judges every order again (a seat changed); orders whose view changes are stamped.
     pub fn rejudge(&mut self, identity: &Identity, changes: &mut Changes) {
         for order in self.orders.values_mut() {
-            update(order, identity, changes, &mut self.by_change);
+            update(
+                order,
+                identity,
+                changes,
+                &mut self.by_change,
+                &mut self.index,
+            );
         }
     }
 
@@ -709,7 +754,13 @@ impl OrderBoard {
     pub fn rejudge_name(&mut self, name: &AgentName, identity: &Identity, changes: &mut Changes) {
         for order in self.orders.values_mut() {
             if order.involves(name) {
-                update(order, identity, changes, &mut self.by_change);
+                update(
+                    order,
+                    identity,
+                    changes,
+                    &mut self.by_change,
+                    &mut self.index,
+                );
             }
         }
     }
@@ -727,13 +778,73 @@ fn update(
     identity: &Identity,
     changes: &mut Changes,
     by_change: &mut BTreeMap<u64, EntryId>,
+    index: &mut Index,
 ) {
     let view = resolve(order, identity);
     if view != order.view {
+        index.remove(order);
         order.view = view;
+        index.add(order);
         by_change.remove(&order.changed);
         order.changed = changes.stamp();
         by_change.insert(order.changed, order.id.clone());
+    }
+}
+
+/// Orders by what the digests ask of them; derived from each order's view alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Index {
+    /// Submitted (waiting on a review) or with changes requested (on a new revision).
+    awaiting: BTreeSet<EntryId>,
+    /// Not done, by the agent that holds it or that it is offered to.
+    by_agent: BTreeMap<AgentName, BTreeSet<EntryId>>,
+}
+
+impl Index {
+    fn keys(order: &Order) -> (bool, [Option<&AgentName>; 2]) {
+        let view = &order.view;
+        if !view.counts {
+            return (false, [None, None]);
+        }
+        let awaits = matches!(
+            view.state,
+            OrderState::Submitted | OrderState::ChangesRequested
+        );
+        if view.state.is_done() {
+            return (awaits, [None, None]);
+        }
+        let offered = (view.state == OrderState::Offered)
+            .then_some(order.issue.to.as_ref())
+            .flatten();
+        (awaits, [view.holder.as_ref(), offered])
+    }
+
+    fn add(&mut self, order: &Order) {
+        let (awaits, agents) = Self::keys(order);
+        if awaits {
+            self.awaiting.insert(order.id.clone());
+        }
+        for agent in agents.into_iter().flatten() {
+            self.by_agent
+                .entry(agent.clone())
+                .or_default()
+                .insert(order.id.clone());
+        }
+    }
+
+    fn remove(&mut self, order: &Order) {
+        let (awaits, agents) = Self::keys(order);
+        if awaits {
+            self.awaiting.remove(&order.id);
+        }
+        for agent in agents.into_iter().flatten() {
+            if let Some(ids) = self.by_agent.get_mut(agent) {
+                ids.remove(&order.id);
+                if ids.is_empty() {
+                    self.by_agent.remove(agent);
+                }
+            }
+        }
     }
 }
 
