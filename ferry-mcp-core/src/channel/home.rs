@@ -584,6 +584,11 @@ impl Home {
         Ok((outcome, changed))
     }
 
+    /// Where the pinned keys of `project` are.
+    pub fn pins_path(&self, project: &ProjectId) -> PathBuf {
+        self.project_dir(project).join("pins.json")
+    }
+
     /// The pinned keys of `project`.
     pub fn pins(&self, project: &ProjectId) -> Result<Pins, HomeError> {
         let path = self.project_dir(project).join("pins.json");

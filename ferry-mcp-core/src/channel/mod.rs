@@ -14,6 +14,7 @@ pub mod ops;
 pub mod reader;
 pub mod secret;
 pub mod session;
+pub mod stamp;
 pub mod state;
 pub mod store;
 pub mod verified;

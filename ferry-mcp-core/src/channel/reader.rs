@@ -16,9 +16,7 @@ mod cursor;
 mod log;
 mod problem;
 mod scan;
-mod stamp;
 
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
@@ -102,7 +100,6 @@ impl Reader {
         reader.folders = state.folders;
         for (id, mut log) in state.logs {
             log.after_load();
-            reader.keys.insert(id.key.to_hex(), id.key);
             reader.logs.insert(id, log);
         }
         reader
@@ -150,18 +147,21 @@ impl Reader {
                 problems.push(problem);
             }
         }
-        let mut present = BTreeSet::new();
-        for found in listing.logs {
+        for (author, key, file) in self.folders.logs() {
             let id = LogId {
-                author: found.author,
-                key: found.key,
+                author: author.clone(),
+                key: *key,
             };
-            // Most polls find only known logs: their ids are not cloned.
-            if let Entry::Vacant(slot) = self.logs.entry(id.clone()) {
-                let LogId { author, key } = slot.key().clone();
-                slot.insert(LogState::new(author, key, found.rel_path));
-            }
-            present.insert(id);
+            // Most polls find only known logs: their paths are not made again.
+            self.logs
+                .entry(id)
+                .or_insert_with_key(|id| {
+                    let rel_path = PathBuf::from(super::store::LOGS_DIR)
+                        .join(author.as_str())
+                        .join(file);
+                    LogState::new(id.author.clone(), id.key, rel_path)
+                })
+                .mark_present();
         }
         let mut sink = Sink {
             project: &self.project,
@@ -175,7 +175,7 @@ impl Reader {
                 if id.author.is_master() != masters {
                     continue;
                 }
-                if present.contains(id) {
+                if state.take_present() {
                     state.read_new(&self.dir, &mut sink);
                 } else {
                     state.report_vanished(&mut sink);

@@ -24,9 +24,10 @@ use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
 use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Reader};
+use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
-use super::verified::{self, Kept, KeptFile, Loaded};
+use super::verified::{self, Kept, KeptFile, Loaded, Pinned};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 use crate::tool::{ChannelAccess, Unavailable};
@@ -75,21 +76,27 @@ pub struct Session {
     dirty: bool,
     /// Names whose key differs from the key this machine pinned first.
     pin_changed: Vec<AgentName>,
+    /// The roster as last pinned (kept in the verified state).
+    pinned: Option<Pinned>,
     /// This machine's name, as the binary found it (for `ferry_join`).
     machine: String,
     /// The verified-state file the lazy folds are still read from.
     kept_file: Option<Arc<KeptFile>>,
 }
 
+/// What a fold of the new entries found.
+struct Folded {
+    problems: Vec<IntegrityProblem>,
+    /// Everything was folded again (a handover learned late).
+    refolded: bool,
+}
+
 /// Reads what is new through `reader` and folds it into `state`, with the replays and the
-/// refold it causes. Returns the integrity problems found.
-fn fold_new(
-    reader: &mut Reader,
-    state: &mut ChannelState,
-    now: Timestamp,
-) -> Vec<IntegrityProblem> {
+/// refold it causes.
+fn fold_new(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) -> Folded {
     let problems = reader.poll_with(&mut |entry| state.feed(&entry, now));
-    if state.take_refold() {
+    let refolded = state.take_refold();
+    if refolded {
         refold_all(reader, state, now);
     }
     loop {
@@ -106,7 +113,7 @@ fn fold_new(
             });
         }
     }
-    problems
+    Folded { problems, refolded }
 }
 
 /// Folds every log again from its start into a state that knows the handovers from the
@@ -146,6 +153,7 @@ impl Session {
             state: ChannelState::new(project.clone(), *channel.genesis_master()),
             problems: Vec::new(),
             dropped_problems: 0,
+            pinned: None,
         };
         let kept = match verified::load(&home.verified_path(project), &genesis) {
             Loaded::Kept(kept) => *kept,
@@ -170,6 +178,7 @@ impl Session {
             writer: None,
             dirty: false,
             pin_changed: Vec::new(),
+            pinned: kept.pinned,
             machine: "this-machine".to_owned(),
             kept_file: None,
         };
@@ -192,7 +201,19 @@ impl Session {
 
     /// Pins the genesis master and every seated name, reading and writing the pins once. A
     /// different genesis master refuses to open; a pins file that does not read is reported.
+    /// Skipped while the roster is as this machine last pinned it (the verified state is of
+    /// this genesis, so its master is the one pinned then).
     fn pin(&mut self, home: &Home) -> Result<(), OpsError> {
+        let epoch = self.state.identity().seat_epoch();
+        let pins_path = home.pins_path(&self.project);
+        if let Some(pinned) = &self.pinned
+            && pinned.seat_epoch == epoch
+            && pinned.pins_file.is_some()
+            && pinned.pins_file == FileStamp::of_path(&pins_path)
+        {
+            self.pin_changed.clone_from(&pinned.changed);
+            return Ok(());
+        }
         let identity = self.state.identity();
         let seated: Vec<(&AgentName, &PublicKey)> = identity
             .names()
@@ -203,10 +224,21 @@ impl Session {
                 project: self.project.clone(),
             }),
             Ok((_, changed)) => {
+                // A kept record that no longer holds is written anew (once); a state that
+                // kept none is written when it changes for another reason (a preview of a
+                // fresh channel writes nothing).
+                let stale = self.pinned.is_some();
+                self.pinned = Some(Pinned {
+                    seat_epoch: epoch,
+                    pins_file: FileStamp::of_path(&pins_path),
+                    changed: changed.clone(),
+                });
+                self.dirty |= stale;
                 self.pin_changed = changed;
                 Ok(())
             }
             Err(err) => {
+                self.pinned = None;
                 self.local_problems.push(format!(
                     "{err} (keys are not pinned until it is fixed or removed)"
                 ));
@@ -274,8 +306,13 @@ impl Session {
     pub fn refresh(&mut self, now: Timestamp) -> u64 {
         self.take_kept_failures(now);
         let before = self.state.counter();
-        let problems = fold_new(&mut self.reader, &mut self.state, now);
-        self.keep_problems(problems);
+        let folded = fold_new(&mut self.reader, &mut self.state, now);
+        if folded.refolded {
+            // A new identity counts its seat changes afresh: pin again.
+            self.pinned = None;
+            self.dirty = true;
+        }
+        self.keep_problems(folded.problems);
         self.take_kept_failures(now);
         let folded = self.state.counter().saturating_sub(before);
         if folded > 0 {
@@ -297,6 +334,7 @@ impl Session {
         }
         self.local_problems.extend(failures);
         refold_all(&mut self.reader, &mut self.state, now);
+        self.pinned = None;
         self.kept_file = None;
         self.dirty = true;
     }
@@ -332,6 +370,7 @@ impl Session {
             state: self.state.clone(),
             problems: self.problems.clone(),
             dropped_problems: self.dropped_problems,
+            pinned: self.pinned.clone(),
         };
         self.home
             .write_verified(&self.project, &verified::encode(&kept))?;

@@ -55,6 +55,21 @@ pub struct Kept {
     /// Integrity problems of lines and logs found so far (listing problems are found again).
     pub problems: Vec<IntegrityProblem>,
     pub dropped_problems: u64,
+    /// The roster as this machine last pinned it: while it has not changed, an open need not
+    /// read the pins again.
+    pub pinned: Option<Pinned>,
+}
+
+/// The last pinning of the seated names (`Session` pins on open).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pinned {
+    /// The identity's seat epoch then: any change of who holds a name moves it.
+    pub seat_epoch: u64,
+    /// The pins file as it was after: any change to it (an edit, a deletion, another process
+    /// pinning) makes the next open read it again.
+    pub pins_file: Option<super::stamp::FileStamp>,
+    /// Names whose key differed from the pinned one.
+    pub changed: Vec<super::names::AgentName>,
 }
 
 /// Why a kept state was not used.

@@ -822,6 +822,11 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
         state: session.state().clone(),
         problems,
         dropped_problems: 3,
+        pinned: Some(ferry_mcp_core::channel::verified::Pinned {
+            seat_epoch: 9,
+            pins_file: None,
+            changed: vec![name("member")],
+        }),
     };
     let bytes = verified::encode(&kept);
     let path = temp.root().join("roundtrip.bin");
@@ -835,6 +840,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
         (back.genesis, back.generation, back.dropped_problems),
         (kept.genesis, kept.generation, kept.dropped_problems)
     );
+    assert_eq!(back.pinned, kept.pinned);
     assert_eq!(back.reader.len(), kept.reader.len());
     // What the reader keeps reads back whole (only what it rebuilds after loading is left out).
     assert_eq!(verified::encode(&back), bytes);

@@ -550,6 +550,44 @@ fn a_name_that_changes_key_is_reported_against_the_first_key_this_machine_pinned
     // The pin is kept, not replaced by the new key.
     let pins = temp.home().pins(temp.project()).unwrap();
     assert_ne!(pins.agents["fang"], interloper.public_key().to_string());
+    // Warm opens that do not read the pins again (the roster and the pins file unchanged)
+    // still report it.
+    temp.view().save().unwrap();
+    for _ in 0..2 {
+        let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+        let row = status.agents.iter().find(|row| row.name == fang).unwrap();
+        assert!(row.pin_changed);
+    }
+}
+
+#[test]
+fn a_pins_file_broken_after_a_warm_open_is_reported_on_the_next_one() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    // Pinned, and the state that remembers it written.
+    let mut view = temp.view();
+    view.refresh(temp.now());
+    view.save().unwrap();
+    assert_eq!(temp.view().local_problems(), &[] as &[String]);
+    let pins = temp.home().pins_path(temp.project());
+    std::fs::write(&pins, b"not json").unwrap();
+    let local = temp.view().local_problems().to_vec();
+    assert!(
+        local.iter().any(|line| line.contains("pins.json")),
+        "{local:?}"
+    );
+    // Deleted: pinned again from the roster, as on a new machine.
+    std::fs::remove_file(&pins).unwrap();
+    assert_eq!(temp.view().local_problems(), &[] as &[String]);
+    assert!(
+        temp.home()
+            .pins(temp.project())
+            .unwrap()
+            .agents
+            .contains_key("fang")
+    );
 }
 
 #[test]

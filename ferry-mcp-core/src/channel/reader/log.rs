@@ -27,10 +27,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::problem::{IntegrityProblem, ProblemKind};
-use super::stamp::FileStamp;
 use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntry};
 use crate::channel::keys::{PublicKey, Verifier};
 use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::stamp::FileStamp;
 use crate::channel::store::MAX_LINE_LEN;
 
 /// Lines are checked in chunks of at most this many bytes, so a poll of a huge log holds a
@@ -44,9 +44,10 @@ const PARALLEL_MIN_LINES: usize = 64;
 pub struct LogState {
     author: AgentName,
     key: PublicKey,
-    /// The key in hex, as log lines name it (compared as text, never decoded again).
+    /// The key in hex, as log lines name it (compared as text, never decoded again); made when
+    /// a line is first read.
     #[serde(skip)]
-    key_hex: String,
+    key_hex: Option<String>,
     /// The key decompressed once (when a line is first checked), for every line's signature.
     #[serde(skip)]
     verifier: Option<Verifier>,
@@ -84,6 +85,9 @@ pub struct LogState {
     /// Whether the log's current failure to be read (or absence) was already reported.
     #[serde(skip)]
     unreadable_reported: bool,
+    /// Whether the poll running now found the log's file listed.
+    #[serde(skip)]
+    present: bool,
 }
 
 impl std::fmt::Debug for LogState {
@@ -118,7 +122,7 @@ pub struct WriteTip {
 impl LogState {
     pub(super) fn new(author: AgentName, key: PublicKey, rel_path: PathBuf) -> Self {
         Self {
-            key_hex: key.to_hex(),
+            key_hex: None,
             verifier: None,
             author,
             key,
@@ -137,15 +141,25 @@ impl LogState {
             reread_verified: 0,
             anchor_checked: true,
             unreadable_reported: false,
+            present: false,
         }
     }
 
     /// Restores what `serde(skip)` left out after loading a kept state.
     pub(super) fn after_load(&mut self) {
-        self.key_hex = self.key.to_hex();
+        self.key_hex = None;
         self.verifier = None;
         self.anchor_checked = false;
         self.unreadable_reported = false;
+    }
+
+    pub(super) fn mark_present(&mut self) {
+        self.present = true;
+    }
+
+    /// Whether this poll found the log listed (and forgets it for the next poll).
+    pub(super) fn take_present(&mut self) -> bool {
+        std::mem::take(&mut self.present)
     }
 
     pub fn author(&self) -> &AgentName {
@@ -455,7 +469,9 @@ impl LogState {
         let lines = std::mem::take(&mut chunk.lines);
         chunk.bytes = 0;
         let verifier = *self.verifier.get_or_insert_with(|| self.key.verifier());
-        let checked = check_all(&lines, (&self.key, &verifier, self.key_hex.as_str()));
+        let key = self.key;
+        let hex = self.key_hex.get_or_insert_with(|| key.to_hex());
+        let checked = check_all(&lines, (&self.key, &verifier, hex.as_str()));
         for (pending, result) in lines.into_iter().zip(checked) {
             let at = Some(pending.line_no);
             match result {
@@ -600,7 +616,8 @@ impl LogState {
             return None;
         }
         let verifier = self.key.verifier();
-        let found = entry::parse_line(&tail, Some((&self.key, &verifier, &self.key_hex)))
+        let hex = self.key.to_hex();
+        let found = entry::parse_line(&tail, Some((&self.key, &verifier, &hex)))
             .ok()?
             .verify()
             .ok()?;

@@ -4,16 +4,16 @@
 //! valid key. Everything else under the channel folder that the format does not name is a
 //! conflict copy, a temporary file or an unknown file, reported once and never read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::problem::{IntegrityProblem, ProblemKind};
-use super::stamp::FileStamp;
 use crate::channel::keys::PublicKey;
 use crate::channel::names::AgentName;
+use crate::channel::stamp::FileStamp;
 use crate::channel::store::{BLOBS_DIR, GENESIS_FILE, LOG_EXTENSION, LOGS_DIR, TEMP_PREFIX};
 
 /// Names at the top of the channel folder that belong to the format or to the sync tool.
@@ -29,19 +29,9 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     LOGS_DIR,
 ];
 
-/// A log file found on disk.
-#[derive(Debug)]
-pub(super) struct FoundLog {
-    pub author: AgentName,
-    pub key: PublicKey,
-    /// Relative to the channel folder.
-    pub rel_path: PathBuf,
-}
-
-/// What a listing found: logs, and files to report.
+/// What a listing found besides the logs (which [`Folders::logs`] gives): files to report.
 #[derive(Debug, Default)]
 pub(super) struct Listing {
-    pub logs: Vec<FoundLog>,
     pub skipped: Vec<IntegrityProblem>,
 }
 
@@ -116,40 +106,90 @@ fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
     Ok(out)
 }
 
-/// The folders under `logs/` (and `logs/` itself) as last listed, by path relative to the
-/// channel folder, with their stamps: a folder whose stamp did not change is not listed again.
+/// The folders under `logs/` (and `logs/` itself) as last listed, with their stamps: a folder
+/// whose stamp did not change is not listed (nor its names parsed) again.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Folders(BTreeMap<PathBuf, (FileStamp, Vec<(String, Kind)>)>);
+pub(super) struct Folders {
+    logs: Option<(FileStamp, Vec<(String, Kind)>)>,
+    /// By author folder name: what listing it found.
+    authors: BTreeMap<String, (FileStamp, AuthorFolder)>,
+}
+
+/// What one author's folder holds: its logs (key, file name) and the files reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct AuthorFolder {
+    author: AgentName,
+    logs: Vec<(PublicKey, String)>,
+    skipped: Vec<IntegrityProblem>,
+}
+
+/// The stamp of the folder at `path`, when it is one.
+fn folder_stamp(path: &Path) -> Option<FileStamp> {
+    fs::symlink_metadata(path)
+        .ok()
+        .filter(fs::Metadata::is_dir)
+        .and_then(|meta| FileStamp::of(&meta))
+}
 
 impl Folders {
-    /// The sorted entries of the folder `rel` under `dir`, listed again only if it changed.
-    fn entries(&mut self, dir: &Path, rel: &Path) -> std::io::Result<Vec<(String, Kind)>> {
-        let path = dir.join(rel);
-        let stamp = fs::symlink_metadata(&path)
-            .ok()
-            .filter(|meta| meta.is_dir())
-            .and_then(|meta| FileStamp::of(&meta));
-        if let (Some(stamp), Some((kept, names))) = (stamp, self.0.get(rel))
+    /// Every log the last [`list`] found, by author (sorted) then file name: author, key, and
+    /// the file's name in the author's folder.
+    pub(super) fn logs(&self) -> impl Iterator<Item = (&AgentName, &PublicKey, &str)> {
+        self.authors.values().flat_map(|(_, folder)| {
+            folder
+                .logs
+                .iter()
+                .map(|(key, file)| (&folder.author, key, file.as_str()))
+        })
+    }
+
+    /// The sorted entries of `logs/`, listed again only if it changed.
+    fn logs_entries(&mut self, dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
+        let path = dir.join(LOGS_DIR);
+        let stamp = folder_stamp(&path);
+        if let (Some(stamp), Some((kept, names))) = (stamp, &self.logs)
             && *kept == stamp
         {
             return Ok(names.clone());
         }
         let names = entries(&path)?;
-        match stamp {
-            Some(stamp) => {
-                self.0.insert(rel.to_owned(), (stamp, names.clone()));
-            }
-            None => {
-                self.0.remove(rel);
-            }
-        }
+        self.logs = stamp.map(|stamp| (stamp, names.clone()));
         Ok(names)
     }
+}
 
-    /// Forgets the folders not listed in this poll (they are gone).
-    fn keep_only(&mut self, listed: &BTreeSet<PathBuf>) {
-        self.0.retain(|rel, _| listed.contains(rel));
+/// Lists one author's folder (`rel_author`, under `dir`).
+fn list_author(
+    dir: &Path,
+    author: AgentName,
+    rel_author: &Path,
+    key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
+) -> AuthorFolder {
+    let mut folder = AuthorFolder {
+        author,
+        logs: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let files = match entries(&dir.join(rel_author)) {
+        Ok(files) => files,
+        Err(e) => {
+            folder.skipped.push(unreadable(rel_author.to_owned(), &e));
+            return folder;
+        }
+    };
+    for (file_name, kind) in files {
+        match (log_key(&file_name, key_of), kind) {
+            (Some(key), Kind::File) => folder.logs.push((key, file_name)),
+            (_, Kind::Link) => folder
+                .skipped
+                .push(link(rel_author.join(&file_name), "a log")),
+            _ => folder.skipped.push(skipped(
+                rel_author.join(&file_name),
+                "not a regular log file named by its key",
+            )),
+        }
     }
+    folder
 }
 
 /// Parses `<key-hex>.jsonl`, decoding the key with `key_of`.
@@ -170,14 +210,17 @@ fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
     }
 }
 
-/// Lists the channel folder `dir`. `key_of` decodes the hex key of a log's file name (the
-/// reader answers known keys without decoding them again: a decode is a point decompression).
+/// Lists the channel folder `dir` into `folders` (whose [`Folders::logs`] then gives the logs)
+/// and returns what to report. `key_of` decodes the hex key of a log's file name (the reader
+/// answers known keys without decoding them again: a decode is a point decompression).
 pub(super) fn list(
     dir: &Path,
     folders: &mut Folders,
     key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
 ) -> Listing {
     let mut listing = Listing::default();
+    // Until `logs/` is listed, no log is known to be there.
+    let mut before = std::mem::take(&mut folders.authors);
     match entries(dir) {
         Ok(top) => {
             for (name, kind) in top {
@@ -199,9 +242,7 @@ pub(super) fn list(
         }
         Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
     }
-    let mut listed = BTreeSet::new();
-    listed.insert(PathBuf::from(LOGS_DIR));
-    let authors = match folders.entries(dir, Path::new(LOGS_DIR)) {
+    let authors = match folders.logs_entries(dir) {
         Ok(authors) => authors,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
         Err(e) => {
@@ -226,29 +267,15 @@ pub(super) fn list(
                 .push(skipped(rel_author, "not a folder named by an author"));
             continue;
         };
-        listed.insert(rel_author.clone());
-        let files = match folders.entries(dir, &rel_author) {
-            Ok(files) => files,
-            Err(e) => {
-                listing.skipped.push(unreadable(rel_author, &e));
-                continue;
-            }
+        let stamp = folder_stamp(&dir.join(&rel_author));
+        let folder = match (stamp, before.remove(&author_name)) {
+            (Some(stamp), Some((kept, folder))) if kept == stamp => folder,
+            _ => list_author(dir, author, &rel_author, key_of),
         };
-        for (file_name, kind) in files {
-            let rel_path = rel_author.join(&file_name);
-            match (log_key(&file_name, key_of), kind) {
-                (Some(key), Kind::File) => listing.logs.push(FoundLog {
-                    author: author.clone(),
-                    key,
-                    rel_path,
-                }),
-                (_, Kind::Link) => listing.skipped.push(link(rel_path, "a log")),
-                _ => listing
-                    .skipped
-                    .push(skipped(rel_path, "not a regular log file named by its key")),
-            }
-        }
+        listing.skipped.extend(folder.skipped.iter().cloned());
+        // A folder without a stamp (a platform that tells none) is listed again every time.
+        let stamp = stamp.unwrap_or(FileStamp::NONE);
+        folders.authors.insert(author_name, (stamp, folder));
     }
-    folders.keep_only(&listed);
     listing
 }

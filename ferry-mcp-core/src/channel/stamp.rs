@@ -2,7 +2,7 @@
 //!
 //! A log's stamp lets an open skip reading its last verified line; a folder's lets a poll skip
 //! listing it (a folder's modification and change times move whenever a name in it is added,
-//! removed or renamed).
+//! removed or renamed); the pins file's lets an open skip reading the pins.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// place) changes it. The change time cannot be set back by a writer, so an edit that restores the length and
 /// the modification time still shows. `None` where the platform does not tell all of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct FileStamp {
+pub struct FileStamp {
     len: u64,
     modified_ns: i128,
     changed_ns: i128,
@@ -19,8 +19,24 @@ pub(super) struct FileStamp {
 }
 
 impl FileStamp {
+    /// The stamp of the file at `path` (not following a link), if it has one.
+    pub(crate) fn of_path(path: &std::path::Path) -> Option<Self> {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .and_then(|meta| Self::of(&meta))
+    }
+
+    /// Equal to no stamp the file system gives (a change time of zero with no inode).
+    pub(crate) const NONE: FileStamp = FileStamp {
+        len: u64::MAX,
+        modified_ns: i128::MIN,
+        changed_ns: i128::MIN,
+        inode: 0,
+        device: 0,
+    };
+
     #[cfg(unix)]
-    pub(super) fn of(meta: &std::fs::Metadata) -> Option<Self> {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Option<Self> {
         use std::os::unix::fs::MetadataExt as _;
         let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
         Some(Self {
@@ -33,7 +49,7 @@ impl FileStamp {
     }
 
     #[cfg(not(unix))]
-    pub(super) fn of(_meta: &std::fs::Metadata) -> Option<Self> {
+    pub(crate) fn of(_meta: &std::fs::Metadata) -> Option<Self> {
         None
     }
 }
