@@ -16,8 +16,10 @@
 //!   does); this one waits for the channel.
 //!
 //! Printed to stderr after the criterion runs: the medians, each relative to the empty
-//! channel, and the peak RSS (`VmHWM`, Linux) of the server on the largest channel after it
-//! answered that list call (target under 64 MB at 1,000,000 entries). The server is timed to
+//! channel, and the peak RSS (`VmHWM`, Linux) of the server on every channel after it
+//! answered that list call (target under 64 MB at 1,000,000 entries). Two million-entry
+//! channels: `1M_10k_orders` (the large board's 10,000 orders under ten times its history)
+//! and `1M` (an order per ten entries: 100,000 orders, a ten times larger state). The server is timed to
 //! its reply, then killed. Under `cargo test --benches` (no `--bench` flag) the sizes are
 //! 0, 100 and 1,000 entries and 1,000 names, each run once. `FERRY_BENCH_NO_1M=1` leaves the
 //! 1,000,000 entries out of a bench run (building and warming it takes a few minutes).
@@ -132,8 +134,12 @@ struct Size {
 
 impl Size {
     fn build(label: &str, entries: u64, names: u64) -> Self {
+        Self::build_with(label, bulk::builder().entries(entries).names(names))
+    }
+
+    fn build_with(label: &str, builder: bulk::BulkBuilder) -> Self {
         let started = Instant::now();
-        let bulk = bulk::builder().entries(entries).names(names).build();
+        let bulk = builder.build();
         // This machine's verified state, as a server that ran before left it.
         drop(bulk.warm());
         eprintln!(
@@ -182,6 +188,13 @@ fn main() {
         ]
     };
     if huge {
+        // A million entries of work on the large board (10,000 orders): ten times the history
+        // of `100k`, the same folded state. Then a million with an order per ten entries
+        // (100,000 orders): the state ten times larger too.
+        sizes.push(Size::build_with(
+            "1M_10k_orders",
+            bulk::builder().entries(1_000_000).orders(10_000),
+        ));
         sizes.push(Size::build("1M", 1_000_000, 0));
     }
 
@@ -252,15 +265,25 @@ fn main() {
             called.as_secs_f64() / empty_called.as_secs_f64()
         );
     }
-    let largest = sizes.last().expect("sizes");
-    match largest.serve(true, true).peak_rss_kib {
-        Some(kib) => eprintln!(
-            "startup {} ({} entries): peak RSS after the first list call {:.1} MB (target < 64 MB at 1,000,000 entries: {})",
-            largest.label,
-            largest.bulk.entries(),
-            kib as f64 / 1024.0,
-            if kib < 64 * 1024 { "yes" } else { "NO" }
-        ),
-        None => eprintln!("startup: peak RSS not measurable here (no /proc)"),
+    // Memory follows the folded state, not the history: the peak of every size.
+    for size in &sizes {
+        match size.serve(true, true).peak_rss_kib {
+            Some(kib) => eprintln!(
+                "startup {} ({} entries, {} orders): peak RSS after the first list call {:.1} MB{}",
+                size.label,
+                size.bulk.entries(),
+                size.bulk.orders(),
+                kib as f64 / 1024.0,
+                if size.bulk.entries() >= 1_000_000 {
+                    format!(
+                        " (target < 64 MB at 1,000,000 entries: {})",
+                        if kib < 64 * 1024 { "yes" } else { "NO" }
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            None => eprintln!("startup: peak RSS not measurable here (no /proc)"),
+        }
     }
 }

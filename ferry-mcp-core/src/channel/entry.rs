@@ -106,7 +106,8 @@ impl<'de> Deserialize<'de> for EntryHash {
             let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
             Self::from_hex(&raw).map_err(serde::de::Error::custom)
         } else {
-            d.deserialize_bytes(crate::channel::keys::FixedBytes::<32>)
+            // Owned, not borrowed: the verified state is decoded from a stream.
+            d.deserialize_byte_buf(crate::channel::keys::FixedBytes::<32>)
                 .map(Self)
         }
     }

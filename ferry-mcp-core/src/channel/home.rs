@@ -542,6 +542,16 @@ impl Home {
         atomic::write(&self.verified_path(project), bytes)
     }
 
+    /// Replaces this machine's verified state of `project` with what `fill` writes, streamed
+    /// (the file can be large); a `fill` that fails leaves the old one.
+    pub fn write_verified_with(
+        &self,
+        project: &ProjectId,
+        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<(), HomeError> {
+        atomic::write_with(&self.verified_path(project), fill)
+    }
+
     // ---- pins ----
 
     /// Pins the genesis master and every `(name, key)` of `agents` not pinned yet, reading and

@@ -260,7 +260,8 @@ macro_rules! hex_text {
                     let $text: &str = &raw;
                     $parse.map_err(serde::de::Error::custom)
                 } else {
-                    let $bytes: [u8; $n] = d.deserialize_bytes(FixedBytes::<$n>)?;
+                    // Owned, not borrowed: the verified state is decoded from a stream.
+                    let $bytes: [u8; $n] = d.deserialize_byte_buf(FixedBytes::<$n>)?;
                     $from_bytes.map_err(serde::de::Error::custom)
                 }
             }

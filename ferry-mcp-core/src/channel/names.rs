@@ -143,8 +143,19 @@ macro_rules! string_like {
         }
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let raw = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-                $parse(&raw).map_err(serde::de::Error::custom)
+                struct Text;
+                impl serde::de::Visitor<'_> for Text {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a name")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, raw: &str) -> Result<$ty, E> {
+                        $parse(raw).map_err(E::custom)
+                    }
+                }
+                // A string the visitor only looks at (never borrowed from the input): the
+                // verified state is decoded from a stream.
+                d.deserialize_string(Text)
             }
         }
     };

@@ -27,7 +27,7 @@ use super::reader::{IntegrityProblem, LogId, Reader};
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
-use super::verified::{self, Kept, KeptFile, Loaded, Pinned};
+use super::verified::{self, Kept, KeptFile, KeptRef, Loaded, Pinned};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 use crate::tool::{ChannelAccess, Unavailable};
@@ -363,17 +363,28 @@ impl Session {
         if !self.dirty {
             return Ok(());
         }
-        let kept = Kept {
-            genesis: self.genesis,
+        let reader = self.reader.state();
+        let kept = KeptRef {
+            genesis: &self.genesis,
             generation: self.generation,
-            reader: self.reader.state(),
-            state: self.state.clone(),
-            problems: self.problems.clone(),
+            reader: &reader,
+            state: &self.state,
+            problems: &self.problems,
             dropped_problems: self.dropped_problems,
-            pinned: self.pinned.clone(),
+            pinned: &self.pinned,
         };
-        self.home
-            .write_verified(&self.project, &verified::encode(&kept))?;
+        let mut fill = |out: &mut dyn std::io::Write| verified::write(&kept, out);
+        if self
+            .home
+            .write_verified_with(&self.project, &mut fill)
+            .is_err()
+        {
+            // A section that changed in its file since it was loaded: read now (it is rebuilt
+            // from the channel if it does not read), then written from memory.
+            self.state.orders();
+            self.state.talk();
+            self.home.write_verified_with(&self.project, &mut fill)?;
+        }
         self.dirty = false;
         Ok(())
     }

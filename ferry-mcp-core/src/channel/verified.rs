@@ -182,28 +182,135 @@ fn decode_value<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, postcard::Error>
     super::keys::with_key_memo(|| super::names::with_name_memo(|| postcard::from_bytes(bytes)))
 }
 
-/// The bytes of a kept state. Sections never read since they were loaded are copied as they
-/// were (after checking them), not decoded and encoded again.
+/// What is written of a kept state, borrowed from where it lives (a session's state is never
+/// copied to be saved). The same fields as [`Kept`], encoded the same.
+#[derive(Debug, Serialize)]
+pub struct KeptRef<'a> {
+    pub genesis: &'a [u8; 32],
+    pub generation: u64,
+    pub reader: &'a ReaderState,
+    pub state: &'a ChannelState,
+    pub problems: &'a [IntegrityProblem],
+    pub dropped_problems: u64,
+    pub pinned: &'a Option<Pinned>,
+}
+
+impl Kept {
+    pub fn as_ref(&self) -> KeptRef<'_> {
+        KeptRef {
+            genesis: &self.genesis,
+            generation: self.generation,
+            reader: &self.reader,
+            state: &self.state,
+            problems: &self.problems,
+            dropped_problems: self.dropped_problems,
+            pinned: &self.pinned,
+        }
+    }
+}
+
+/// The bytes of a kept state (see [`write`]).
 pub fn encode(kept: &Kept) -> Vec<u8> {
-    let core = postcard::to_stdvec(kept).expect("the verified state always encodes");
-    let sections = [
-        kept.state.orders_lazy().encoded(),
-        kept.state.talk_lazy().encoded(),
-    ];
-    let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(&FORMAT.to_le_bytes());
-    bytes.extend_from_slice(&(core.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&core);
-    for section in &sections {
-        bytes.extend_from_slice(&(section.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&Sha256::digest(section));
-    }
-    let digest = Sha256::digest(&bytes);
-    bytes.extend_from_slice(&digest);
-    for section in &sections {
-        bytes.extend_from_slice(section);
-    }
+    let mut bytes = Vec::new();
+    write(&kept.as_ref(), &mut bytes).expect("the verified state always encodes");
     bytes
+}
+
+/// A sink that only counts and hashes what is written: a section's length and digest, which
+/// the table before it needs, without holding its bytes.
+#[derive(Default)]
+struct Measure {
+    len: u64,
+    hasher: Sha256,
+}
+
+impl std::io::Write for Measure {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.len += bytes.len() as u64;
+        self.hasher.update(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// How one section is written: copied from its kept file (not read since it was loaded), or
+/// encoded from the value in memory.
+enum Source<'a> {
+    Copy(&'a KeptSection),
+    Encode(&'a dyn erased::Encode),
+}
+
+/// Object-safe postcard encoding, so the sections (of different types) are written alike.
+mod erased {
+    pub trait Encode {
+        fn encode_to(&self, out: &mut dyn std::io::Write) -> postcard::Result<()>;
+    }
+
+    impl<T: super::Section> Encode for T {
+        fn encode_to(&self, out: &mut dyn std::io::Write) -> postcard::Result<()> {
+            postcard::to_io(self, out).map(drop)
+        }
+    }
+}
+
+impl Source<'_> {
+    fn of<T: Section>(lazy: &Lazy<T>) -> Source<'_> {
+        match (&lazy.kept, lazy.value.get()) {
+            (Some(section), None) => Source::Copy(section),
+            _ => Source::Encode(lazy.get()),
+        }
+    }
+
+    /// Length and digest, without holding the bytes.
+    fn measure(&self) -> std::io::Result<(u64, [u8; 32])> {
+        match self {
+            Source::Copy(section) => Ok((section.len, section.digest)),
+            Source::Encode(value) => {
+                let mut measure = Measure::default();
+                value
+                    .encode_to(&mut measure)
+                    .map_err(std::io::Error::other)?;
+                Ok((measure.len, measure.hasher.finalize().into()))
+            }
+        }
+    }
+
+    fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match self {
+            Source::Copy(section) => section.copy_to(out),
+            Source::Encode(value) => value.encode_to(out).map_err(std::io::Error::other),
+        }
+    }
+}
+
+/// Writes a kept state to `out`, streamed: sections never read since they were loaded are
+/// copied from their file (checked against their digest on the way; a section that changed
+/// there fails the write, so the caller reads it, which rebuilds it, and writes again), the
+/// others encoded twice (once to measure, once to write) rather than held in memory.
+pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let core = postcard::to_stdvec(kept).map_err(std::io::Error::other)?;
+    let sections = [
+        Source::of(kept.state.orders_lazy()),
+        Source::of(kept.state.talk_lazy()),
+    ];
+    let mut head = MAGIC.to_vec();
+    head.extend_from_slice(&FORMAT.to_le_bytes());
+    head.extend_from_slice(&(core.len() as u64).to_le_bytes());
+    head.extend_from_slice(&core);
+    for section in &sections {
+        let (len, digest) = section.measure()?;
+        head.extend_from_slice(&len.to_le_bytes());
+        head.extend_from_slice(&digest);
+    }
+    let digest = Sha256::digest(&head);
+    head.extend_from_slice(&digest);
+    out.write_all(&head)?;
+    for section in &sections {
+        section.write_to(out)?;
+    }
+    Ok(())
 }
 
 /// Folds the channel from nothing: what a section that does not read is taken from.
@@ -235,13 +342,38 @@ impl KeptFile {
     pub fn take_failures(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.failures))
     }
+}
 
-    fn read_at(&self, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
-        let mut file = lock(&self.file);
-        file.seek(SeekFrom::Start(offset))?;
-        let mut bytes = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
-        file.read_exact(&mut bytes)?;
-        Ok(bytes)
+/// The scratch a section is decoded through: more than the longest string a fold keeps.
+const SCRATCH: usize = 1 << 20;
+
+/// A reader that hashes and counts what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    read: u64,
+}
+
+impl<R> Hashing<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+            read: 0,
+        }
+    }
+
+    fn digest(&self) -> [u8; 32] {
+        self.hasher.clone().finalize().into()
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.read += n as u64;
+        Ok(n)
     }
 }
 
@@ -268,23 +400,50 @@ impl KeptSection {
         &self.file
     }
 
-    /// The section's bytes, checked against the table's digest.
-    fn bytes(&self) -> Result<Vec<u8>, String> {
-        let bytes = self
-            .file
-            .read_at(self.offset, self.len)
+    /// Streams the section's bytes to `out`, checking them against the table's digest.
+    fn copy_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut file = lock(&self.file.file);
+        file.seek(SeekFrom::Start(self.offset))?;
+        let mut reader = Hashing::new((&mut *file).take(self.len));
+        let copied = std::io::copy(&mut reader, out)?;
+        if copied != self.len || reader.digest() != self.digest {
+            return Err(std::io::Error::other(
+                "a kept section changed in its file; read it again",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Decodes the section from its file as a stream (its bytes are never held whole), then
+    /// checks that exactly its bytes were read and that they match the table's digest.
+    fn decode<T: Section>(&self) -> Result<T, String> {
+        let mut file = lock(&self.file.file);
+        file.seek(SeekFrom::Start(self.offset))
             .map_err(|e| e.to_string())?;
-        if Sha256::digest(&bytes).as_slice() != self.digest {
+        let reader = Hashing::new(std::io::BufReader::with_capacity(
+            64 * 1024,
+            (&mut *file).take(self.len),
+        ));
+        // Room for the longest single string or byte string (owned values are decoded
+        // through it, never kept in it).
+        let mut scratch = vec![0u8; SCRATCH];
+        let (value, (mut reader, _)) = super::keys::with_key_memo(|| {
+            super::names::with_name_memo(|| postcard::from_io::<T, _>((reader, &mut scratch)))
+        })
+        .map_err(|e| e.to_string())?;
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).map_err(|e| e.to_string())?;
+        if !rest.is_empty() {
+            return Err(format!("{} bytes after the value", rest.len()));
+        }
+        if reader.read != self.len || reader.digest() != self.digest {
             return Err("checksum mismatch".into());
         }
-        Ok(bytes)
+        Ok(value)
     }
 
     fn load<T: Section>(&self) -> T {
-        let read = self
-            .bytes()
-            .and_then(|bytes| decode_value::<T>(&bytes).map_err(|e| e.to_string()));
-        match read {
+        match self.decode() {
             Ok(value) => value,
             Err(why) => self.rebuilt(why),
         }
@@ -377,16 +536,6 @@ impl<T: Section> Lazy<T> {
     /// Whether it was read from its section (or made here).
     pub fn is_loaded(&self) -> bool {
         self.value.get().is_some()
-    }
-
-    /// Its bytes for a section: copied from its section when it was not changed.
-    fn encoded(&self) -> Vec<u8> {
-        if let Some(section) = &self.kept
-            && let Ok(bytes) = section.bytes()
-        {
-            return bytes;
-        }
-        postcard::to_stdvec(self.get()).expect("the verified state always encodes")
     }
 }
 

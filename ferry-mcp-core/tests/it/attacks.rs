@@ -1754,3 +1754,35 @@ fn a_file_put_in_a_known_author_folder_after_a_warm_open_is_found_and_reported()
     assert_eq!(found.len(), 1, "{:?}", view.integrity_problems());
     assert_eq!(found[0].path, rel(&temp, &copy));
 }
+
+#[test]
+fn a_board_section_changed_under_an_open_session_is_not_copied_into_the_next_state() {
+    let (temp, _) = board_with_talk();
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    // A session that never reads the board, so its save would copy the section as it is.
+    let mut member = temp.agent_session("member");
+    assert!(!member.state().orders_loaded());
+    let path = temp.home().verified_path(temp.project());
+    let mut bytes = fs::read(&path).unwrap();
+    let board = section_range(&bytes, 0);
+    bytes[board.start + board.len() / 2] ^= 0x01;
+    // In place: the session's handle reads the changed bytes.
+    fs::write(&path, &bytes).unwrap();
+    ops::talk::post(
+        &mut member,
+        &ops::talk::PostRequest {
+            to: "all".into(),
+            text: "a change to save".into(),
+            reply_to: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    member.save().unwrap();
+    // What was written is the channel's board, not the changed bytes: it reads back without
+    // a problem (a refresh reports a section that did not read).
+    let mut again = temp.view();
+    assert_eq!(order_views(&again), order_views(&fresh));
+    again.refresh(temp.now());
+    assert_eq!(again.local_problems(), &[] as &[String]);
+}

@@ -297,30 +297,45 @@ impl EventKind {
     }
 }
 
-/// Who made an event or a line, and where it stands.
+/// Who made an event or a line, and where it stands. Every order keeps many (its events and
+/// progress lines), so it holds only what the judging needs; the entry's id follows from it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Made {
     author: AgentName,
     key: PublicKey,
     by_master: bool,
     seq: u64,
-    id: EntryId,
+    /// For the master's own entries, their position (its era names their id).
     pos: MasterPos,
     time: Timestamp,
-    counter: u64,
 }
 
 impl Made {
     fn from(acted: &Acted<'_>) -> Self {
-        Self {
+        let made = Self {
             author: acted.author.clone(),
             key: *acted.key,
             by_master: acted.by_master,
             seq: acted.entry.seq(),
-            id: acted.id.clone(),
             pos: acted.pos,
             time: acted.time,
-            counter: acted.counter,
+        };
+        debug_assert_eq!(&made.id(), acted.id, "an id follows from who made it");
+        made
+    }
+
+    /// The id of the entry (ADR 0007): the master's names its era, an agent's its name.
+    fn id(&self) -> EntryId {
+        if self.by_master {
+            EntryId::Master {
+                era: self.pos.0,
+                seq: self.seq,
+            }
+        } else {
+            EntryId::Agent {
+                name: self.author.clone(),
+                seq: self.seq,
+            }
         }
     }
 
@@ -1018,7 +1033,7 @@ fn apply(event: &Event, issue: &Issue, view: &mut OrderView) {
         } => {
             view.revision += 1;
             view.submission = Some(Submission {
-                id: made.id.clone(),
+                id: made.id(),
                 by: made.author.clone(),
                 handin: handin.clone(),
                 git_ref: git_ref.clone(),
@@ -1058,7 +1073,7 @@ fn void(view: &mut OrderView, event: &Event, reason: String, lost_race: bool) {
         view.voided.remove(0);
     }
     view.voided.push(Voided {
-        id: event.made.id.clone(),
+        id: event.made.id(),
         by: event.made.author.clone(),
         what: event.kind.name().to_owned(),
         reason,
