@@ -406,6 +406,11 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 if let Some(secs) = expires_in {
                     said.push_str(&format!(" for {secs} s"));
                 }
+                if let Some(after) = grant.after_seq {
+                    said.push_str(&format!(
+                        "; its entries after #{after} (the last read here) are judged by this grant"
+                    ));
+                }
                 print(&said)?;
             }
         },

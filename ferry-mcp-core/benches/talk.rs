@@ -172,6 +172,7 @@ fn prepared(history: usize, marker: Marker) -> Prepared {
             level: Level::Member,
             scopes: Vec::new(),
             expires: None,
+            after_seq: None,
         };
         master_log.push_str(&master.sign(
             &project,

@@ -654,6 +654,7 @@ impl Board {
             level: seated.level,
             scopes: Vec::new(),
             expires: None,
+            after_seq: None,
         });
         self.writer.push(MASTER, identity_kinds::GRANT, body);
     }

@@ -572,6 +572,27 @@ fn a_wrong_passphrase_is_a_one_line_error() {
 }
 
 #[test]
+fn a_grant_that_lowers_a_level_says_from_which_entry_on_it_judges_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("fang"));
+    assert_eq!(
+        run_ok(&home, &set_args("fang", "orchestrator")),
+        "fang is now orchestrator\n"
+    );
+    // Her log holds her roster.join (#1): the demotion binds what comes after it.
+    assert_eq!(
+        run_ok(&home, &set_args("fang", "member")),
+        "fang is now member; its entries after #1 (the last read here) are judged by this grant\n"
+    );
+    // Raising it again binds nothing.
+    assert_eq!(
+        run_ok(&home, &set_args("fang", "orchestrator")),
+        "fang is now orchestrator\n"
+    );
+}
+
+#[test]
 fn names_are_case_folded_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);

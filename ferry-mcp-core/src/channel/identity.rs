@@ -87,6 +87,12 @@ pub struct GrantBody {
     /// When the grant stops counting (the agent is a Worker again).
     #[serde(default)]
     pub expires: Option<Timestamp>,
+    /// Set on a grant that takes something away: the last seq of the key's log the master had
+    /// read when it wrote the grant. The key's later entries are judged by this grant whatever
+    /// master position they show (ADR 0005, rule 2a), so an agent that never looks at the
+    /// master log cannot go on acting at the level it lost.
+    #[serde(default)]
+    pub after_seq: Option<u64>,
 }
 
 /// The body of a `master.handover` entry.
@@ -144,6 +150,13 @@ pub fn check_handover(project: &ProjectId, body: &HandoverBody) -> Result<(), Ha
 pub struct FoldedGrant {
     pub body: GrantBody,
     pub order: MasterPos,
+}
+
+impl FoldedGrant {
+    /// Whether it judges entry `seq` of `key`'s log whatever master position the entry shows.
+    fn binds(&self, key: &PublicKey, seq: u64) -> bool {
+        self.body.key == *key && self.body.after_seq.is_some_and(|after| seq > after)
+    }
 }
 
 /// Who holds a name.
@@ -862,24 +875,38 @@ impl Identity {
         }
     }
 
-    /// The level `name`, holding its name with `key`, acted at for an entry whose effective
-    /// master position is `pos` and effective time `at` (ADR 0005): its latest grant at or
-    /// before `pos`, unexpired at `at`, naming `key`. Worker when the key does not hold the
-    /// name (the entry does not count at all then: see [`Identity::admits`]).
+    /// The level `name`, holding its name with `key`, acted at for its entry `seq` whose
+    /// effective master position is `pos` and effective time `at` (ADR 0005): its latest grant
+    /// at or before `pos`, or a later one that binds the entry by its seq (`after_seq`; the
+    /// entry's time is then at least that grant's), unexpired at that time, naming `key`.
+    /// Worker when the key does not hold the name (the entry does not count at all then: see
+    /// [`Identity::admits`]).
     pub fn level_at(
         &self,
         name: &AgentName,
         key: &PublicKey,
+        seq: u64,
         pos: MasterPos,
         at: Timestamp,
     ) -> Level {
         if self.seat(name) != Seat::Seated(key) {
             return Level::Worker;
         }
-        let grant = self.grants.get(name).and_then(|history| {
-            let upto = history.partition_point(|grant| grant.order <= pos);
-            upto.checked_sub(1).map(|last| &history[last])
-        });
+        let Some(history) = self.grants.get(name) else {
+            return self.standing_of(name, None, at).level;
+        };
+        let upto = history.partition_point(|grant| grant.order <= pos);
+        let binding = history[upto..]
+            .iter()
+            .rev()
+            .find(|grant| grant.binds(key, seq));
+        let (grant, at) = match binding {
+            Some(grant) => {
+                let floor = self.master_time_at(grant.order).unwrap_or(at);
+                (Some(grant), at.max(floor))
+            }
+            None => (upto.checked_sub(1).map(|last| &history[last]), at),
+        };
         self.standing_of(name, grant, at).level
     }
 
@@ -969,6 +996,9 @@ impl Identity {
         }
         if let Some(expires) = body.expires {
             map.insert("expires".into(), expires.as_millis().into());
+        }
+        if let Some(after_seq) = body.after_seq {
+            map.insert("after_seq".into(), after_seq.into());
         }
         Value::Object(map)
     }

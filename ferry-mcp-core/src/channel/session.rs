@@ -281,6 +281,15 @@ impl Session {
         self.state.identity()
     }
 
+    /// The last seq read here of `author`'s log by `key` (0 when none was read).
+    pub fn log_seq(&self, author: &AgentName, key: &PublicKey) -> u64 {
+        let id = LogId {
+            author: author.clone(),
+            key: *key,
+        };
+        self.reader.log(&id).map_or(0, |log| log.last_seq())
+    }
+
     /// The random tag of this machine's verified state (`since` cursors name it).
     pub fn generation(&self) -> u64 {
         self.generation

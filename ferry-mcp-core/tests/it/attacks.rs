@@ -341,6 +341,7 @@ fn deleting_a_handover_line_moves_mastership_back_on_no_machine_that_saw_the_new
             level: Level::Orchestrator,
             scopes: Vec::new(),
             expires: None,
+            after_seq: None,
         }),
     );
     let third = other_machine(&temp, "third");
@@ -588,6 +589,7 @@ fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
         level: Level::Orchestrator,
         scopes: Vec::new(),
         expires: None,
+        after_seq: None,
     });
     for _ in 0..3 {
         // More master entries than `temp` has: nothing of `temp`'s would be read again.
@@ -1141,6 +1143,7 @@ fn a_former_master_s_entry_in_place_of_its_handover_line_does_not_count() {
             level: Level::Orchestrator,
             scopes: Vec::new(),
             expires: None,
+            after_seq: None,
         }),
     );
 

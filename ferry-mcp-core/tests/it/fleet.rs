@@ -742,6 +742,47 @@ fn the_answer_operation_refuses_every_agent_with_master_only_and_writes_nothing(
     );
 }
 
+#[test]
+fn a_demoted_orchestrator_that_never_reads_the_master_log_cannot_take_over() {
+    let temp = fleet();
+    take(&temp, "oscar").unwrap();
+    let seen_before = temp.view().identity().master_position();
+    let tip = temp.view().state().leadership.view().tip;
+    // Olga loses her level; she writes a takeover as if she had never seen that.
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &agent("olga"),
+        &ops::GrantRequest {
+            level: Level::Member,
+            scopes: Vec::new(),
+            expires: None,
+            key: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    temp.clock().advance_secs(QUIET_S + 1);
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let mut writer = channel
+        .writer(&agent("olga"), &agent_key(&temp, "olga"))
+        .unwrap();
+    let mut body = json!({ "after": tip.to_hex() });
+    body[SEEN_FIELD] = json!([seen_before.0, seen_before.1]);
+    writer
+        .append(primary_kinds::TAKE, body, temp.now())
+        .unwrap();
+
+    // Oscar stays primary here and on a machine folding everything from nothing.
+    assert_eq!(primary_now(&temp), Some(agent("oscar")));
+    let elsewhere = other_machine(&temp, "fresh");
+    let there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    assert_eq!(
+        there.state().leadership.view().primary,
+        Some(agent("oscar"))
+    );
+}
+
 // ---- briefs ----
 
 /// Writes an entry into `name`'s own log, bypassing every check `ops` makes.

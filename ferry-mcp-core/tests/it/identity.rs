@@ -95,6 +95,7 @@ fn grant_body(agent: &str, key: &SecretKey, level: Level) -> serde_json::Value {
         level,
         scopes: Vec::new(),
         expires: None,
+        after_seq: None,
     })
 }
 

@@ -1152,6 +1152,213 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
     assert_eq!(code(&shown), "unknown_order");
 }
 
+/// Appends `kind` with `body` to `name`'s log, signed with its key on this machine, showing
+/// `seen` as the master position it had folded (what a client that ignores the master log
+/// writes).
+fn write_with_seen(
+    temp: &TempChannel,
+    name: &str,
+    kind: &str,
+    mut body: serde_json::Value,
+    seen: ferry_mcp_core::channel::identity::MasterPos,
+) -> EntryId {
+    let key = temp
+        .home()
+        .load_key(temp.project(), &KeyHolder::Agent(agent(name)), temp.now())
+        .unwrap();
+    let session = temp.view();
+    let mut writer = session.channel().writer(&agent(name), &key).unwrap();
+    body[SEEN_FIELD] = json!([seen.0, seen.1]);
+    let written = writer.append(kind, body, temp.now()).unwrap();
+    EntryId::Agent {
+        name: agent(name),
+        seq: written.seq(),
+    }
+}
+
+/// Appends the master's grant of `level` to `name`, binding its log after `after_seq`, as a
+/// master machine that had read only that far writes it.
+fn grant_raw(temp: &TempChannel, name: &str, level: Level, after_seq: Option<u64>) {
+    use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
+    let key = temp
+        .home()
+        .load_key(temp.project(), &KeyHolder::Master, temp.now())
+        .unwrap();
+    let agent_key = temp
+        .home()
+        .load_key(temp.project(), &KeyHolder::Agent(agent(name)), temp.now())
+        .unwrap();
+    let body = Identity::grant_body(&GrantBody {
+        agent: agent(name),
+        key: agent_key.public_key(),
+        level,
+        scopes: Vec::new(),
+        expires: None,
+        after_seq,
+    });
+    let session = temp.view();
+    let mut writer = session
+        .channel()
+        .writer(&AgentName::master(), &key)
+        .unwrap();
+    writer
+        .append(identity_kinds::GRANT, body, temp.now())
+        .unwrap();
+}
+
+#[test]
+fn a_demoted_orchestrator_that_never_reads_the_master_log_issues_nothing_that_counts() {
+    let temp = TempChannel::builder()
+        .agent("olga", Level::Orchestrator)
+        .build()
+        .unwrap();
+    let mut olga = temp.agent_session("olga");
+    let before = orders::issue(
+        &mut olga,
+        &IssueRequest {
+            title: "issued while orchestrator".into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    // The last master position olga admits to: the one she issued at.
+    let seen_before = temp.view().identity().master_position();
+    grant(&temp, "olga", Level::Worker);
+
+    // The demotion names where her log stood on the master's machine.
+    let view = temp.view();
+    let demotion = view.identity().grant(&agent("olga")).unwrap();
+    let before_id: EntryId = before.parse().unwrap();
+    assert_eq!(demotion.body.after_seq, Some(before_id.seq()));
+
+    // She goes on as if she had never seen it: every entry shows the old position.
+    let raw: Vec<EntryId> = (0..3)
+        .map(|n| {
+            write_with_seen(
+                &temp,
+                "olga",
+                kinds::ISSUE,
+                json!({"title": format!("issued after the demotion {n}")}),
+                seen_before,
+            )
+        })
+        .collect();
+    // None counts, here or on a machine that folds the channel from nothing; the order from
+    // before still does.
+    let elsewhere = Home::at(temp.root().join("home-b"));
+    ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
+    let there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    for session in [&temp.view(), &there] {
+        let board = session.state().orders();
+        assert!(board.get(&before_id).is_some());
+        for id in &raw {
+            assert!(board.get(id).is_none(), "{id} counts");
+        }
+    }
+}
+
+#[test]
+fn an_entry_a_demotion_binds_is_voided_on_a_machine_that_had_counted_it_before_the_demotion_arrived()
+ {
+    let temp = TempChannel::builder()
+        .agent("olga", Level::Orchestrator)
+        .agent("member", Level::Member)
+        .build()
+        .unwrap();
+    let seen = temp.view().identity().master_position();
+    let first = write_with_seen(
+        &temp,
+        "olga",
+        kinds::ISSUE,
+        json!({"title": "read by the master"}),
+        seen,
+    );
+    let concurrent = write_with_seen(
+        &temp,
+        "olga",
+        kinds::ISSUE,
+        json!({"title": "not read by the master when it demoted her"}),
+        seen,
+    );
+    // A machine that folds both before the demotion arrives counts both.
+    let elsewhere = Home::at(temp.root().join("home-b"));
+    ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
+    let mut there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    assert!(there.state().orders().get(&concurrent).is_some());
+    there.save().unwrap();
+
+    // The master's machine had read only her first entry when it demoted her.
+    grant_raw(&temp, "olga", Level::Member, Some(first.seq()));
+
+    // Then the same board everywhere: on that machine (refreshed, and opened warm from its
+    // kept state), and on one folding everything from nothing.
+    there.refresh(temp.now());
+    let warm = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    let cold = Home::at(temp.root().join("home-c"));
+    ops::add_existing(&cold, temp.project(), temp.channel_dir()).unwrap();
+    let cold = Session::open(&cold, temp.project(), Actor::Observer, temp.now()).unwrap();
+    for (label, session) in [("refreshed", &there), ("warm", &warm), ("cold", &cold)] {
+        let board = session.state().orders();
+        assert!(
+            board.get(&first).is_some(),
+            "{label}: the first one is voided"
+        );
+        assert!(
+            board.get(&concurrent).is_none(),
+            "{label}: the bound one still counts"
+        );
+    }
+}
+
+#[test]
+fn a_grant_that_raises_a_level_binds_nothing_and_one_that_lowers_it_binds_what_was_read() {
+    let temp = TempChannel::builder()
+        .agent("olga", Level::Member)
+        .build()
+        .unwrap();
+    let after = |temp: &TempChannel| {
+        temp.view()
+            .identity()
+            .grant(&agent("olga"))
+            .unwrap()
+            .body
+            .after_seq
+    };
+    grant(&temp, "olga", Level::Orchestrator);
+    assert_eq!(after(&temp), None, "a raise binds");
+    let mut olga = temp.agent_session("olga");
+    let issued: EntryId = orders::issue(
+        &mut olga,
+        &IssueRequest {
+            title: "x".into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap()
+    .parse()
+    .unwrap();
+    grant(&temp, "olga", Level::Member);
+    assert_eq!(after(&temp), Some(issued.seq()));
+    // An expiry where there was none takes something away too.
+    let request = GrantRequest {
+        level: Level::Member,
+        scopes: Vec::new(),
+        expires: Some(temp.now()),
+        key: None,
+    };
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &agent("olga"),
+        &request,
+        temp.now(),
+    )
+    .unwrap();
+    assert_eq!(after(&temp), Some(issued.seq()));
+}
+
 // ---- the board's indexes ----
 
 /// What a walk of the whole board finds for the two indexes: orders waiting on an action, and

@@ -216,6 +216,7 @@ fn seat_and_grant(channel: &Channel, master: &SecretKey, levels: &[Level]) {
             level: *level,
             scopes: Vec::new(),
             expires: None,
+            after_seq: None,
         });
         writer.append(kinds::GRANT, body, NOW).unwrap();
     }

@@ -104,6 +104,27 @@ pub fn access_show(
     rows
 }
 
+/// Whether `new` lets its key do less than `previous` did: a lower level (scopes make a
+/// Worker), or an expiry where there was none or an earlier one.
+fn takes_away(previous: Option<&GrantBody>, new: &GrantBody) -> bool {
+    let Some(previous) = previous.filter(|previous| previous.key == new.key) else {
+        return false;
+    };
+    let effective = |grant: &GrantBody| {
+        if grant.scopes.is_empty() {
+            grant.level
+        } else {
+            Level::Worker
+        }
+    };
+    let sooner = match (new.expires, previous.expires) {
+        (Some(_), None) => true,
+        (Some(new), Some(previous)) => new < previous,
+        (None, _) => false,
+    };
+    effective(new) < effective(previous) || sooner
+}
+
 /// A level to grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantRequest {
@@ -149,13 +170,22 @@ pub fn access_set(
             });
         }
     };
-    let body = GrantBody {
+    let mut body = GrantBody {
         agent: name.clone(),
         key,
         level: request.level,
         scopes: request.scopes.clone(),
         expires: request.expires,
+        after_seq: None,
     };
+    // A grant that takes something away binds everything of the key's log not read here yet
+    // (ADR 0005, rule 2a): old `seen` positions cannot keep the lost level alive.
+    if takes_away(
+        session.identity().grant(name).map(|grant| &grant.body),
+        &body,
+    ) {
+        body.after_seq = Some(session.log_seq(name, &key));
+    }
     session.append(
         Operation::Approve,
         None,

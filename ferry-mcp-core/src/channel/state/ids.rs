@@ -24,6 +24,15 @@ pub enum EntryId {
 #[error("{0:?} is not an id (expected like `m12` or `alice-3`)")]
 pub struct BadId(pub String);
 
+impl EntryId {
+    /// The entry's sequence number in its author's log.
+    pub fn seq(&self) -> u64 {
+        match self {
+            EntryId::Agent { seq, .. } | EntryId::Master { seq, .. } => *seq,
+        }
+    }
+}
+
 impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -346,7 +346,7 @@ impl Made {
     }
 
     fn level(&self, identity: &Identity) -> Level {
-        identity.level_at(&self.author, &self.key, self.pos, self.time)
+        identity.level_at(&self.author, &self.key, self.seq, self.pos, self.time)
     }
 }
 
@@ -896,12 +896,13 @@ pub fn tiebreak(thing: &str, key: &PublicKey) -> [u8; 32] {
 }
 
 /// Whether the issue counts: the master's, or an Orchestrator's whose grant was in force.
-fn issue_counts(issue: &Issue, identity: &Identity) -> bool {
+fn issue_counts(id: &EntryId, issue: &Issue, identity: &Identity) -> bool {
     if issue.by_master {
         return true;
     }
     identity.seat(&issue.by) == Seat::Seated(&issue.key)
-        && identity.level_at(&issue.by, &issue.key, issue.pos, issue.time) >= Level::Orchestrator
+        && identity.level_at(&issue.by, &issue.key, id.seq(), issue.pos, issue.time)
+            >= Level::Orchestrator
 }
 
 /// Whether `event` may happen to an order standing at `view` (ADR 0006, rule 1).
@@ -1084,7 +1085,7 @@ fn void(view: &mut OrderView, event: &Event, reason: String, lost_race: bool) {
 /// Resolves an order's chain (ADR 0006) into its view.
 fn resolve(order: &Order, identity: &Identity) -> OrderView {
     let issue = &order.issue;
-    let mut view = initial_view(issue, issue_counts(issue, identity));
+    let mut view = initial_view(issue, issue_counts(&order.id, issue, identity));
     if !view.counts {
         return view;
     }

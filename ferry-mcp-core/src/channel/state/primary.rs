@@ -111,7 +111,7 @@ impl Made {
 
     fn level(&self, identity: &Identity) -> Option<Level> {
         (identity.seat(&self.author) == Seat::Seated(&self.key))
-            .then(|| identity.level_at(&self.author, &self.key, self.pos, self.time))
+            .then(|| identity.level_at(&self.author, &self.key, self.seq, self.pos, self.time))
     }
 }
 

@@ -50,8 +50,13 @@ impl Share {
     fn counts(&self, identity: &Identity) -> bool {
         self.by_master
             || (identity.seat(&self.from) == Seat::Seated(&self.from_key)
-                && identity.level_at(&self.from, &self.from_key, self.pos, self.time)
-                    >= Level::Member)
+                && identity.level_at(
+                    &self.from,
+                    &self.from_key,
+                    self.id.seq(),
+                    self.pos,
+                    self.time,
+                ) >= Level::Member)
     }
 }
 

@@ -127,7 +127,8 @@ impl Message {
     fn counts(&self, identity: &Identity) -> bool {
         self.by_master
             || (identity.seat(&self.from) == Seat::Seated(&self.key)
-                && identity.level_at(&self.from, &self.key, self.pos, self.time) >= Level::Member)
+                && identity.level_at(&self.from, &self.key, self.seq, self.pos, self.time)
+                    >= Level::Member)
     }
 }
 
