@@ -335,27 +335,28 @@ pub fn catchup(
     let mut waiting = Vec::new();
     let may_review = session.authorize(Operation::Review, None, now).is_ok()
         || session.actor() == &Actor::Master;
-    for order in state.orders().awaiting_action() {
+    // From the indexes, never a walk of the board: the caller's own orders with changes
+    // requested, then (for a reviewer) submissions by others, only as many as are shown.
+    for order in state.orders().of_agent(&me) {
         let view = order.view();
-        // Orders offered to the caller are in `mine`, with their state: not repeated here.
-        let line = match view.state {
-            OrderState::ChangesRequested if view.holder.as_ref() == Some(&me) => Some(format!(
+        if view.state == OrderState::ChangesRequested && view.holder.as_ref() == Some(&me) {
+            waiting.push(format!(
                 "{}: changes requested: submit a new revision",
                 order.id
-            )),
-            OrderState::Submitted
-                if may_review
-                    && view
-                        .submission
-                        .as_ref()
-                        .is_some_and(|submission| submission.by != me) =>
-            {
-                Some(format!("{} is submitted: review it", order.id))
-            }
-            _ => None,
-        };
-        if let Some(line) = line {
-            waiting.push(line);
+            ));
+        }
+    }
+    if may_review {
+        let submitted = state.orders().awaiting_action().filter(|order| {
+            let view = order.view();
+            view.state == OrderState::Submitted
+                && view
+                    .submission
+                    .as_ref()
+                    .is_some_and(|submission| submission.by != me)
+        });
+        for order in submitted.take(limits.waiting.saturating_sub(waiting.len())) {
+            waiting.push(format!("{} is submitted: review it", order.id));
         }
     }
     for ask in state.asks.iter(identity) {
