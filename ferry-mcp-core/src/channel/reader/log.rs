@@ -174,6 +174,11 @@ impl LogState {
         &self.rel_path
     }
 
+    /// Whether `name` is this log's file name in its author's folder.
+    pub(super) fn is_file(&self, name: &str) -> bool {
+        self.rel_path.file_name().is_some_and(|own| own == name)
+    }
+
     /// The last seq accepted from the file as it is now.
     pub fn last_seq(&self) -> u64 {
         self.last_seq
@@ -658,8 +663,12 @@ fn check_all(lines: &[PendingLine], known: (&PublicKey, &Verifier, &str)) -> Vec
             Err(error) => Checked::Bad(error),
         },
     };
+    // Asked only when it may matter: the answer reads the cgroup files (tens of microseconds).
+    if lines.len() < PARALLEL_MIN_LINES {
+        return lines.iter().map(check).collect();
+    }
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    if threads < 2 || lines.len() < PARALLEL_MIN_LINES {
+    if threads < 2 {
         return lines.iter().map(check).collect();
     }
     let per = lines.len().div_ceil(threads);
