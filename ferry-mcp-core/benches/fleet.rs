@@ -5,8 +5,9 @@
 //! A catch-up with a cursor is what a served agent calls again and again: it should cost what
 //! changed, not the history. Every iteration does the same work: the channel is put back to its
 //! warm state (the logs that the news went to are cut back to their warm length, the reader's
-//! session is opened from the saved verified state, its board and talk read as a server's are
-//! after its first call), the same three pre-written entries are
+//! session is opened from the saved verified state and watched, as a server's is, and has read
+//! its board and talk and looked at every log once, as a server's has after its first call),
+//! the same three pre-written entries are
 //! appended (a decision and two progress lines on orders held by other agents), all untimed;
 //! the timed catch-up since the warm cursor folds them and builds a digest holding exactly
 //! them. The reader recorded its presence at the warm point, so the catch-up writes nothing.
@@ -166,7 +167,10 @@ impl Catchup {
     /// first call pays that once; the start-up bench's first list call measures it).
     fn fresh(&self) -> Session {
         self.cut_back();
-        let session = session(&self.bulk, &self.reader, self.now);
+        let mut session = session(&self.bulk, &self.reader, self.now);
+        // A server watches its channel from its first call on, which looks at every log.
+        session.watch_channel();
+        session.refresh(self.now);
         black_box(session.state().orders());
         black_box(session.state().talk());
         for (path, _, bytes) in &self.news {
@@ -315,7 +319,7 @@ fn main() {
     for channel in &channels {
         let [fold, poll, digest] = channel.breakdown(rounds.min(31));
         eprintln!(
-            "catch-up on {} entries, medians of its parts: folding the 3 new entries {fold:?}, a poll with nothing new ({} logs) {poll:?}, the digest {digest:?}",
+            "catch-up on {} entries, medians of its parts: folding the 3 new entries {fold:?}, a watched poll with nothing new ({} logs) {poll:?}, the digest {digest:?}",
             channel.bulk.entries(),
             channel.bulk.agents().len() + 1,
         );

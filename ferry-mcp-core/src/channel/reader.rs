@@ -16,6 +16,7 @@ mod cursor;
 mod log;
 mod problem;
 mod scan;
+mod watch;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -31,6 +32,17 @@ use super::store::Channel;
 pub use cursor::{Cursor, CursorError};
 pub use log::{LogState, WriteTip};
 pub use problem::{IntegrityProblem, ProblemKind};
+
+/// The key of a log file name's hex, decoded once per reader: a decode is a point
+/// decompression (about 6 us).
+fn known_key(keys: &mut HashMap<String, PublicKey>, hex: &str) -> Option<PublicKey> {
+    if let Some(key) = keys.get(hex) {
+        return Some(*key);
+    }
+    let key = PublicKey::from_hex(hex).ok()?;
+    keys.insert(hex.to_owned(), key);
+    Some(key)
+}
 
 /// Names one log: its author and signing key, as in its path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -79,6 +91,8 @@ pub struct Reader {
     /// decoding a key is a point decompression (about 6 us).
     keys: HashMap<String, PublicKey>,
     folders: scan::Folders,
+    /// Tells a long-running reader what changed, so a poll looks only there.
+    watch: watch::Watch,
 }
 
 impl Reader {
@@ -90,7 +104,27 @@ impl Reader {
             reported: BTreeSet::new(),
             keys: HashMap::new(),
             folders: scan::Folders::default(),
+            watch: watch::Watch::default(),
         }
+    }
+
+    /// Asks the kernel to tell this reader what changes in the channel folder (Linux), so that
+    /// later polls look only at the folders and logs that changed rather than at every log:
+    /// for a reader that lives long and polls often (a server). False where it cannot; polls
+    /// then look at everything, as they do without it. The next poll looks at everything.
+    pub fn watch(&mut self) -> bool {
+        self.watch.start(&self.dir)
+    }
+
+    /// Whether the kernel tells this reader what changes.
+    pub fn is_watching(&self) -> bool {
+        self.watch.is_watching()
+    }
+
+    /// Makes the next poll look at every log, whatever the watch says (a safety net for
+    /// changes no event tells, such as a write through a memory map).
+    pub fn look_everywhere_next(&mut self) {
+        self.watch.look_everywhere_next();
     }
 
     /// A reader that continues where a kept state stopped. Its first poll checks, for every
@@ -132,37 +166,28 @@ impl Reader {
     /// first poll of this reader that sees it; problems with a line on the poll that reads
     /// the line; a log that disappeared, once.
     pub fn poll_with(&mut self, on_entry: &mut dyn FnMut(VerifiedEntry)) -> Vec<IntegrityProblem> {
+        match self.watch.take() {
+            watch::Changed::Everything => self.poll_everything(on_entry),
+            watch::Changed::Some { relist, files } => self.poll_changed(&relist, &files, on_entry),
+        }
+    }
+
+    /// A full look: every folder listed (or its kept listing confirmed by its stamp), every
+    /// log's stamp checked and what is new read.
+    fn poll_everything(
+        &mut self,
+        on_entry: &mut dyn FnMut(VerifiedEntry),
+    ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
         let keys = &mut self.keys;
-        let listing = scan::list(&self.dir, &mut self.folders, &mut |hex| {
-            if let Some(key) = keys.get(hex) {
-                return Some(*key);
-            }
-            let key = PublicKey::from_hex(hex).ok()?;
-            keys.insert(hex.to_owned(), key);
-            Some(key)
-        });
-        for problem in listing.skipped {
-            if self.reported.insert(problem.path.clone()) {
-                problems.push(problem);
-            }
-        }
-        for (author, key, file) in self.folders.logs() {
-            let id = LogId {
-                author: author.clone(),
-                key: *key,
-            };
-            // Most polls find only known logs: their paths are not made again.
-            self.logs
-                .entry(id)
-                .or_insert_with_key(|id| {
-                    let rel_path = PathBuf::from(super::store::LOGS_DIR)
-                        .join(author.as_str())
-                        .join(file);
-                    LogState::new(id.author.clone(), id.key, rel_path)
-                })
-                .mark_present();
-        }
+        let listing = scan::list(
+            &self.dir,
+            &mut self.folders,
+            &mut |hex| known_key(keys, hex),
+            &mut self.watch,
+        );
+        self.report_skipped(listing, &mut problems);
+        self.mark_listed(None);
         let mut sink = Sink {
             project: &self.project,
             on_entry,
@@ -183,6 +208,84 @@ impl Reader {
             }
         }
         problems
+    }
+
+    /// A look at what the watch said changed: the author folders whose files changed are
+    /// listed again, and only the logs written to (or in those folders) are read.
+    fn poll_changed(
+        &mut self,
+        relist: &BTreeSet<String>,
+        files: &BTreeSet<(String, String)>,
+        on_entry: &mut dyn FnMut(VerifiedEntry),
+    ) -> Vec<IntegrityProblem> {
+        let mut problems = Vec::new();
+        if !relist.is_empty() {
+            let keys = &mut self.keys;
+            let listing = scan::relist(&self.dir, &mut self.folders, relist, &mut |hex| {
+                known_key(keys, hex)
+            });
+            self.report_skipped(listing, &mut problems);
+            self.mark_listed(Some(relist));
+        }
+        let written = watch::by_author(files);
+        let mut sink = Sink {
+            project: &self.project,
+            on_entry,
+            problems: &mut problems,
+        };
+        for masters in [true, false] {
+            for (id, state) in &mut self.logs {
+                if id.author.is_master() != masters {
+                    continue;
+                }
+                let author = id.author.as_str();
+                if relist.contains(author) {
+                    if state.take_present() {
+                        state.read_new(&self.dir, &mut sink);
+                    } else {
+                        state.report_vanished(&mut sink);
+                    }
+                } else if written
+                    .get(author)
+                    .is_some_and(|names| names.iter().any(|name| state.is_file(name)))
+                {
+                    state.read_new(&self.dir, &mut sink);
+                }
+            }
+        }
+        problems
+    }
+
+    fn report_skipped(&mut self, listing: scan::Listing, problems: &mut Vec<IntegrityProblem>) {
+        for problem in listing.skipped {
+            if self.reported.insert(problem.path.clone()) {
+                problems.push(problem);
+            }
+        }
+    }
+
+    /// Marks the logs the listing holds as present (only those of `authors`, when given),
+    /// adding the ones new to this reader.
+    fn mark_listed(&mut self, authors: Option<&BTreeSet<String>>) {
+        for (author, key, file) in self.folders.logs() {
+            if authors.is_some_and(|authors| !authors.contains(author.as_str())) {
+                continue;
+            }
+            let id = LogId {
+                author: author.clone(),
+                key: *key,
+            };
+            // Most polls find only known logs: their paths are not made again.
+            self.logs
+                .entry(id)
+                .or_insert_with_key(|id| {
+                    let rel_path = PathBuf::from(super::store::LOGS_DIR)
+                        .join(author.as_str())
+                        .join(file);
+                    LogState::new(id.author.clone(), id.key, rel_path)
+                })
+                .mark_present();
+        }
     }
 
     /// Reads what is new in one log only (the writer does, under its lock, to find its tip).

@@ -82,6 +82,8 @@ pub struct Session {
     machine: String,
     /// The verified-state file the lazy folds are still read from.
     kept_file: Option<Arc<KeptFile>>,
+    /// When a watched session last looked at every log (see [`Session::watch_channel`]).
+    looked_everywhere: Option<Timestamp>,
 }
 
 /// What a fold of the new entries found.
@@ -181,6 +183,7 @@ impl Session {
             pinned: kept.pinned,
             machine: "this-machine".to_owned(),
             kept_file: None,
+            looked_everywhere: None,
         };
         if let Some(file) = session.state.kept_file() {
             let (dir, project) = (channel_dir.clone(), project.clone());
@@ -281,6 +284,15 @@ impl Session {
         self.state.identity()
     }
 
+    /// Lets the kernel tell this session which logs change (Linux inotify), so that each
+    /// refresh reads only those instead of looking at every log: for a session that lives long
+    /// and refreshes often, as a server's does. Every [`LOOK_EVERYWHERE_EVERY_S`] seconds a
+    /// refresh still looks at every log, for changes no event tells. False where the platform
+    /// or the folder does not allow it (refreshes then look at every log, as without it).
+    pub fn watch_channel(&mut self) -> bool {
+        self.reader.watch()
+    }
+
     /// The last seq read here of `author`'s log by `key` (0 when none was read).
     pub fn log_seq(&self, author: &AgentName, key: &PublicKey) -> u64 {
         let id = LogId {
@@ -314,6 +326,15 @@ impl Session {
     /// kept in the problems. Returns how many entries were folded.
     pub fn refresh(&mut self, now: Timestamp) -> u64 {
         self.take_kept_failures(now);
+        if self.reader.is_watching() {
+            let due = self
+                .looked_everywhere
+                .is_none_or(|at| now.seconds_since(at) >= LOOK_EVERYWHERE_EVERY_S);
+            if due {
+                self.reader.look_everywhere_next();
+                self.looked_everywhere = Some(now);
+            }
+        }
         let before = self.state.counter();
         let folded = fold_new(&mut self.reader, &mut self.state, now);
         if folded.refolded {
@@ -636,6 +657,9 @@ fn generation_from(random: u64) -> u64 {
     GENERATION_FLOOR + random % (u64::MAX - GENERATION_FLOOR)
 }
 
+/// How often a watched session looks at every log whatever the kernel said.
+pub const LOOK_EVERYWHERE_EVERY_S: u64 = 60;
+
 /// How often a long-running server writes the verified state, at most.
 const SAVE_EVERY_MS: u64 = 2_000;
 
@@ -746,6 +770,7 @@ impl ChannelAccess for LazySession {
                     if let Some(machine) = &self.machine {
                         session.set_machine(machine.clone());
                     }
+                    session.watch_channel();
                     self.slot = Slot::Open(Box::new(session));
                 }
                 Ok(Err(err)) => return Err(unavailable(&err)),
@@ -758,6 +783,7 @@ impl ChannelAccess for LazySession {
             if let Some(machine) = &self.machine {
                 session.set_machine(machine.clone());
             }
+            session.watch_channel();
             self.slot = Slot::Open(Box::new(session));
         }
         match &mut self.slot {

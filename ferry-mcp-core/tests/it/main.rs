@@ -19,3 +19,4 @@ mod registry_schemas;
 mod shape;
 mod talk;
 mod tamper;
+mod watch;

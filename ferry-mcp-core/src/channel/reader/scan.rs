@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::problem::{IntegrityProblem, ProblemKind};
+use super::watch::Watch;
 use crate::channel::keys::PublicKey;
 use crate::channel::names::AgentName;
 use crate::channel::stamp::FileStamp;
@@ -217,6 +218,7 @@ pub(super) fn list(
     dir: &Path,
     folders: &mut Folders,
     key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
+    watch: &mut Watch,
 ) -> Listing {
     let mut listing = Listing::default();
     // Until `logs/` is listed, no log is known to be there.
@@ -242,6 +244,7 @@ pub(super) fn list(
         }
         Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
     }
+    watch.follow_logs(dir);
     let authors = match folders.logs_entries(dir) {
         Ok(authors) => authors,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
@@ -267,6 +270,8 @@ pub(super) fn list(
                 .push(skipped(rel_author, "not a folder named by an author"));
             continue;
         };
+        // Watched before it is looked at: what changes after this is told by the next poll.
+        watch.follow(dir, &author_name);
         let stamp = folder_stamp(&dir.join(&rel_author));
         let folder = match (stamp, before.remove(&author_name)) {
             (Some(stamp), Some((kept, folder))) if kept == stamp => folder,
@@ -276,6 +281,37 @@ pub(super) fn list(
         // A folder without a stamp (a platform that tells none) is listed again every time.
         let stamp = stamp.unwrap_or(FileStamp::NONE);
         folders.authors.insert(author_name, (stamp, folder));
+    }
+    listing
+}
+
+/// Lists again only the author folders in `authors` (a watch said their files changed; the
+/// channel's top folder and `logs/` did not), updating `folders`, and returns what to report.
+pub(super) fn relist(
+    dir: &Path,
+    folders: &mut Folders,
+    authors: &std::collections::BTreeSet<String>,
+    key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
+) -> Listing {
+    let mut listing = Listing::default();
+    for author_name in authors {
+        let Some((_, kept)) = folders.authors.get(author_name) else {
+            // Not a folder this reader knows: a full look finds it.
+            continue;
+        };
+        let author = kept.author.clone();
+        let rel_author = Path::new(LOGS_DIR).join(author_name);
+        let Some(meta) = fs::symlink_metadata(dir.join(&rel_author))
+            .ok()
+            .filter(fs::Metadata::is_dir)
+        else {
+            folders.authors.remove(author_name);
+            continue;
+        };
+        let stamp = FileStamp::of(&meta).unwrap_or(FileStamp::NONE);
+        let folder = list_author(dir, author, &rel_author, key_of);
+        listing.skipped.extend(folder.skipped.iter().cloned());
+        folders.authors.insert(author_name.clone(), (stamp, folder));
     }
     listing
 }

@@ -1,0 +1,280 @@
+//! A watched reader (a server's: the kernel tells it what changed) against one that looks at
+//! every log on every poll: whatever is done to the channel folder, both read the same entries
+//! and report the same problems. And what the watch cannot see, the session's periodic full
+//! look finds.
+#![cfg(target_os = "linux")]
+
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use ferry_mcp_core::channel::home::KeyHolder;
+use ferry_mcp_core::channel::keys::SecretKey;
+use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::reader::{IntegrityProblem, Reader};
+use ferry_mcp_core::channel::session::{Actor, LOOK_EVERYWHERE_EVERY_S, Session};
+use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_testkit::temp_channel::TempChannel;
+use serde_json::json;
+
+fn agent(name: &str) -> AgentName {
+    TempChannel::agent(name)
+}
+
+fn key(temp: &TempChannel, name: &str) -> SecretKey {
+    temp.home()
+        .load_key(temp.project(), &KeyHolder::Agent(agent(name)), temp.now())
+        .unwrap()
+}
+
+fn append(temp: &TempChannel, name: &str, n: u64) {
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let mut writer = channel.writer(&agent(name), &key(temp, name)).unwrap();
+    writer
+        .append("note", json!({ "n": n }), temp.now())
+        .unwrap();
+}
+
+fn log_of(temp: &TempChannel, name: &str) -> PathBuf {
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    channel.log_path(&agent(name), &key(temp, name).public_key())
+}
+
+/// What a reader has read so far: every entry (author, seq, hash) and every problem (kind and
+/// path), in the order of the polls.
+#[derive(Default, Debug, PartialEq, Eq)]
+struct Seen {
+    entries: Vec<(String, u64, String)>,
+    problems: Vec<(String, PathBuf)>,
+}
+
+fn poll(reader: &mut Reader, seen: &mut Seen) {
+    let mut entries = Vec::new();
+    let problems: Vec<IntegrityProblem> = reader.poll_with(&mut |entry| {
+        entries.push((
+            entry.author().as_str().to_owned(),
+            entry.seq(),
+            entry.hash().to_string(),
+        ));
+    });
+    entries.sort();
+    seen.entries.extend(entries);
+    let mut problems: Vec<(String, PathBuf)> = problems
+        .into_iter()
+        .map(|problem| (format!("{:?}", problem.kind), problem.path))
+        .collect();
+    problems.sort();
+    seen.problems.extend(problems);
+}
+
+/// Two readers of one channel folder, one watched; each step is done, both poll, and what
+/// they read so far must be the same.
+struct Pair {
+    watched: Reader,
+    plain: Reader,
+    seen_watched: Seen,
+    seen_plain: Seen,
+}
+
+impl Pair {
+    fn new(dir: &Path) -> Self {
+        let channel = Channel::open(dir).unwrap();
+        let mut watched = channel.reader();
+        assert!(watched.watch(), "inotify works here");
+        let mut pair = Self {
+            watched,
+            plain: channel.reader(),
+            seen_watched: Seen::default(),
+            seen_plain: Seen::default(),
+        };
+        // The first poll of each looks at everything.
+        pair.step("first poll");
+        pair
+    }
+
+    fn step(&mut self, what: &str) {
+        poll(&mut self.watched, &mut self.seen_watched);
+        poll(&mut self.plain, &mut self.seen_plain);
+        assert_eq!(self.seen_watched, self.seen_plain, "after {what}");
+        // A second poll with nothing done finds nothing more.
+        poll(&mut self.watched, &mut self.seen_watched);
+        assert_eq!(
+            self.seen_watched, self.seen_plain,
+            "polled again after {what}"
+        );
+    }
+}
+
+fn flip_last_signature_char(path: &Path) {
+    let mut bytes = fs::read(path).unwrap();
+    // The last line ends `..."}\n`: the character before `"}` is the signature's last hex.
+    let at = bytes.len() - 4;
+    bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .write_all(&bytes)
+        .unwrap();
+}
+
+#[test]
+fn a_watched_reader_reads_and_reports_what_one_that_looks_everywhere_does_whatever_is_done_to_the_folder()
+ {
+    let temp = TempChannel::builder()
+        .agent("ada", Level::Member)
+        .agent("bob", Level::Member)
+        .build()
+        .unwrap();
+    let dir = temp.channel_dir().to_owned();
+    let mut pair = Pair::new(&dir);
+
+    append(&temp, "ada", 1);
+    pair.step("an append to one log");
+
+    append(&temp, "ada", 2);
+    append(&temp, "bob", 3);
+    pair.step("appends to two logs");
+
+    let ada = log_of(&temp, "ada");
+    flip_last_signature_char(&ada);
+    pair.step("a same-length rewrite of a verified line");
+
+    let bob = log_of(&temp, "bob");
+    let bytes = fs::read(&bob).unwrap();
+    let cut = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
+    OpenOptions::new()
+        .write(true)
+        .open(&bob)
+        .unwrap()
+        .set_len(cut as u64)
+        .unwrap();
+    pair.step("a log cut back by one line");
+
+    // A new agent: a new folder under logs/.
+    let carl = SecretKey::generate().unwrap();
+    let channel = Channel::open(&dir).unwrap();
+    channel
+        .writer(&agent("carl"), &carl)
+        .unwrap()
+        .append("roster.join", json!({}), temp.now())
+        .unwrap();
+    pair.step("a new author folder");
+
+    // A second key for a known name: a new file in a known folder.
+    let other = SecretKey::generate().unwrap();
+    channel
+        .writer(&agent("ada"), &other)
+        .unwrap()
+        .append("roster.join", json!({}), temp.now())
+        .unwrap();
+    pair.step("a new log in a known folder");
+
+    let ada_folder = ada.parent().unwrap().to_owned();
+    fs::write(
+        ada_folder.join("x.sync-conflict-20261201-120000-ABCDEFG.jsonl"),
+        b"{}\n",
+    )
+    .unwrap();
+    fs::write(dir.join("notes.txt"), b"hello").unwrap();
+    pair.step("a conflict copy and an unknown file");
+
+    // As Syncthing replaces a file: a temporary file renamed onto the log.
+    append(&temp, "bob", 4);
+    let replaced = fs::read(&bob).unwrap();
+    let bob_folder = bob.parent().unwrap();
+    let temporary = bob_folder.join(".syncthing.bob.tmp");
+    fs::write(&temporary, &replaced).unwrap();
+    fs::rename(&temporary, &bob).unwrap();
+    pair.step("a log replaced by a rename");
+
+    fs::remove_file(channel.log_path(&agent("ada"), &other.public_key())).unwrap();
+    pair.step("a log deleted");
+
+    fs::remove_dir_all(dir.join("logs").join("carl")).unwrap();
+    pair.step("an author folder deleted");
+
+    append(&temp, "ada", 5);
+    pair.step("an append after all that");
+    assert!(
+        pair.seen_plain.problems.len() >= 6,
+        "{:?}",
+        pair.seen_plain.problems
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for item in fs::read_dir(from).unwrap() {
+        let item = item.unwrap();
+        let target = to.join(item.file_name());
+        if item.file_type().unwrap().is_dir() {
+            copy_dir(&item.path(), &target);
+        } else {
+            fs::copy(item.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_change_no_event_tells_is_found_by_the_session_s_periodic_full_look() {
+    let temp = TempChannel::builder()
+        .agent("ada", Level::Member)
+        .build()
+        .unwrap();
+    let ada = agent("ada");
+    let ada_key = key(&temp, "ada");
+    let mut session = Session::open(
+        temp.home(),
+        temp.project(),
+        Actor::Agent(ada.clone()),
+        temp.now(),
+    )
+    .unwrap();
+    assert!(session.watch_channel());
+    session.refresh(temp.now());
+    let seen = session.log_seq(&ada, &ada_key.public_key());
+
+    // Ada's next line, made in a scratch copy of the channel.
+    let log = log_of(&temp, "ada");
+    let scratch = temp.root().join("scratch");
+    copy_dir(temp.channel_dir(), &scratch);
+    let scratch_channel = Channel::open(&scratch).unwrap();
+    let scratch_log = scratch_channel.log_path(&ada, &ada_key.public_key());
+    let before = fs::metadata(&scratch_log).unwrap().len() as usize;
+    scratch_channel
+        .writer(&ada, &ada_key)
+        .unwrap()
+        .append("note", json!({ "n": 1 }), temp.now())
+        .unwrap();
+    let line = fs::read(&scratch_log).unwrap()[before..].to_vec();
+
+    // Written through a hard link outside the watched folders: the kernel tells the folder of
+    // the path written through, not logs/ada (as with a write through a memory map, or a
+    // network file system, no event reaches the watch).
+    let link = temp.root().join("link-to-ada.jsonl");
+    fs::hard_link(&log, &link).unwrap();
+    session.refresh(temp.now());
+    OpenOptions::new()
+        .append(true)
+        .open(&link)
+        .unwrap()
+        .write_all(&line)
+        .unwrap();
+    session.refresh(temp.now());
+    assert_eq!(
+        session.log_seq(&ada, &ada_key.public_key()),
+        seen,
+        "the watch decides which logs a refresh reads"
+    );
+
+    // The periodic full look finds it.
+    let later = temp.clock().advance_secs(LOOK_EVERYWHERE_EVERY_S);
+    session.refresh(later);
+    assert_eq!(session.log_seq(&ada, &ada_key.public_key()), seen + 1);
+}
