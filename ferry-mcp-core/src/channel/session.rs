@@ -657,6 +657,16 @@ fn generation_from(random: u64) -> u64 {
     GENERATION_FLOOR + random % (u64::MAX - GENERATION_FLOOR)
 }
 
+/// Lowers the priority of the calling thread (Linux: niceness is per thread), so that a channel
+/// opened in the background never delays the thread answering `initialize` and `tools/list` on
+/// a machine with few cores. Elsewhere, or if refused, nothing changes.
+fn give_way_to_the_client() {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+    }
+}
+
 /// How often a watched session looks at every log whatever the kernel said.
 pub const LOOK_EVERYWHERE_EVERY_S: u64 = 60;
 
@@ -733,7 +743,10 @@ impl LazySession {
         let (home, project, actor) = (self.home.clone(), self.project.clone(), self.actor.clone());
         let spawned = std::thread::Builder::new()
             .name("channel".into())
-            .spawn(move || Session::open(&home, &project, actor, now));
+            .spawn(move || {
+                give_way_to_the_client();
+                Session::open(&home, &project, actor, now)
+            });
         if let Ok(handle) = spawned {
             self.slot = Slot::Opening(handle);
         }
