@@ -6,7 +6,8 @@
 //! changed, not the history. Every iteration does the same work: the channel is put back to its
 //! warm state (the logs that the news went to are cut back to their warm length, the reader's
 //! session is opened from the saved verified state and watched, as a server's is, and has read
-//! its board and talk and looked at every log once, as a server's has after its first call),
+//! its board and talk and looked at every log once, as a server's has after its first call, and
+//! made the call before this one: a catch-up since the same cursor that found nothing new),
 //! the same three pre-written entries are
 //! appended (a decision and two progress lines on orders held by other agents), all untimed;
 //! the timed catch-up since the warm cursor folds them and builds a digest holding exactly
@@ -173,6 +174,17 @@ impl Catchup {
         session.refresh(self.now);
         black_box(session.state().orders());
         black_box(session.state().talk());
+        // And the call before this one, a catch-up that found nothing new: a served agent
+        // calls it again and again (so what a catch-up touches is as warm as between calls).
+        black_box(
+            fleet::catchup(
+                &mut session,
+                Some(&self.cursor),
+                DigestLimits::DEFAULT,
+                self.now,
+            )
+            .expect("catchup"),
+        );
         for (path, _, bytes) in &self.news {
             OpenOptions::new()
                 .append(true)

@@ -70,6 +70,10 @@ pub enum Operation {
     HandIn,
     /// Ask the human for an approval.
     Ask,
+    /// Say that one waits to take over as primary.
+    StandBy,
+    /// Give the primary role back (the primary's own).
+    ReleasePrimary,
     Claim,
     Progress,
     Submit,
@@ -95,10 +99,12 @@ pub enum Requirement {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 13] = [
+    pub const ALL: [Operation; 15] = [
         Operation::Read,
         Operation::HandIn,
         Operation::Ask,
+        Operation::StandBy,
+        Operation::ReleasePrimary,
         Operation::Claim,
         Operation::Progress,
         Operation::Submit,
@@ -116,6 +122,8 @@ impl Operation {
             Operation::Read => "read",
             Operation::HandIn => "hand in",
             Operation::Ask => "ask",
+            Operation::StandBy => "stand by",
+            Operation::ReleasePrimary => "release the primary role",
             Operation::Claim => "claim",
             Operation::Progress => "progress",
             Operation::Submit => "submit",
@@ -132,9 +140,11 @@ impl Operation {
     /// The level table of `seeds/MCP.md`.
     pub const fn requirement(self) -> Requirement {
         match self {
-            Operation::Read | Operation::HandIn | Operation::Ask => {
-                Requirement::AtLeast(Level::Worker)
-            }
+            Operation::Read
+            | Operation::HandIn
+            | Operation::Ask
+            | Operation::StandBy
+            | Operation::ReleasePrimary => Requirement::AtLeast(Level::Worker),
             Operation::Claim | Operation::Progress | Operation::Submit | Operation::Post => {
                 Requirement::AtLeast(Level::Member)
             }

@@ -172,8 +172,8 @@ fn the_level_table_reader_refuses_a_missing_extra_or_unreadable_row() {
     let twice = page.replace("| claim, progress,", "| claim, read, progress,");
     assert!(reads(twice).is_err());
     let unreadable = page.replace(
-        "| read, hand in, ask (the human) | yes |",
-        "| read, hand in, ask (the human) | maybe |",
+        "| read, hand in, ask (the human), stand by, release the primary role | yes |",
+        "| read, hand in, ask (the human), stand by, release the primary role | maybe |",
     );
     assert!(reads(unreadable).is_err());
     let different = page.replace(

@@ -163,7 +163,7 @@ fn expected(row: &str) -> Vec<String> {
             ok.clone(),
             format!("{paused}post is refused until `ferry resume`"),
             ok.clone(),
-            format!("{paused}hand in is refused until `ferry resume`"),
+            format!("{paused}stand by is refused until `ferry resume`"),
             format!("{paused}take over is refused until `ferry resume`"),
             format!("{paused}ask is refused until `ferry resume`"),
             ok,

@@ -127,7 +127,7 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Op
 
 /// Records that the caller waits for the primary.
 pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
-    session.append(Operation::HandIn, None, kinds::STANDBY, json!({}), now)?;
+    session.append(Operation::StandBy, None, kinds::STANDBY, json!({}), now)?;
     status(session, now)
 }
 
@@ -198,7 +198,7 @@ pub fn release(session: &mut Session, now: Timestamp) -> Result<(), OpsError> {
         });
     }
     let body = json!({ "after": view.tip.to_hex() });
-    session.append(Operation::HandIn, None, kinds::RELEASE, body, now)?;
+    session.append(Operation::ReleasePrimary, None, kinds::RELEASE, body, now)?;
     Ok(())
 }
 
