@@ -296,6 +296,35 @@ impl Flat {
     }
 }
 
+fn frozen(text: &str) -> Value {
+    assert!(!text.contains(['\n', '\r']), "a frozen schema is one line");
+    serde_json::from_str(text).expect("the frozen schema is JSON")
+}
+
+/// Panics unless the frozen `inputSchema` of `definition` is the one derived from `Args` (after
+/// the compacting transform): the definition and the parser can never drift apart.
+pub fn assert_input_frozen<Args: JsonSchema>(definition: &ferry_mcp_core::tool::ToolDefinition) {
+    assert_eq!(
+        compact(&input_schema::<Args>()),
+        frozen(definition.input_schema),
+        "{}: the frozen inputSchema differs from the derived one",
+        definition.name
+    );
+}
+
+/// Panics unless `definition` has an `outputSchema` and it is the one derived from `Out`.
+pub fn assert_output_frozen<Out: JsonSchema>(definition: &ferry_mcp_core::tool::ToolDefinition) {
+    let output = definition
+        .output_schema
+        .expect("the tool has an outputSchema");
+    assert_eq!(
+        compact(&output_schema::<Out>()),
+        frozen(output),
+        "{}: the frozen outputSchema differs from the derived one",
+        definition.name
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

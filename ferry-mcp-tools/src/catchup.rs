@@ -245,26 +245,15 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_mcp_testkit::schema::{compact, input_schema, output_schema};
-
-    fn frozen(text: &str) -> Value {
-        assert!(!text.contains(['\n', '\r']), "a frozen schema is one line");
-        serde_json::from_str(text).expect("the frozen schema is JSON")
-    }
+    use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
 
     #[test]
     fn the_frozen_input_schema_is_the_one_derived_from_the_arguments() {
-        assert_eq!(
-            compact(&input_schema::<CatchupArgs>()),
-            frozen(DEFINITION.input_schema)
-        );
+        assert_input_frozen::<CatchupArgs>(&DEFINITION);
     }
 
     #[test]
     fn the_frozen_output_schema_is_the_one_derived_from_the_answer() {
-        let output = DEFINITION
-            .output_schema
-            .expect("the tool has an outputSchema");
-        assert_eq!(compact(&output_schema::<CatchupOut>()), frozen(output));
+        assert_output_frozen::<CatchupOut>(&DEFINITION);
     }
 }

@@ -553,28 +553,17 @@ impl ResourceKind for OrderBodies {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_mcp_testkit::schema::{compact, input_schema, output_schema};
+    use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
     use serde_json::json;
-
-    fn frozen(text: &str) -> Value {
-        assert!(!text.contains(['\n', '\r']), "a frozen schema is one line");
-        serde_json::from_str(text).expect("the frozen schema is JSON")
-    }
 
     #[test]
     fn the_frozen_input_schema_is_the_one_derived_from_the_arguments() {
-        assert_eq!(
-            compact(&input_schema::<OrdersArgs>()),
-            frozen(DEFINITION.input_schema)
-        );
+        assert_input_frozen::<OrdersArgs>(&DEFINITION);
     }
 
     #[test]
     fn the_frozen_output_schema_is_the_one_derived_from_the_answer() {
-        let output = DEFINITION
-            .output_schema
-            .expect("ferry_orders has an outputSchema");
-        assert_eq!(compact(&output_schema::<OrdersOut>()), frozen(output));
+        assert_output_frozen::<OrdersOut>(&DEFINITION);
     }
 
     fn parse(args: Value) -> Result<OrdersArgs, String> {
