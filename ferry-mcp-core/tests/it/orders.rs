@@ -1125,18 +1125,13 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
     );
     assert_eq!(code(&refused), "missing_level");
     // ... and an issue written around it, admitting it saw the demotion, does not count.
-    let key = temp
-        .home()
-        .load_key(temp.project(), &KeyHolder::Agent(agent("olga")), temp.now())
-        .unwrap();
-    let mut writer = olga.channel().writer(&agent("olga"), &key).unwrap();
-    let mut body = json!({"title": "written raw after the demotion"});
-    body[SEEN_FIELD] = json!([demotion.0, demotion.1]);
-    let raw = writer.append(kinds::ISSUE, body, temp.now()).unwrap();
-    let raw_id = EntryId::Agent {
-        name: agent("olga"),
-        seq: raw.seq(),
-    };
+    let raw_id = write_with_seen(
+        &temp,
+        "olga",
+        kinds::ISSUE,
+        json!({"title": "written raw after the demotion"}),
+        demotion,
+    );
     let view = temp.view();
     assert!(
         view.state().orders().get(&raw_id).is_none(),
