@@ -292,6 +292,21 @@ mod tests {
     }
 
     #[test]
+    fn the_admin_group_is_served_only_when_named_and_is_read_only() {
+        let default: Vec<String> = DEFAULT_GROUPS.split(',').map(str::to_owned).collect();
+        let by_default = served(
+            &default.iter().map(String::as_str).collect::<Vec<_>>(),
+            false,
+        );
+        assert!(!by_default.contains(&"ferry_get"), "{by_default:?}");
+        assert!(!by_default.contains(&"ferry_status"), "{by_default:?}");
+        let named = served(&["core", "admin"], false);
+        assert!(named.contains(&"ferry_get") && named.contains(&"ferry_status"));
+        let read_only = served(&["admin"], true);
+        assert_eq!(read_only, ["ferry_get", "ferry_status"]);
+    }
+
+    #[test]
     fn naming_a_group_twice_serves_it_once() {
         assert_eq!(
             served(&["fixture", "core", "fixture"], false),
@@ -311,7 +326,7 @@ mod tests {
         let err = assemble(&names(&["core", "nope"]), false, &selectable_groups()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown tool group `nope` in --tools (known: core)"
+            "unknown tool group `nope` in --tools (known: admin, core)"
         );
     }
 

@@ -1,5 +1,5 @@
-//! The ferry MCP tool groups: `core` (the agent tools); the optional `admin` and `legacy`
-//! groups are still to come.
+//! The ferry MCP tool groups: `core` (the agent tools) and the opt-in `admin` (`ferry_get`,
+//! `ferry_status`); the `legacy` group is still to come.
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the
@@ -18,6 +18,7 @@ Ferry channel: a signed folder shared by a fleet of agents; nothing needs to be 
 4. Never send secrets: they are refused (the human sends them with ferry channel secret).
 5. Primary silent? ferry_primary status, then follow its rule. Need a human decision? ferry_ask_human with a recommendation.";
 
+pub mod admin;
 pub mod asks;
 pub mod catchup;
 mod facade;
@@ -44,9 +45,21 @@ pub static CORE: Group = Group {
     instructions: CORE_INSTRUCTIONS,
 };
 
+/// What the instructions say when the admin group is served.
+pub const ADMIN_INSTRUCTIONS: &str = "\
+Admin tools: ferry_get reads a ferry:// link when you cannot read resources; ferry_status shows the channel's agents and problems.";
+
+/// Opt-in (`--tools admin`): never in the default list (ADR 0028 T2).
+pub static ADMIN: Group = Group {
+    name: "admin",
+    tools: &[&admin::FerryGet, &admin::FerryStatus],
+    resources: &[],
+    instructions: ADMIN_INSTRUCTIONS,
+};
+
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream
 /// crate's groups beside these and hands the whole list to `Registry::new`.
-pub static GROUPS: &[&Group] = &[&CORE];
+pub static GROUPS: &[&Group] = &[&ADMIN, &CORE];
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! Integration tests of the ferry MCP tool groups, driven through a protocol `Server` per agent
 //! over a temporary channel (the testkit's scripted session checks every answer's shape).
 
+mod admin;
 mod fleet;
 mod guard;
 mod mcp_budget;

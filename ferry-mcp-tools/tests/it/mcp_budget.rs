@@ -33,6 +33,8 @@ const INSTRUCTIONS_CAP: usize = 250;
 const INSTRUCTIONS_TARGET: usize = 170;
 const CATCHUP_CAP: usize = 800;
 const CATCHUP_TARGET: usize = 500;
+/// The admin group's tools/list (ADR 0028: about 600 tokens, never loaded by default).
+const ADMIN_TOOLS_LIST_CAP: usize = 600;
 
 /// The typical-response cap of each tool (ADR 0028, "Per-tool token estimate").
 fn response_cap(tool: &str) -> usize {
@@ -210,12 +212,46 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
             .iter()
             .map(|group| group.name)
             .collect::<Vec<_>>(),
-        ["core"],
+        ["admin", "core"],
         "a new group must be opt-in and get its own budget line here"
     );
+    let opt_in_by_default: usize = model
+        .iter()
+        .filter(|(name, _)| !core.contains(&name.as_str()))
+        .map(|(_, tokens)| tokens)
+        .sum();
+    assert_eq!(opt_in_by_default, 0);
     figures.insert(
         "opt_in_groups_by_default".into(),
-        json!({"tokens": 0, "cap": 0, "note": "admin and legacy are not built yet; nothing but core is served by default"}),
+        json!({"tokens": opt_in_by_default, "cap": 0, "note": "the legacy group is not built yet"}),
+    );
+
+    // The admin group, when named (`--tools core,admin`): its own tools/list and what the
+    // model reads of it, within the ADR's estimate for the group; the instructions with its
+    // line still within T3.
+    let admin = Surface::build(&[&ferry_mcp_tools::ADMIN], false).expect("the admin group");
+    let admin_model = model_facing(&admin);
+    let admin_model_total: usize = admin_model.values().sum();
+    let mut admin_session = Session::new(Server::new(config("demo"), admin));
+    admin_session.initialize("2025-11-25");
+    let admin_wire = estimate(&admin_session.result("tools/list", json!({})).to_string());
+    assert!(
+        admin_wire <= ADMIN_TOOLS_LIST_CAP,
+        "admin tools/list is {admin_wire}"
+    );
+    let both = Surface::build(&[&ferry_mcp_tools::ADMIN, &ferry_mcp_tools::CORE], false)
+        .expect("core and admin together");
+    let both_instructions = estimate(both.instructions());
+    assert!(both_instructions <= INSTRUCTIONS_CAP, "{both_instructions}");
+    figures.insert(
+        "admin_tools_list".into(),
+        json!({
+            "tokens": admin_wire,
+            "cap": ADMIN_TOOLS_LIST_CAP,
+            "model_facing": admin_model_total,
+            "per_tool": admin_model,
+            "instructions_with_core": both_instructions,
+        }),
     );
 
     // T3: the instructions.

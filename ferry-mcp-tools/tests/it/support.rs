@@ -71,11 +71,20 @@ pub fn fleet() -> TempChannel {
 /// A server over the `core` group for `actor`, reaching the channel as `ferry mcp serve` does
 /// (a lazily opened session), initialized, its clock at the channel's.
 pub fn serve(temp: &TempChannel, actor: Actor) -> Session {
-    let surface = Surface::build(&[&ferry_mcp_tools::CORE], false).unwrap();
+    serve_groups(temp, actor, &[&ferry_mcp_tools::CORE])
+}
+
+/// A server over `groups` for `actor`, as [`serve`] makes one.
+pub fn serve_groups(
+    temp: &TempChannel,
+    actor: Actor,
+    groups: &[&'static ferry_mcp_core::registry::Group],
+) -> Session {
+    let surface = Surface::build(groups, false).unwrap();
     let config = ServerConfig {
         name: "ferry",
         version: "0.0.0-test",
-        instructions: ferry_mcp_tools::CORE_INSTRUCTIONS.to_owned(),
+        instructions: surface.instructions().to_owned(),
         project: temp.project().to_string(),
     };
     let lazy = LazySession::new(temp.home().clone(), temp.project().clone(), actor);

@@ -33,12 +33,21 @@ pub struct Status {
 /// The status of `project`.
 pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status, OpsError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
+    let status = status_of(&session, now)?;
+    session.save()?;
+    Ok(status)
+}
+
+/// The status of the project `session` is open on, as it stands after its last refresh (the
+/// `ferry_status` tool's, through the server's session).
+pub fn status_of(session: &Session, now: Timestamp) -> Result<Status, OpsError> {
+    let (home, project) = (session.home(), session.project());
     let (integrity, dropped) = session.integrity_problems();
     let mut problems: Vec<String> = integrity.iter().map(ToString::to_string).collect();
     if dropped > 0 {
         problems.push(format!("{dropped} more integrity problems were not kept"));
     }
-    let agents = agent_rows(&session, None, now, &mut problems)?;
+    let agents = agent_rows(session, None, now, &mut problems)?;
     let identity = session.identity();
     problems.extend(
         session
@@ -83,6 +92,5 @@ pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status
         agents,
         problems,
     };
-    session.save()?;
     Ok(status)
 }

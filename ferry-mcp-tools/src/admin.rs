@@ -1,0 +1,292 @@
+//! The `admin` group (opt-in, `--tools admin`; ADR 0028 T2: nothing of it is in the default
+//! list): `ferry_get`, which reads a `ferry://` link for clients that do not read resources
+//! themselves, and `ferry_status`, the project as `ferry channel status` shows it.
+//!
+//! Neither changes anything, and neither reaches a key: `ferry_status` says who is seated at
+//! which level and what is wrong with the channel, never what keys this machine holds.
+
+use ferry_mcp_core::channel::ops::status::status_of;
+use ferry_mcp_core::guard;
+use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
+use ferry_mcp_core::tool::{
+    Annotations, CallContext, ReadContext, ResourceError, Tool, ToolDefinition,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::facade;
+
+/// The most characters of a body or of the problems `ferry_get` and `ferry_status` answer
+/// with (ADR 0028 T4: 4,000 characters a response).
+pub const MAX_TEXT: usize = 3_000;
+
+/// The most agents and problems `ferry_status` lists (T4: 20 items).
+pub const MAX_ITEMS: usize = 20;
+
+/// The arguments of `ferry_get`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GetArgs {
+    /// A `ferry://<project>/<kind>/<id>` link from another answer.
+    pub uri: String,
+}
+
+/// What `ferry_get` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct GetOut {
+    pub uri: String,
+    pub mime_type: String,
+    /// The body, at most 3,000 characters, secrets masked.
+    pub text: String,
+    /// Whether the body was longer than what `text` holds.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+pub(crate) static GET: ToolDefinition = ToolDefinition {
+    name: "ferry_get",
+    title: "Get a link",
+    description: "Read a ferry:// link from another answer (an order's or a message's whole text), for clients that do not read resources.",
+    input_schema: r#"{"type":"object","properties":{"uri":{"type":"string"}},"required":["uri"],"additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"uri":{"type":"string"},"mime_type":{"type":"string"},"text":{"type":"string"},"truncated":{"type":"boolean"}},"required":["uri","mime_type","text"],"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::READ_ONLY,
+};
+
+/// `ferry_get`.
+#[derive(Debug)]
+pub struct FerryGet;
+
+/// The first `max` characters of `text`, and whether that is all of it.
+fn capped(text: &str, max: usize) -> (String, bool) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => (text[..at].to_owned(), true),
+        None => (text.to_owned(), false),
+    }
+}
+
+impl Tool for FerryGet {
+    fn definition(&self) -> &'static ToolDefinition {
+        &GET
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        let args = match facade::parse::<GetArgs>(GET.name, args) {
+            Ok(args) => args,
+            Err(refusal) => return refusal,
+        };
+        let uri = match ResourceUri::parse(&args.uri) {
+            Ok(uri) => uri,
+            Err(err) => return ToolOutcome::error(format!("invalid: {err}")),
+        };
+        if uri.project() != cx.project {
+            return ToolOutcome::error(format!(
+                "not_found: {} names project {}, not this server's {}",
+                args.uri,
+                uri.project(),
+                cx.project
+            ));
+        }
+        // Only the kinds this crate's groups serve: a downstream kind is read by resources/read.
+        let Some(kind) = crate::CORE
+            .resources
+            .iter()
+            .find(|kind| kind.template().kind == uri.kind())
+        else {
+            return ToolOutcome::error(format!(
+                "not_found: no resource kind {:?} (links name order or msg)",
+                uri.kind()
+            ));
+        };
+        let mut read = ReadContext {
+            now: cx.now,
+            project: cx.project,
+            channel: &mut *cx.channel,
+        };
+        match kind.read(&uri, &mut read) {
+            Ok(body) => {
+                // Resources mask secrets already; masked again in case a kind does not.
+                let masked = guard::redact(&body.text);
+                let (text, truncated) = capped(&masked.text, MAX_TEXT);
+                let summary = format!(
+                    "{}: {} characters{}",
+                    args.uri,
+                    masked.text.chars().count(),
+                    if truncated {
+                        ", the first 3,000 shown"
+                    } else {
+                        ""
+                    }
+                );
+                let out = GetOut {
+                    uri: args.uri,
+                    mime_type: body.mime_type.to_owned(),
+                    text,
+                    truncated,
+                };
+                ToolOutcome::ok(facade::structured(&out), summary)
+            }
+            Err(ResourceError::NotFound) => {
+                ToolOutcome::error(format!("not_found: nothing at {}", args.uri))
+            }
+            Err(ResourceError::Unreadable(why)) => ToolOutcome::error(format!("unreadable: {why}")),
+        }
+    }
+}
+
+/// The arguments of `ferry_status`: none.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {}
+
+/// One seated (or contested) name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct StatusAgent {
+    pub name: String,
+    pub level: String,
+    /// `seated` or `contested`.
+    pub seat: String,
+}
+
+/// What `ferry_status` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct StatusOut {
+    pub project: String,
+    /// The master key's first 16 hex characters.
+    pub master: String,
+    /// Why this machine is paused, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<String>,
+    /// At most 20, by name.
+    pub agents: Vec<StatusAgent>,
+    pub agents_total: usize,
+    /// What is wrong with the channel or this machine's state of it, one line each; at most 20.
+    pub problems: Vec<String>,
+    pub problems_total: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+pub(crate) static STATUS: ToolDefinition = ToolDefinition {
+    name: "ferry_status",
+    title: "Channel status",
+    description: "The project as ferry channel status shows it: who is seated at which level, whether this machine is paused, and every integrity problem found.",
+    input_schema: r#"{"type":"object","additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"project":{"type":"string"},"master":{"type":"string"},"paused":{"type":"string"},"agents":{"type":"array"},"agents_total":{"type":"integer"},"problems":{"type":"array"},"problems_total":{"type":"integer"},"truncated":{"type":"boolean"}},"required":["project","master","agents","agents_total","problems","problems_total"],"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::READ_ONLY,
+};
+
+/// `ferry_status`.
+#[derive(Debug)]
+pub struct FerryStatus;
+
+impl Tool for FerryStatus {
+    fn definition(&self) -> &'static ToolDefinition {
+        &STATUS
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        if let Err(refusal) = facade::parse::<StatusArgs>(STATUS.name, args) {
+            return refusal;
+        }
+        let now = cx.now;
+        let session = match facade::session(cx) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        if let Err(err) =
+            session.authorize(ferry_mcp_core::channel::levels::Operation::Read, None, now)
+        {
+            return facade::failed(&err);
+        }
+        session.refresh(now);
+        let status = match status_of(session, now) {
+            Ok(status) => status,
+            Err(err) => return facade::failed(&err),
+        };
+        let agents_total = status.agents.len();
+        let agents = status
+            .agents
+            .iter()
+            .take(MAX_ITEMS)
+            .map(|row| StatusAgent {
+                name: row.name.to_string(),
+                level: row.level.to_string(),
+                seat: row.seat.to_owned(),
+            })
+            .collect();
+        // Problems name files and lines of the channel, which anyone may have written: masked,
+        // and held to the response's size.
+        let problems_total = status.problems.len();
+        let mut problems = Vec::new();
+        let mut room = MAX_TEXT;
+        for problem in status.problems.iter().take(MAX_ITEMS) {
+            let masked = guard::redact(problem).text.into_owned();
+            let (line, _) = capped(&masked, 300);
+            if line.len() > room {
+                break;
+            }
+            room -= line.len();
+            problems.push(line);
+        }
+        let truncated = agents_total > MAX_ITEMS || problems.len() < problems_total;
+        let out = StatusOut {
+            project: status.project.to_string(),
+            master: status.master.chars().take(16).collect(),
+            paused: status
+                .paused
+                .map(|pause| guard::redact(&pause.reason.0).text.into_owned()),
+            agents,
+            agents_total,
+            problems,
+            problems_total,
+            truncated,
+        };
+        let summary = format!(
+            "{}: {} agent{}, {} problem{}{}",
+            out.project,
+            agents_total,
+            if agents_total == 1 { "" } else { "s" },
+            problems_total,
+            if problems_total == 1 { "" } else { "s" },
+            if out.paused.is_some() {
+                "; this machine is paused"
+            } else {
+                ""
+            }
+        );
+        ToolOutcome::ok(facade::structured(&out), summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
+
+    #[test]
+    fn the_frozen_schemas_of_ferry_get_are_the_ones_derived_from_its_types() {
+        assert_input_frozen::<GetArgs>(&GET);
+        assert_output_frozen::<GetOut>(&GET);
+    }
+
+    #[test]
+    fn the_frozen_schemas_of_ferry_status_are_the_ones_derived_from_its_types() {
+        assert_input_frozen::<StatusArgs>(&STATUS);
+        assert_output_frozen::<StatusOut>(&STATUS);
+    }
+
+    #[test]
+    fn a_capped_text_keeps_whole_characters_and_says_when_it_cut() {
+        assert_eq!(capped("héllo", 2), ("hé".to_owned(), true));
+        assert_eq!(capped("héllo", 5), ("héllo".to_owned(), false));
+    }
+}
