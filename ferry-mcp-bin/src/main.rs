@@ -10,6 +10,7 @@ mod fleet;
 mod mcp;
 mod orders;
 mod paths;
+mod search;
 mod secrets;
 mod snifrig;
 mod talk;
@@ -62,6 +63,8 @@ enum Command {
         #[command(subcommand)]
         command: talk::TalkCommand,
     },
+    /// Find order titles, decisions and messages that hold a phrase.
+    Search(search::SearchArgs),
     /// Hand work in for an order.
     Work {
         #[command(subcommand)]
@@ -95,6 +98,7 @@ fn main() -> std::process::ExitCode {
         Command::Brief { command } => fleet::run_brief(command),
         Command::Marvin { command } => fleet::run_marvin(command),
         Command::Ask { command } => fleet::run_ask(command),
+        Command::Search(args) => search::run(args),
         Command::Work { command } => orders::run_work(command),
         Command::Admin(cmd) => admin::run(cmd),
     };

@@ -303,7 +303,7 @@ mod tests {
         let named = served(&["core", "admin"], false);
         assert!(named.contains(&"ferry_get") && named.contains(&"ferry_status"));
         let read_only = served(&["admin"], true);
-        assert_eq!(read_only, ["ferry_get", "ferry_status"]);
+        assert_eq!(read_only, ["ferry_get", "ferry_search", "ferry_status"]);
     }
 
     #[test]

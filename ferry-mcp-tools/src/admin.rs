@@ -1,10 +1,12 @@
 //! The `admin` group (opt-in, `--tools admin`; ADR 0028 T2: nothing of it is in the default
 //! list): `ferry_get`, which reads a `ferry://` link for clients that do not read resources
-//! themselves, and `ferry_status`, the project as `ferry channel status` shows it.
+//! themselves, `ferry_search`, which pages through order titles, decisions and messages that
+//! hold a phrase, and `ferry_status`, the project as `ferry channel status` shows it.
 //!
 //! Neither changes anything, and neither reaches a key: `ferry_status` says who is seated at
 //! which level and what is wrong with the channel, never what keys this machine holds.
 
+use ferry_mcp_core::channel::ops::search::{self, SearchRequest};
 use ferry_mcp_core::channel::ops::status::status_of;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
@@ -133,6 +135,106 @@ impl Tool for FerryGet {
                 ToolOutcome::error(format!("not_found: nothing at {}", args.uri))
             }
             Err(ResourceError::Unreadable(why)) => ToolOutcome::error(format!("unreadable: {why}")),
+        }
+    }
+}
+
+/// The arguments of `ferry_search`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// 2 to 200 characters, matched without regard to case.
+    pub query: String,
+    /// The `next` of the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// One hit of `ferry_search`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct SearchHit {
+    /// `order`, `decision` or `msg`.
+    pub kind: String,
+    pub id: String,
+    pub line: String,
+}
+
+/// What `ferry_search` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub struct SearchOut {
+    pub hits: Vec<SearchHit>,
+    pub total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+pub(crate) static SEARCH: ToolDefinition = ToolDefinition {
+    name: "ferry_search",
+    title: "Search",
+    description: "Find order titles, decisions and messages to you that hold a phrase, newest first, 20 a page; pass next back as cursor.",
+    input_schema: r#"{"type":"object","properties":{"query":{"type":"string"},"cursor":{"type":"string"}},"required":["query"],"additionalProperties":false}"#,
+    output_schema: Some(
+        r#"{"type":"object","properties":{"hits":{"type":"array"},"total":{"type":"integer"},"next":{"type":"string"}},"required":["hits","total"],"additionalProperties":false}"#,
+    ),
+    annotations: Annotations::READ_ONLY,
+};
+
+/// `ferry_search`.
+#[derive(Debug)]
+pub struct FerrySearch;
+
+impl Tool for FerrySearch {
+    fn definition(&self) -> &'static ToolDefinition {
+        &SEARCH
+    }
+
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
+        let args = match facade::parse::<SearchArgs>(SEARCH.name, args) {
+            Ok(args) => args,
+            Err(refusal) => return refusal,
+        };
+        let now = cx.now;
+        let session = match facade::session(cx) {
+            Ok(session) => session,
+            Err(refusal) => return refusal,
+        };
+        let request = SearchRequest {
+            query: args.query,
+            cursor: args.cursor,
+            limit: search::MAX_PAGE,
+        };
+        match search::search(session, &request, now) {
+            Ok(page) => {
+                let summary = format!(
+                    "{} hit{} for {:?}{}",
+                    page.total,
+                    if page.total == 1 { "" } else { "s" },
+                    request.query,
+                    if page.next.is_some() {
+                        "; more with next"
+                    } else {
+                        ""
+                    }
+                );
+                let out = SearchOut {
+                    hits: page
+                        .hits
+                        .into_iter()
+                        .map(|hit| SearchHit {
+                            kind: hit.kind.to_owned(),
+                            id: hit.id,
+                            line: hit.line,
+                        })
+                        .collect(),
+                    total: page.total,
+                    next: page.next,
+                };
+                ToolOutcome::ok(facade::structured(&out), summary)
+            }
+            Err(err) => facade::failed(&err),
         }
     }
 }
@@ -276,6 +378,12 @@ mod tests {
     fn the_frozen_schemas_of_ferry_get_are_the_ones_derived_from_its_types() {
         assert_input_frozen::<GetArgs>(&GET);
         assert_output_frozen::<GetOut>(&GET);
+    }
+
+    #[test]
+    fn the_frozen_schemas_of_ferry_search_are_the_ones_derived_from_its_types() {
+        assert_input_frozen::<SearchArgs>(&SEARCH);
+        assert_output_frozen::<SearchOut>(&SEARCH);
     }
 
     #[test]

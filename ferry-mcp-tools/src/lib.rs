@@ -1,5 +1,5 @@
 //! The ferry MCP tool groups: `core` (the agent tools) and the opt-in `admin` (`ferry_get`,
-//! `ferry_status`); the `legacy` group is still to come.
+//! `ferry_search`, `ferry_status`); the `legacy` group is still to come.
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the
@@ -47,12 +47,12 @@ pub static CORE: Group = Group {
 
 /// What the instructions say when the admin group is served.
 pub const ADMIN_INSTRUCTIONS: &str = "\
-Admin tools: ferry_get reads a ferry:// link when you cannot read resources; ferry_status shows the channel's agents and problems.";
+Admin tools: ferry_get reads a ferry:// link when you cannot read resources; ferry_search finds orders, decisions and messages; ferry_status shows agents and problems.";
 
 /// Opt-in (`--tools admin`): never in the default list (ADR 0028 T2).
 pub static ADMIN: Group = Group {
     name: "admin",
-    tools: &[&admin::FerryGet, &admin::FerryStatus],
+    tools: &[&admin::FerryGet, &admin::FerrySearch, &admin::FerryStatus],
     resources: &[],
     instructions: ADMIN_INSTRUCTIONS,
 };

@@ -357,3 +357,24 @@ fn show_runs_a_heavy_order_via_snifrig_only_when_configured_present_and_willing(
         "{text}"
     );
 }
+
+#[test]
+fn ferry_search_finds_an_order_by_a_word_of_its_title_and_pages_with_a_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = fleet(&dir);
+    let parser = issue(&home, &["Write the parser"]);
+    issue(&home, &["Ship the lexer"]);
+    let found = run_ok(
+        &home,
+        &["search", "PARSER", "--project", "demo", "--as", "walt"],
+    );
+    assert_eq!(
+        found,
+        format!("order    {parser:<12} Write the parser (open)\n1 in all\n")
+    );
+    let page = json(&home, Some("walt"), &["search", "the"]);
+    assert_eq!(page["total"], 2);
+    assert!(page.get("next").is_none(), "{page}");
+    let bad = error(&home, None, &["search", "x"]);
+    assert_eq!(bad, "ferry: a query is 2 to 200 characters, not 1");
+}

@@ -16,6 +16,7 @@ mod protocol_bad_input;
 mod protocol_fuzz;
 mod registry;
 mod registry_schemas;
+mod search;
 mod shape;
 mod talk;
 mod tamper;

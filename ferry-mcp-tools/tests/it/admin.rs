@@ -120,3 +120,26 @@ fn the_admin_tools_change_nothing_in_the_channel() {
         .collect();
     assert!(changed.is_empty(), "{changed:?}");
 }
+
+#[test]
+fn ferry_search_finds_a_message_to_the_caller_and_refuses_a_query_too_short() {
+    let temp = fleet();
+    let id = post(
+        &mut admin(&temp, "alice"),
+        "bob",
+        "the parser review is at noon",
+    );
+    post(&mut admin(&temp, "alice"), "carol", "the parser is late");
+    let mut bob = admin(&temp, "bob");
+    let result = bob.call("ferry_search", json!({ "query": "parser" }));
+    let out = structured(&result);
+    assert_eq!(out["total"], 1, "{out}");
+    assert_eq!(out["hits"][0]["kind"], "msg");
+    assert_eq!(out["hits"][0]["id"], id);
+    assert_eq!(
+        out["hits"][0]["line"],
+        "alice: the parser review is at noon"
+    );
+    let text = error_text(&bob.call("ferry_search", json!({ "query": "p" })));
+    assert!(text.starts_with("invalid: a query is 2 to 200"), "{text}");
+}

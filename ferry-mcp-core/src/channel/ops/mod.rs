@@ -6,6 +6,7 @@
 //! - [`access`]: show and set levels;
 //! - [`mastership`]: hand mastership on;
 //! - [`status`]: what a project looks like from this machine;
+//! - [`search`]: order titles, decisions and messages that hold a word;
 //! - [`orders`]: issue, claim, progress, hand in, submit, review, release, cancel.
 //!
 //! Each operation goes through a [`Session`](super::session::Session) (read what is new,
@@ -19,6 +20,7 @@ pub mod mastership;
 pub mod orders;
 pub mod primary;
 pub mod project;
+pub mod search;
 pub mod seats;
 pub mod secrets;
 pub mod status;
