@@ -69,12 +69,17 @@ pub fn run(cmd: TalkCommand) -> anyhow::Result<ExitCode> {
             }
             for message in &result.messages {
                 lines.push(format!(
-                    "{} {} -> {}: {}{}",
+                    "{} {} -> {}: {}{}{}",
                     message.id,
                     message.from,
                     message.to,
                     display::escape(&message.text),
-                    if message.long { " [...]" } else { "" }
+                    if message.long { " [...]" } else { "" },
+                    message
+                        .void
+                        .as_ref()
+                        .map(|why| format!(" (void: that takeover {why})"))
+                        .unwrap_or_default()
                 ));
             }
             for receipt in &result.sent {

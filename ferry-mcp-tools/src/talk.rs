@@ -47,6 +47,9 @@ pub struct Msg {
     /// The whole text, when `text` is only its start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// Set on a takeover's announcement whose takeover does not count, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub void: Option<String>,
 }
 
 /// Who has read one of the caller's messages.
@@ -175,6 +178,7 @@ fn read(
                 .then(|| ResourceUri::new(project, MSG_KIND, &message.id).ok())
                 .flatten()
                 .map(|uri| uri.to_string()),
+            void: message.void.clone(),
         });
     }
     let sent: Vec<Seen> = result

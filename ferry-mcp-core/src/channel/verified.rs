@@ -32,7 +32,7 @@ use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 /// Bytes before the core: magic, format, core length.
 const HEADER: usize = MAGIC.len() + 4 + 8;
 /// The lazy sections, in file order.

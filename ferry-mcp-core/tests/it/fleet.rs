@@ -467,11 +467,32 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
     let again = primary::takeover(loser_session, now);
     assert_eq!(code(&again), "primary_alive", "{again:?}");
     // Each taker told the fleet when it wrote (it was primary on its machine then): a reader
-    // gets both messages; status and the catch-up say which takeover counts.
-    eprintln!(
-        "mia (machine A) reads after the merge: {:?}",
-        read_all(&temp, "mia")
-    );
+    // gets both messages, and the loser's is marked void with why.
+    let request = ReadRequest {
+        peek: true,
+        since: None,
+        limit: usize::MAX,
+        receipts: 0,
+    };
+    let read = talk::read(&mut temp.agent_session("mia"), &request, &mut |_| true, now).unwrap();
+    let announced: Vec<(String, Option<String>)> = read
+        .messages
+        .iter()
+        .filter(|message| message.text == "taking over from olga")
+        .map(|message| (message.from.to_string(), message.void.clone()))
+        .collect();
+    eprintln!("mia (machine A) reads after the merge: {announced:?}");
+    assert_eq!(announced.len(), 2, "{announced:?}");
+    for (from, void) in &announced {
+        if from == winner {
+            assert_eq!(void, &None);
+        } else {
+            assert_eq!(
+                void.as_deref(),
+                Some(format!("lost the race to {winner}").as_str())
+            );
+        }
+    }
 }
 
 // ---- asks ----

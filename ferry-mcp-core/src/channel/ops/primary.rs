@@ -165,7 +165,8 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
         });
     }
     let body = json!({ "after": view.tip.to_hex() });
-    session.append(Operation::TakeOver, None, kinds::TAKE, body, now)?;
+    let take = session.append(Operation::TakeOver, None, kinds::TAKE, body, now)?;
+    let take = session.id_of(&take);
     let after = session.state().leadership.view().clone();
     match after.primary {
         Some(primary) if primary == me => {
@@ -175,7 +176,7 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
                     text: format!("taking over from {from}"),
                     reply_to: None,
                 };
-                super::talk::post(session, &request, now)?;
+                super::talk::post_announcing(session, &request, Some(&take), now)?;
             }
             Ok(Takeover::TookOver { from: view.primary })
         }

@@ -42,6 +42,10 @@ pub struct MessageView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
     pub time: Timestamp,
+    /// For a takeover's announcement whose takeover does not count: why (`lost the race to
+    /// oscar`). Such a message says something that did not happen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub void: Option<String>,
 }
 
 /// Who has read one of the reader's own messages.
@@ -151,6 +155,16 @@ pub fn post(
     request: &PostRequest,
     now: Timestamp,
 ) -> Result<String, OpsError> {
+    post_announcing(session, request, None, now)
+}
+
+/// Posts a message that announces the takeover `take` (the primary's `taking over from X`).
+pub(super) fn post_announcing(
+    session: &mut Session,
+    request: &PostRequest,
+    take: Option<&EntryId>,
+    now: Timestamp,
+) -> Result<String, OpsError> {
     check_not_empty("the text", &request.text)?;
     check_chars("the text", &request.text, MAX_TEXT)?;
     session.guard(&request.text, TextUse::Post)?;
@@ -183,12 +197,24 @@ pub fn post(
     if let Some(reply_to) = &request.reply_to {
         body.insert("reply_to".into(), reply_to.clone().into());
     }
+    if let Some(take) = take {
+        body.insert("takeover".into(), take.to_string().into());
+    }
     let entry = session.append(Operation::Post, None, kinds::POST, Value::Object(body), now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
-fn view(message: &Message) -> MessageView {
+fn view(message: &Message, leadership: &crate::channel::state::primary::Leadership) -> MessageView {
+    let void = message.takeover.as_ref().and_then(|take| {
+        leadership
+            .view()
+            .voided
+            .iter()
+            .find(|(id, _, _)| id == take)
+            .map(|(_, _, reason)| reason.clone())
+    });
     MessageView {
+        void,
         id: message.id.to_string(),
         from: message.from.clone(),
         to: message.to.as_str().to_owned(),
@@ -232,7 +258,7 @@ pub fn read(
             more = true;
             break;
         }
-        let shown = view(message);
+        let shown = view(message, &session.state().leadership);
         // The first is given even when it does not fit: a reader always makes progress.
         if !fits(&shown) && !given.is_empty() {
             more = true;

@@ -56,6 +56,10 @@ pub struct PostBody {
     pub blob: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
+    /// The takeover this message announces (`taking over from X`): the id of its
+    /// `primary.take`, so that a takeover that lost the race is shown as such.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
 }
@@ -107,6 +111,8 @@ pub struct Message {
     /// The whole text's blob, when the entry holds only its start.
     pub blob: Option<String>,
     pub reply_to: Option<String>,
+    /// The takeover it announces, when it does.
+    pub takeover: Option<EntryId>,
     pub time: Timestamp,
     pos: MasterPos,
     /// The stamp of the change that brought it (for `since`).
@@ -211,6 +217,7 @@ impl Talk {
             text: body.text,
             blob: body.blob,
             reply_to: body.reply_to,
+            takeover: body.takeover.and_then(|id| id.parse().ok()),
             time: acted.time,
             pos: acted.pos,
             stamp,
