@@ -6,6 +6,7 @@
 //! Neither changes anything, and neither reaches a key: `ferry_status` says who is seated at
 //! which level and what is wrong with the channel, never what keys this machine holds.
 
+use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::ops::search::{self, SearchRequest};
 use ferry_mcp_core::channel::ops::status::status_of;
 use ferry_mcp_core::guard;
@@ -103,6 +104,16 @@ impl Tool for FerryGet {
                 uri.kind()
             ));
         };
+        // The same refusal as every other tool (unseated, locked), not a resource error.
+        let now = cx.now;
+        match facade::session(cx) {
+            Ok(session) => {
+                if let Err(err) = session.authorize(Operation::Read, None, now) {
+                    return facade::failed(&err);
+                }
+            }
+            Err(refusal) => return refusal,
+        }
         let mut read = ReadContext {
             now: cx.now,
             project: cx.project,

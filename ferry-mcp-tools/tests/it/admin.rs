@@ -94,14 +94,24 @@ fn ferry_status_lists_the_agents_and_a_problem_planted_in_the_folder_with_its_se
 }
 
 #[test]
-fn ferry_status_refuses_an_unseated_agent_with_the_command_that_seats_it() {
+fn every_admin_tool_refuses_an_unseated_agent_with_the_command_that_seats_it() {
     let temp = fleet();
-    let text = error_text(&admin(&temp, "ghost").call("ferry_status", json!({})));
-    assert!(text.starts_with("unseated: ghost is not seated"), "{text}");
-    assert!(
-        text.contains("`ferry channel join --as ghost --project demo`"),
-        "{text}"
-    );
+    let mut ghost = admin(&temp, "ghost");
+    for (tool, args) in [
+        ("ferry_status", json!({})),
+        ("ferry_get", json!({ "uri": "ferry://demo/msg/alice-1" })),
+        ("ferry_search", json!({ "query": "parser" })),
+    ] {
+        let text = error_text(&ghost.call(tool, args));
+        assert!(
+            text.starts_with("unseated: ghost is not seated"),
+            "{tool}: {text}"
+        );
+        assert!(
+            text.contains("`ferry channel join --as ghost --project demo`"),
+            "{tool}: {text}"
+        );
+    }
 }
 
 #[test]
