@@ -347,6 +347,16 @@ mod tests {
     }
 
     #[test]
+    fn the_default_selection_is_the_tools_crate_s_default() {
+        let named: Vec<&str> = DEFAULT_GROUPS.split(',').collect();
+        let default: Vec<&str> = ferry_mcp_tools::DEFAULT
+            .iter()
+            .map(|group| group.name)
+            .collect();
+        assert_eq!(named, default);
+    }
+
+    #[test]
     fn the_default_selection_names_only_visible_groups() {
         let catalog = selectable_groups();
         for name in DEFAULT_GROUPS.split(',') {

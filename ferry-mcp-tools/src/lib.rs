@@ -57,6 +57,10 @@ pub static ADMIN: Group = Group {
     instructions: ADMIN_INSTRUCTIONS,
 };
 
+/// What `ferry mcp serve` serves when `--tools` is not given: the core group alone (ADR 0028
+/// T2). The binary's `--tools` default names the same groups (a test there holds it to this).
+pub static DEFAULT: &[&Group] = &[&CORE];
+
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream
 /// crate's groups beside these and hands the whole list to `Registry::new`.
 pub static GROUPS: &[&Group] = &[&ADMIN, &CORE];

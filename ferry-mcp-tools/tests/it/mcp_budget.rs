@@ -195,8 +195,10 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
         json!({"tokens": model_total, "cap": MODEL_FACING_CAP, "per_tool": model}),
     );
 
-    // T2: the default surface is the core group alone: nothing of another group is sent.
-    let names: Vec<&str> = surface
+    // T2: what `ferry mcp serve` serves by default (`ferry_mcp_tools::DEFAULT`, which the
+    // binary's `--tools` default is held to) is the core group alone: nothing of another group.
+    let default = Surface::build(ferry_mcp_tools::DEFAULT, false).expect("the default surface");
+    let names: Vec<&str> = default
         .tools()
         .iter()
         .map(|tool| tool.definition().name)
@@ -215,7 +217,7 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
         ["admin", "core"],
         "a new group must be opt-in and get its own budget line here"
     );
-    let opt_in_by_default: usize = model
+    let opt_in_by_default: usize = model_facing(&default)
         .iter()
         .filter(|(name, _)| !core.contains(&name.as_str()))
         .map(|(_, tokens)| tokens)

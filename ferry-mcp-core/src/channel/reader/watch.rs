@@ -14,10 +14,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 /// What changed since the last [`Watch::take`].
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(super) enum Changed {
     /// Unknown: look at everything.
-    #[default]
     Everything,
     Some {
         /// Author folders whose list of files may have changed.
