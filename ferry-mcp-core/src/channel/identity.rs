@@ -41,6 +41,7 @@ use super::entry::{self, EntryHash, VerifiedEntry};
 use super::keys::{PublicKey, SecretKey, Signature};
 use super::levels::Level;
 use super::names::{AgentName, ProjectId};
+use super::verified::{KeptSection, Lazy};
 use crate::time::Timestamp;
 
 /// Entry kinds that this fold interprets.
@@ -303,10 +304,30 @@ struct Era {
     handover: Option<EntryHash>,
     /// The highest seq of this master's log folded so far.
     folded: u64,
-    /// `(seq, time)` of every entry of this master folded, in seq order: the master's own
-    /// times bound everyone's backdating (ADR 0005). Kept as deltas (see [`delta_times`]).
-    #[serde(with = "delta_times")]
-    times: Vec<(u64, Timestamp)>,
+}
+
+/// `(seq, time)` of every master entry folded, by era, each in seq order: the master's own
+/// times bound everyone's backdating (ADR 0005). It grows with the master's history, and only
+/// judging a new entry reads it, so the verified state keeps it in a section of its own
+/// (`verified::Lazy`): an open that finds nothing new never decodes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MasterTimes(Vec<EraTimes>);
+
+/// One era's times, kept as deltas (see [`delta_times`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct EraTimes(#[serde(with = "delta_times")] Vec<(u64, Timestamp)>);
+
+impl MasterTimes {
+    fn push(&mut self, era: usize, seq: u64, time: Timestamp) {
+        if self.0.len() <= era {
+            self.0.resize_with(era + 1, EraTimes::default);
+        }
+        self.0[era].0.push((seq, time));
+    }
+
+    fn of_era(&self, era: usize) -> &[(u64, Timestamp)] {
+        self.0.get(era).map_or(&[], |times| &times.0)
+    }
 }
 
 /// The master's `(seq, time)` list as deltas from the one before: seqs climb by one and times
@@ -376,6 +397,8 @@ pub struct Identity {
     grants: BTreeMap<AgentName, Vec<FoldedGrant>>,
     /// Bumped whenever who holds a name may have changed: other folds re-judge then.
     seat_epoch: u64,
+    #[serde(skip)]
+    times: Lazy<MasterTimes>,
     /// Everything must be folded again (a handover learned late voids entries already folded).
     #[serde(skip)]
     refold: bool,
@@ -393,7 +416,6 @@ impl Identity {
                 handed_over_at: None,
                 handover: None,
                 folded: 0,
-                times: Vec::new(),
             }],
             unapplied: BTreeMap::new(),
             replays: Vec::new(),
@@ -402,6 +424,7 @@ impl Identity {
             other_entries: BTreeMap::new(),
             grants: BTreeMap::new(),
             seat_epoch: 0,
+            times: Lazy::default(),
             refold: false,
             problems: Vec::new(),
             dropped_problems: 0,
@@ -465,8 +488,10 @@ impl Identity {
     pub fn master_time_at(&self, pos: MasterPos) -> Option<Timestamp> {
         let mut era = pos.0 as usize;
         let mut seq = pos.1;
+        let kept = self.times.get();
         loop {
-            let times = &self.eras.get(era)?.times;
+            self.eras.get(era)?;
+            let times = kept.of_era(era);
             let at = times.partition_point(|(s, _)| *s <= seq);
             if at > 0 {
                 return Some(times[at - 1].1);
@@ -474,6 +499,20 @@ impl Identity {
             era = era.checked_sub(1)?;
             seq = u64::MAX;
         }
+    }
+
+    /// The master's times (read from their kept section on first use).
+    pub(crate) fn master_times(&self) -> &MasterTimes {
+        self.times.get()
+    }
+
+    pub(crate) fn master_times_lazy(&self) -> &Lazy<MasterTimes> {
+        &self.times
+    }
+
+    /// Points the master's times at the section of the verified state they were kept in.
+    pub(crate) fn attach_kept_times(&mut self, times: std::sync::Arc<KeptSection>) {
+        self.times = Lazy::kept(times);
     }
 
     /// Bumped whenever who holds a name may have changed.
@@ -573,7 +612,7 @@ impl Identity {
         let record = &mut self.eras[era];
         if entry.seq() > record.folded {
             record.folded = entry.seq();
-            record.times.push((entry.seq(), entry.time()));
+            self.times.get_mut().push(era, entry.seq(), entry.time());
         }
         match entry.kind() {
             kinds::GRANT => match GrantBody::deserialize(entry.body()) {
@@ -639,7 +678,6 @@ impl Identity {
             handed_over_at: None,
             handover: None,
             folded: 0,
-            times: Vec::new(),
         });
         self.seat_epoch += 1;
         // Entries the new master wrote before this handover reached us are read again.
@@ -729,7 +767,6 @@ impl Identity {
                 handed_over_at: None,
                 handover: None,
                 folded: 0,
-                times: Vec::new(),
             });
         }
         identity

@@ -13,6 +13,7 @@
 //! an agent's entry read before the master entry it names waits, and its log is read again.
 
 mod cursor;
+mod folder;
 mod log;
 mod problem;
 mod scan;
@@ -23,6 +24,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use self::folder::ChannelFolder;
 use self::log::Sink;
 use super::entry::VerifiedEntry;
 use super::keys::PublicKey;
@@ -30,6 +32,7 @@ use super::names::{AgentName, ProjectId};
 use super::store::Channel;
 
 pub use cursor::{Cursor, CursorError};
+pub use folder::{Prelook, Prelooked};
 pub use log::{LogState, WriteTip};
 pub use problem::{IntegrityProblem, ProblemKind};
 
@@ -68,6 +71,23 @@ pub struct ReaderState {
 }
 
 impl ReaderState {
+    /// What a full look stats, relative to the channel folder: `logs/`, every author folder
+    /// and every log (kept in the verified state's looks, for [`Prelook`]).
+    pub fn look_paths(&self) -> Vec<String> {
+        let mut paths = vec![super::store::LOGS_DIR.to_owned()];
+        paths.extend(
+            self.folders
+                .author_names()
+                .map(|name| format!("{}/{name}", super::store::LOGS_DIR)),
+        );
+        paths.extend(
+            self.logs
+                .iter()
+                .filter_map(|(_, log)| log.rel_path().to_str().map(str::to_owned)),
+        );
+        paths
+    }
+
     /// How many logs it names.
     pub fn len(&self) -> usize {
         self.logs.len()
@@ -93,6 +113,8 @@ pub struct Reader {
     folders: scan::Folders,
     /// Tells a long-running reader what changed, so a poll looks only there.
     watch: watch::Watch,
+    /// Stats taken during the open, for its first full look.
+    ahead: Option<Prelooked>,
 }
 
 impl Reader {
@@ -105,6 +127,7 @@ impl Reader {
             keys: HashMap::new(),
             folders: scan::Folders::default(),
             watch: watch::Watch::default(),
+            ahead: None,
         }
     }
 
@@ -132,10 +155,14 @@ impl Reader {
     pub fn restore(channel: &Channel, state: ReaderState) -> Self {
         let mut reader = Self::new(channel);
         reader.folders = state.folders;
-        for (id, mut log) in state.logs {
-            log.after_load();
-            reader.logs.insert(id, log);
-        }
+        reader.logs = state
+            .logs
+            .into_iter()
+            .map(|(id, mut log)| {
+                log.after_load();
+                (id, log)
+            })
+            .collect();
         reader
     }
 
@@ -149,6 +176,11 @@ impl Reader {
                 .collect(),
             folders: self.folders.clone(),
         }
+    }
+
+    /// Stats taken ahead for the next full look (see [`Prelook`]).
+    pub fn use_prelooked(&mut self, ahead: Option<Prelooked>) {
+        self.ahead = ahead;
     }
 
     /// Reads everything appended since the last poll (the whole history on the first) and
@@ -180,8 +212,9 @@ impl Reader {
     ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
         let keys = &mut self.keys;
+        let folder = ChannelFolder::open(&self.dir).with_ahead(self.ahead.take());
         let listing = scan::list(
-            &self.dir,
+            &folder,
             &mut self.folders,
             &mut |hex| known_key(keys, hex),
             &mut self.watch,
@@ -201,7 +234,7 @@ impl Reader {
                     continue;
                 }
                 if state.take_present() {
-                    state.read_new(&self.dir, &mut sink);
+                    state.read_new(&folder, &mut sink);
                 } else {
                     state.report_vanished(&mut sink);
                 }
@@ -219,9 +252,10 @@ impl Reader {
         on_entry: &mut dyn FnMut(VerifiedEntry),
     ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
+        let folder = ChannelFolder::open(&self.dir);
         if !relist.is_empty() {
             let keys = &mut self.keys;
-            let listing = scan::relist(&self.dir, &mut self.folders, relist, &mut |hex| {
+            let listing = scan::relist(&folder, &mut self.folders, relist, &mut |hex| {
                 known_key(keys, hex)
             });
             self.report_skipped(listing, &mut problems);
@@ -241,7 +275,7 @@ impl Reader {
                 let author = id.author.as_str();
                 if relist.contains(author) {
                     if state.take_present() {
-                        state.read_new(&self.dir, &mut sink);
+                        state.read_new(&folder, &mut sink);
                     } else {
                         state.report_vanished(&mut sink);
                     }
@@ -249,7 +283,7 @@ impl Reader {
                     .get(author)
                     .is_some_and(|names| names.iter().any(|name| state.is_file(name)))
                 {
-                    state.read_new(&self.dir, &mut sink);
+                    state.read_new(&folder, &mut sink);
                 }
             }
         }
@@ -311,7 +345,7 @@ impl Reader {
             on_entry,
             problems: &mut problems,
         };
-        state.read_new(&self.dir, &mut sink);
+        state.read_new(&ChannelFolder::open(&self.dir), &mut sink);
         problems
     }
 
@@ -337,7 +371,7 @@ impl Reader {
             },
             problems: &mut problems,
         };
-        fresh.read_new(&self.dir, &mut sink);
+        fresh.read_new(&ChannelFolder::open(&self.dir), &mut sink);
         // The problems of those lines were reported when they were first read.
         Vec::new()
     }

@@ -23,7 +23,7 @@ use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
 use super::ops::orders::HeavyQueue;
-use super::reader::{IntegrityProblem, LogId, Reader};
+use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
@@ -139,6 +139,14 @@ impl Session {
         now: Timestamp,
     ) -> Result<Self, OpsError> {
         let channel_dir = home.channel_dir(project)?;
+        let verified_path = home.verified_path(project);
+        // What the first poll will stat, stat'ed on another core while the kept state is read.
+        let looks = verified::Looks::open(&verified_path);
+        let ahead = Prelook::start(
+            &channel_dir,
+            looks.as_ref().map_or(0, verified::Looks::len),
+            move || looks.map(verified::Looks::read).unwrap_or_default(),
+        );
         let channel = Channel::open(&channel_dir)?;
         if channel.project() != project {
             return Err(OpsError::WrongProject {
@@ -157,7 +165,7 @@ impl Session {
             dropped_problems: 0,
             pinned: None,
         };
-        let kept = match verified::load(&home.verified_path(project), &genesis) {
+        let kept = match verified::load(&verified_path, &genesis) {
             Loaded::Kept(kept) => *kept,
             Loaded::Missing => fresh(&mut local_problems),
             Loaded::Rejected(why) => {
@@ -165,10 +173,12 @@ impl Session {
                 fresh(&mut local_problems)
             }
         };
+        let mut reader = Reader::restore(&channel, kept.reader);
+        reader.use_prelooked(ahead.finish());
         let mut session = Self {
             home: home.clone(),
             project: project.clone(),
-            reader: Reader::restore(&channel, kept.reader),
+            reader,
             channel,
             genesis,
             generation: kept.generation,

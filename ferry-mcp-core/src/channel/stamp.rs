@@ -48,6 +48,22 @@ impl FileStamp {
         })
     }
 
+    /// The stamp `statx` gave: the same fields as [`FileStamp::of`] takes from the metadata
+    /// the standard library reads through the same call.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn of_statx(stat: &rustix::fs::Statx) -> Self {
+        let ns = |t: &rustix::fs::StatxTimestamp| {
+            i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
+        };
+        Self {
+            len: stat.stx_size,
+            modified_ns: ns(&stat.stx_mtime),
+            changed_ns: ns(&stat.stx_ctime),
+            inode: stat.stx_ino,
+            device: rustix::fs::makedev(stat.stx_dev_major, stat.stx_dev_minor),
+        }
+    }
+
     #[cfg(not(unix))]
     pub(crate) fn of(_meta: &std::fs::Metadata) -> Option<Self> {
         None

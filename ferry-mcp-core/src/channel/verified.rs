@@ -12,7 +12,11 @@
 //! section read later comes from the same file even if another process replaced it since.
 //!
 //! File, all integers little endian:
-//! - the magic line `ferry-verified\n`, the format version (u32), the core's length (u64);
+//! - the magic line `ferry-verified\n`, the format version (u32), the core's length (u64), the
+//!   looks' length (u64);
+//! - the looks: the paths under the channel folder a full look stats (`logs/`, every author
+//!   folder, every log), one a line, so an open can stat them on another core while it decodes
+//!   the rest ([`looks`]);
 //! - the core: the postcard encoding of [`Kept`] without its lazy sections;
 //! - the section table: for each lazy section, its length (u64) and SHA-256 (32 bytes);
 //! - the SHA-256 of everything above (header, core and table);
@@ -27,16 +31,19 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::identity::MasterTimes;
 use super::reader::{IntegrityProblem, ReaderState};
 use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 5;
-/// Bytes before the core: magic, format, core length.
-const HEADER: usize = MAGIC.len() + 4 + 8;
+pub const FORMAT: u32 = 6;
+/// Bytes before the looks: magic, format, core length, looks length.
+const HEADER: usize = MAGIC.len() + 4 + 8 + 8;
+/// The longest looks this build reads (a path a line, for every log and author folder).
+const MAX_LOOKS: u64 = 64 << 20;
 /// The lazy sections, in file order.
-const SECTIONS: usize = 2;
+const SECTIONS: usize = 3;
 /// One entry of the section table: length and digest.
 const TABLE_ENTRY: usize = 8 + 32;
 /// The longest core this build reads (it holds the identity and the reader's logs, never the
@@ -109,6 +116,58 @@ pub fn load(path: &Path, genesis: &[u8; 32]) -> Loaded {
     }
 }
 
+/// Format, core length and looks length, from a header whose magic was checked.
+fn header_fields(header: &[u8; HEADER]) -> (u32, u64, u64) {
+    let at = MAGIC.len();
+    let format = u32::from_le_bytes(header[at..at + 4].try_into().expect("4"));
+    let core_len = u64::from_le_bytes(header[at + 4..at + 12].try_into().expect("8"));
+    let looks_len = u64::from_le_bytes(header[at + 12..at + 20].try_into().expect("8"));
+    (format, core_len, looks_len)
+}
+
+/// The looks of a kept state: the paths (relative to the channel folder) its last full look
+/// stat'ed, not yet read. Never checked against the file's digest: a hint of what to stat
+/// ahead, trusted for nothing else (whatever is stat'ed is the file system's own answer, and a
+/// path the reader does not ask for is never used).
+#[derive(Debug)]
+pub struct Looks {
+    file: File,
+    len: u64,
+}
+
+impl Looks {
+    /// Opens the kept state at `path` and reads its header: `None` when it is missing or of
+    /// another format.
+    pub fn open(path: &Path) -> Option<Self> {
+        let mut file = File::open(path).ok()?;
+        let mut header = [0u8; HEADER];
+        file.read_exact(&mut header).ok()?;
+        let (format, _, len) = header_fields(&header);
+        (header.starts_with(MAGIC) && format == FORMAT && len <= MAX_LOOKS)
+            .then_some(Self { file, len })
+    }
+
+    /// How many bytes the paths take.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The paths, one a line (none if they do not read).
+    pub fn read(mut self) -> Vec<String> {
+        let mut bytes = vec![0u8; usize::try_from(self.len).unwrap_or(0)];
+        if self.file.read_exact(&mut bytes).is_err() {
+            return Vec::new();
+        }
+        String::from_utf8(bytes)
+            .map(|text| text.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+}
+
 fn corrupt(why: &str) -> Rejected {
     Rejected::Corrupt(why.to_owned())
 }
@@ -124,10 +183,9 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
     if !header.starts_with(MAGIC) {
         return Err(corrupt("not a verified-state file"));
     }
-    let format = u32::from_le_bytes(header[MAGIC.len()..MAGIC.len() + 4].try_into().expect("4"));
-    let core_len = u64::from_le_bytes(header[MAGIC.len() + 4..].try_into().expect("8"));
-    let framed = HEADER as u64 + core_len + (SECTIONS * TABLE_ENTRY) as u64 + 32;
-    if core_len > MAX_CORE || framed > file_len {
+    let (format, core_len, looks_len) = header_fields(&header);
+    let framed = HEADER as u64 + looks_len + core_len + (SECTIONS * TABLE_ENTRY) as u64 + 32;
+    if core_len > MAX_CORE || looks_len > MAX_LOOKS || framed > file_len {
         return Err(corrupt("cut short"));
     }
     let mut rest = vec![0u8; usize::try_from(framed).expect("bounded") - HEADER];
@@ -142,6 +200,7 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
     if format != FORMAT {
         return Err(Rejected::Stale(format));
     }
+    let covered = &covered[usize::try_from(looks_len).expect("bounded")..];
     let (core, table) = covered.split_at(usize::try_from(core_len).expect("bounded"));
     let mut sections = Vec::with_capacity(SECTIONS);
     let mut offset = framed;
@@ -171,8 +230,11 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
             digest,
         })
     });
-    kept.state
-        .attach_kept(at.next().expect("orders"), at.next().expect("talk"));
+    kept.state.attach_kept(
+        at.next().expect("orders"),
+        at.next().expect("talk"),
+        at.next().expect("master times"),
+    );
     Ok(kept)
 }
 
@@ -291,13 +353,17 @@ impl Source<'_> {
 /// others encoded twice (once to measure, once to write) rather than held in memory.
 pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let core = postcard::to_stdvec(kept).map_err(std::io::Error::other)?;
+    let looks = kept.reader.look_paths().join("\n");
     let sections = [
         Source::of(kept.state.orders_lazy()),
         Source::of(kept.state.talk_lazy()),
+        Source::of(kept.state.identity().master_times_lazy()),
     ];
     let mut head = MAGIC.to_vec();
     head.extend_from_slice(&FORMAT.to_le_bytes());
     head.extend_from_slice(&(core.len() as u64).to_le_bytes());
+    head.extend_from_slice(&(looks.len() as u64).to_le_bytes());
+    head.extend_from_slice(looks.as_bytes());
     head.extend_from_slice(&core);
     for section in &sections {
         let (len, digest) = section.measure()?;
@@ -483,6 +549,13 @@ impl Section for OrderBoard {
     }
 }
 
+impl Section for MasterTimes {
+    const NAME: &'static str = "master times";
+    fn of(state: &ChannelState) -> &Self {
+        state.identity().master_times()
+    }
+}
+
 impl Section for Talk {
     const NAME: &'static str = "talk";
     fn of(state: &ChannelState) -> &Self {
@@ -559,6 +632,8 @@ impl<T: Section + PartialEq> PartialEq for Lazy<T> {
         self.get() == other.get()
     }
 }
+
+impl<T: Section + Eq> Eq for Lazy<T> {}
 
 impl<T: Section + std::fmt::Debug> std::fmt::Debug for Lazy<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

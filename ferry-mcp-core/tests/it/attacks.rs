@@ -603,14 +603,34 @@ fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
     fs::read(home.verified_path(temp.project())).unwrap()
 }
 
-/// Fixes the trailing SHA-256 of a verified-state file after its bytes were changed.
-/// Seals an edited verified-state file again: the checksum after the header, the core and the
-/// section table (see `verified.rs` for the layout).
+/// Where the parts of a verified-state file are (see `verified.rs` for the layout): the core,
+/// and the section table after it.
+struct Frame {
+    core: std::ops::Range<usize>,
+    table: usize,
+}
+
+/// The lazy sections a verified state holds: the order board, talk, the master's times.
+const KEPT_SECTIONS: usize = 3;
+
+fn frame(bytes: &[u8]) -> Frame {
+    let header = b"ferry-verified\n".len() + 4;
+    let field = |at: usize| {
+        usize::try_from(u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())).unwrap()
+    };
+    let (core_len, looks_len) = (field(header), field(header + 8));
+    let core = header + 16 + looks_len;
+    Frame {
+        core: core..core + core_len,
+        table: core + core_len,
+    }
+}
+
+/// Seals an edited verified-state file again: the checksum after the header, the looks, the
+/// core and the section table.
 fn fix_checksum(bytes: &mut [u8]) {
     use sha2::Digest as _;
-    let header = b"ferry-verified\n".len() + 4;
-    let core = u64::from_le_bytes(bytes[header..header + 8].try_into().unwrap());
-    let covered = header + 8 + usize::try_from(core).unwrap() + 2 * (8 + 32);
+    let covered = frame(bytes).table + KEPT_SECTIONS * (8 + 32);
     let digest = sha2::Sha256::digest(&bytes[..covered]);
     bytes[covered..covered + 32].copy_from_slice(&digest);
 }
@@ -667,7 +687,7 @@ fn a_corrupt_verified_state_is_reported_and_rebuilt_never_trusted() {
     let mut forged = forged_verified_state(&temp);
     // One bit of the state's tag (the varint after the 32-byte genesis digest, at the start
     // of the core): the rest still decodes, so only the checksum tells the change.
-    let tag = b"ferry-verified\n".len() + 4 + 8 + 32;
+    let tag = frame(&forged).core.start + 32;
     forged[tag] ^= 0x01;
     let (level, local) = open_with_verified_state(&temp, &forged);
     assert_eq!(level, Level::Member);
@@ -1555,14 +1575,12 @@ fn a_line_problem_is_kept_once_when_its_log_is_read_again_after_a_rollback() {
 /// Where lazy section `index` (0: the order board, 1: talk) is in a verified-state file (see
 /// `verified.rs` for the layout).
 fn section_range(bytes: &[u8], index: usize) -> std::ops::Range<usize> {
-    let header = b"ferry-verified\n".len() + 4;
-    let core = u64::from_le_bytes(bytes[header..header + 8].try_into().unwrap());
-    let table = header + 8 + usize::try_from(core).unwrap();
+    let table = frame(bytes).table;
     let len_of = |i: usize| {
         let at = table + i * (8 + 32);
         usize::try_from(u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())).unwrap()
     };
-    let mut start = table + 2 * (8 + 32) + 32;
+    let mut start = table + KEPT_SECTIONS * (8 + 32) + 32;
     for i in 0..index {
         start += len_of(i);
     }
@@ -1677,13 +1695,18 @@ fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
 }
 
 #[test]
-fn a_talk_section_cut_short_refuses_the_whole_file() {
+fn the_last_kept_section_cut_short_refuses_the_whole_file() {
     let (temp, _) = board_with_talk();
     let path = temp.home().verified_path(temp.project());
     let bytes = fs::read(&path).unwrap();
-    let talk = section_range(&bytes, 1);
-    assert_eq!(talk.end, bytes.len(), "talk is the last section");
-    fs::write(&path, &bytes[..talk.end - 1]).unwrap();
+    let times = section_range(&bytes, 2);
+    assert_eq!(
+        times.end,
+        bytes.len(),
+        "the master's times are the last section"
+    );
+    assert!(!times.is_empty());
+    fs::write(&path, &bytes[..times.end - 1]).unwrap();
     let view = temp.view();
     assert_eq!(
         view.local_problems().len(),
@@ -1694,6 +1717,31 @@ fn a_talk_section_cut_short_refuses_the_whole_file() {
     assert!(view.local_problems()[0].contains("cut short"));
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(view.state().talk(), fresh.state().talk());
+    assert_eq!(view.state().identity(), fresh.state().identity());
+}
+
+#[test]
+fn master_times_that_do_not_read_are_rebuilt_from_the_channel_and_reported() {
+    let (temp, _) = board_with_talk();
+    let path = temp.home().verified_path(temp.project());
+    let mut bytes = fs::read(&path).unwrap();
+    let times = section_range(&bytes, 2);
+    bytes[times.start + times.len() / 2] ^= 0x40;
+    fs::write(&path, &bytes).unwrap();
+    let mut view = temp.view();
+    // Judging a new entry reads the master's times: the bad section is found then.
+    let mut member = temp.agent_session("member");
+    note(&mut member, &temp, 7);
+    view.refresh(temp.now());
+    assert!(
+        view.local_problems()
+            .iter()
+            .any(|problem| problem.contains("master times section does not read")),
+        "{:?}",
+        view.local_problems()
+    );
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(view.state().identity(), fresh.state().identity());
 }
 
 /// Rewrites the last line of the log at `path` in place, to the same length: `"n":1` becomes
@@ -1788,4 +1836,60 @@ fn a_board_section_changed_under_an_open_session_is_not_copied_into_the_next_sta
     assert_eq!(order_views(&again), order_views(&fresh));
     again.refresh(temp.now());
     assert_eq!(again.local_problems(), &[] as &[String]);
+}
+
+#[test]
+fn a_warm_open_of_many_logs_stats_them_ahead_and_still_reads_what_was_appended_and_reports_what_vanished()
+ {
+    use ferry_mcp_core::channel::verified::Looks;
+    use ferry_mcp_testkit::bulk;
+
+    // Enough agents for the open to stat their logs and folders on a thread of its own.
+    let bulk = bulk::builder().entries(400).agents(60).build();
+    drop(bulk.warm());
+    let looks = Looks::open(&bulk.verified_path()).expect("the kept state names its looks");
+    assert!(looks.len() >= 4096, "{} bytes of looks", looks.len());
+    let looks = looks.read();
+    let mut logs = Vec::new();
+    for author in fs::read_dir(bulk.channel_dir().join("logs")).unwrap() {
+        let author = author.unwrap().path();
+        assert!(looks.contains(&rel(&bulk, &author).to_string_lossy().into_owned()));
+        for log in fs::read_dir(&author).unwrap() {
+            let log = rel(&bulk, &log.unwrap().path())
+                .to_string_lossy()
+                .into_owned();
+            assert!(looks.contains(&log), "{log} is not among the looks");
+            logs.push(log);
+        }
+    }
+    assert_eq!(
+        looks.len(),
+        1 + 2 * logs.len(),
+        "logs/, each folder, each log"
+    );
+
+    // After the save: one agent writes, another agent's log is deleted.
+    let writer = bulk.agents()[3].name.clone();
+    let mut session = bulk.agent_session(writer.as_str());
+    // Not saved: only the log tells of it.
+    let written = note(&mut session, &bulk, 1);
+    drop(session);
+    let gone = bulk.agents()[7].name.clone();
+    let gone_log = bulk.channel_dir().join(
+        logs.iter()
+            .find(|log| log.contains(&format!("/{gone}/")))
+            .unwrap(),
+    );
+    fs::remove_file(&gone_log).unwrap();
+
+    let view = bulk.view();
+    let vanished = problems_of(&view, ProblemKind::Vanished);
+    assert_eq!(vanished.len(), 1, "{vanished:?}");
+    assert_eq!(vanished[0].path, rel(&bulk, &gone_log));
+    assert_eq!(
+        view.log_seq(&writer, written.key()),
+        written.seq(),
+        "the warm open did not read the entry appended after the save"
+    );
+    assert_eq!(view.state().heard(&writer), Some(written.time()));
 }

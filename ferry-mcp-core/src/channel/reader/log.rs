@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::folder::{ChannelFolder, Kind};
 use super::problem::{IntegrityProblem, ProblemKind};
 use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntry};
 use crate::channel::keys::{PublicKey, Verifier};
@@ -270,11 +271,10 @@ impl LogState {
     }
 
     /// Reads the complete lines appended since the last call, delivering each new entry.
-    pub(super) fn read_new(&mut self, channel_dir: &Path, sink: &mut Sink<'_>) {
-        let path = channel_dir.join(&self.rel_path);
+    pub(super) fn read_new(&mut self, folder: &ChannelFolder, sink: &mut Sink<'_>) {
         // A stat first: most polls find most logs unchanged and open nothing.
-        let (len, stamp) = match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_file() => (meta.len(), FileStamp::of(&meta)),
+        let (len, stamp) = match folder.look(&self.rel_path) {
+            Ok(looked) if looked.kind == Kind::File => (looked.len, looked.stamp),
             Ok(_) => {
                 if !self.unreadable_reported {
                     self.unreadable_reported = true;
@@ -306,6 +306,7 @@ impl LogState {
             rolled_back = Some((ProblemKind::RolledBack, self.offset, self.verified_seq()));
             self.restart();
         }
+        let path = folder.join(&self.rel_path);
         self.read_rest(&path, len, stamp, &mut rolled_back, sink);
         if let Some((kind, before, verified)) = rolled_back {
             let gone = verified.saturating_sub(self.reread_verified);

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::folder::{ChannelFolder, Kind};
 use super::problem::{IntegrityProblem, ProblemKind};
 use super::watch::Watch;
 use crate::channel::keys::PublicKey;
@@ -76,31 +77,15 @@ fn unreadable(rel_path: PathBuf, error: &std::io::Error) -> IntegrityProblem {
     }
 }
 
-/// What a folder entry is. Symbolic links are never followed: a link could make the reader
-/// read outside the channel folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-enum Kind {
-    Folder,
-    File,
-    Link,
-    Other,
-}
-
 /// Sorted names of a folder's entries, with what each is.
-fn entries(dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
+type Names = Vec<(String, Kind)>;
+
+/// The sorted entries of the folder at `dir`.
+fn entries(dir: &Path) -> std::io::Result<Names> {
     let mut out = Vec::new();
     for item in fs::read_dir(dir)? {
         let item = item?;
-        let file_type = item.file_type()?;
-        let kind = if file_type.is_dir() {
-            Kind::Folder
-        } else if file_type.is_file() {
-            Kind::File
-        } else if file_type.is_symlink() {
-            Kind::Link
-        } else {
-            Kind::Other
-        };
+        let kind = Kind::of(item.file_type()?);
         out.push((item.file_name().to_string_lossy().into_owned(), kind));
     }
     out.sort();
@@ -124,15 +109,21 @@ struct AuthorFolder {
     skipped: Vec<IntegrityProblem>,
 }
 
-/// The stamp of the folder at `path`, when it is one.
-fn folder_stamp(path: &Path) -> Option<FileStamp> {
-    fs::symlink_metadata(path)
+/// The stamp of the folder at `rel` under the channel, when it is one.
+fn folder_stamp(folder: &ChannelFolder, rel: &Path) -> Option<FileStamp> {
+    folder
+        .look(rel)
         .ok()
-        .filter(fs::Metadata::is_dir)
-        .and_then(|meta| FileStamp::of(&meta))
+        .filter(|looked| looked.kind == Kind::Folder)
+        .and_then(|looked| looked.stamp)
 }
 
 impl Folders {
+    /// The author folders the last listing found, by name.
+    pub(super) fn author_names(&self) -> impl Iterator<Item = &str> {
+        self.authors.keys().map(String::as_str)
+    }
+
     /// Every log the last [`list`] found, by author (sorted) then file name: author, key, and
     /// the file's name in the author's folder.
     pub(super) fn logs(&self) -> impl Iterator<Item = (&AgentName, &PublicKey, &str)> {
@@ -144,53 +135,57 @@ impl Folders {
         })
     }
 
-    /// The sorted entries of `logs/`, listed again only if it changed.
-    fn logs_entries(&mut self, dir: &Path) -> std::io::Result<Vec<(String, Kind)>> {
-        let path = dir.join(LOGS_DIR);
-        let stamp = folder_stamp(&path);
-        if let (Some(stamp), Some((kept, names))) = (stamp, &self.logs)
+    /// The sorted entries of `logs/`, listed again only if it changed: taken out of the kept
+    /// listing (put back by [`list`] once it has gone through them, never copied).
+    fn take_logs_entries(
+        &mut self,
+        folder: &ChannelFolder,
+    ) -> std::io::Result<(Option<FileStamp>, Names)> {
+        let stamp = folder_stamp(folder, Path::new(LOGS_DIR));
+        if let (Some(stamp), Some((kept, _))) = (stamp, &self.logs)
             && *kept == stamp
         {
-            return Ok(names.clone());
+            let (_, names) = self.logs.take().expect("matched just above");
+            return Ok((Some(stamp), names));
         }
-        let names = entries(&path)?;
-        self.logs = stamp.map(|stamp| (stamp, names.clone()));
-        Ok(names)
+        self.logs = None;
+        let names = entries(&folder.join(Path::new(LOGS_DIR)))?;
+        Ok((stamp, names))
     }
 }
 
 /// Lists one author's folder (`rel_author`, under `dir`).
 fn list_author(
-    dir: &Path,
+    folder: &ChannelFolder,
     author: AgentName,
     rel_author: &Path,
     key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
 ) -> AuthorFolder {
-    let mut folder = AuthorFolder {
+    let mut listed = AuthorFolder {
         author,
         logs: Vec::new(),
         skipped: Vec::new(),
     };
-    let files = match entries(&dir.join(rel_author)) {
+    let files = match entries(&folder.join(rel_author)) {
         Ok(files) => files,
         Err(e) => {
-            folder.skipped.push(unreadable(rel_author.to_owned(), &e));
-            return folder;
+            listed.skipped.push(unreadable(rel_author.to_owned(), &e));
+            return listed;
         }
     };
     for (file_name, kind) in files {
         match (log_key(&file_name, key_of), kind) {
-            (Some(key), Kind::File) => folder.logs.push((key, file_name)),
-            (_, Kind::Link) => folder
+            (Some(key), Kind::File) => listed.logs.push((key, file_name)),
+            (_, Kind::Link) => listed
                 .skipped
                 .push(link(rel_author.join(&file_name), "a log")),
-            _ => folder.skipped.push(skipped(
+            _ => listed.skipped.push(skipped(
                 rel_author.join(&file_name),
                 "not a regular log file named by its key",
             )),
         }
     }
-    folder
+    listed
 }
 
 /// Parses `<key-hex>.jsonl`, decoding the key with `key_of`.
@@ -215,11 +210,12 @@ fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
 /// and returns what to report. `key_of` decodes the hex key of a log's file name (the reader
 /// answers known keys without decoding them again: a decode is a point decompression).
 pub(super) fn list(
-    dir: &Path,
+    folder: &ChannelFolder,
     folders: &mut Folders,
     key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
     watch: &mut Watch,
 ) -> Listing {
+    let dir = folder.path();
     let mut listing = Listing::default();
     // Until `logs/` is listed, no log is known to be there.
     let mut before = std::mem::take(&mut folders.authors);
@@ -245,7 +241,7 @@ pub(super) fn list(
         Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
     }
     watch.follow_logs(dir);
-    let authors = match folders.logs_entries(dir) {
+    let (logs_stamp, authors) = match folders.take_logs_entries(folder) {
         Ok(authors) => authors,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
         Err(e) => {
@@ -255,40 +251,57 @@ pub(super) fn list(
             return listing;
         }
     };
-    for (author_name, kind) in authors {
-        let rel_author = Path::new(LOGS_DIR).join(&author_name);
-        let author = AgentName::parse_any(&author_name)
-            .ok()
-            .filter(|a| a.as_str() == author_name);
-        if kind == Kind::Link {
-            listing.skipped.push(link(rel_author, "an author's folder"));
-            continue;
-        }
-        let (Some(author), Kind::Folder) = (author, kind) else {
+    let mut rel_author = PathBuf::from(LOGS_DIR);
+    for (author_name, kind) in &authors {
+        rel_author.push(author_name);
+        if *kind == Kind::Link {
             listing
                 .skipped
-                .push(skipped(rel_author, "not a folder named by an author"));
+                .push(link(rel_author.clone(), "an author's folder"));
+            rel_author.pop();
+            continue;
+        }
+        let kept = before.remove(author_name);
+        // A name kept from an earlier listing was parsed then.
+        let author = match (&kept, kind) {
+            (Some((_, kept)), Kind::Folder) => Some(kept.author.clone()),
+            _ => AgentName::parse_any(author_name)
+                .ok()
+                .filter(|a| a.as_str() == author_name),
+        };
+        let (Some(author), Kind::Folder) = (author, kind) else {
+            listing.skipped.push(skipped(
+                rel_author.clone(),
+                "not a folder named by an author",
+            ));
+            rel_author.pop();
             continue;
         };
         // Watched before it is looked at: what changes after this is told by the next poll.
-        watch.follow(dir, &author_name);
-        let stamp = folder_stamp(&dir.join(&rel_author));
-        let folder = match (stamp, before.remove(&author_name)) {
-            (Some(stamp), Some((kept, folder))) if kept == stamp => folder,
-            _ => list_author(dir, author, &rel_author, key_of),
+        watch.follow(dir, author_name);
+        let stamp = folder_stamp(folder, &rel_author);
+        let author_folder = match (stamp, kept) {
+            (Some(stamp), Some((kept_stamp, kept))) if kept_stamp == stamp => kept,
+            _ => list_author(folder, author, &rel_author, key_of),
         };
-        listing.skipped.extend(folder.skipped.iter().cloned());
+        listing
+            .skipped
+            .extend(author_folder.skipped.iter().cloned());
         // A folder without a stamp (a platform that tells none) is listed again every time.
         let stamp = stamp.unwrap_or(FileStamp::NONE);
-        folders.authors.insert(author_name, (stamp, folder));
+        folders
+            .authors
+            .insert(author_name.clone(), (stamp, author_folder));
+        rel_author.pop();
     }
+    folders.logs = logs_stamp.map(|stamp| (stamp, authors));
     listing
 }
 
 /// Lists again only the author folders in `authors` (a watch said their files changed; the
 /// channel's top folder and `logs/` did not), updating `folders`, and returns what to report.
 pub(super) fn relist(
-    dir: &Path,
+    folder: &ChannelFolder,
     folders: &mut Folders,
     authors: &std::collections::BTreeSet<String>,
     key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
@@ -301,17 +314,22 @@ pub(super) fn relist(
         };
         let author = kept.author.clone();
         let rel_author = Path::new(LOGS_DIR).join(author_name);
-        let Some(meta) = fs::symlink_metadata(dir.join(&rel_author))
+        let Some(looked) = folder
+            .look(&rel_author)
             .ok()
-            .filter(fs::Metadata::is_dir)
+            .filter(|looked| looked.kind == Kind::Folder)
         else {
             folders.authors.remove(author_name);
             continue;
         };
-        let stamp = FileStamp::of(&meta).unwrap_or(FileStamp::NONE);
-        let folder = list_author(dir, author, &rel_author, key_of);
-        listing.skipped.extend(folder.skipped.iter().cloned());
-        folders.authors.insert(author_name.clone(), (stamp, folder));
+        let stamp = looked.stamp.unwrap_or(FileStamp::NONE);
+        let author_folder = list_author(folder, author, &rel_author, key_of);
+        listing
+            .skipped
+            .extend(author_folder.skipped.iter().cloned());
+        folders
+            .authors
+            .insert(author_name.clone(), (stamp, author_folder));
     }
     listing
 }

@@ -193,13 +193,20 @@ impl ChannelState {
         self.orders
             .section()
             .or(self.talk.section())
+            .or(self.identity.master_times_lazy().section())
             .map(|section| section.file().clone())
     }
 
     /// Points the lazy folds at the sections of the verified state they were kept in.
-    pub(crate) fn attach_kept(&mut self, orders: Arc<KeptSection>, talk: Arc<KeptSection>) {
+    pub(crate) fn attach_kept(
+        &mut self,
+        orders: Arc<KeptSection>,
+        talk: Arc<KeptSection>,
+        master_times: Arc<KeptSection>,
+    ) {
         self.orders = Lazy::kept(orders);
         self.talk = Lazy::kept(talk);
+        self.identity.attach_kept_times(master_times);
     }
 
     pub fn project(&self) -> &ProjectId {

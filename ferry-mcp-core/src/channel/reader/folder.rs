@@ -1,0 +1,296 @@
+//! The channel folder, held open while one poll looks at it.
+//!
+//! A look at everything (every open for a command, and a server's periodic full look) stats
+//! every author folder and every log once: with nothing resident, that is how an append, a
+//! rollback or a new log is noticed. Taken by full path, each stat walks every name from the
+//! root to the file again, which was most of its cost. On Linux the folder is opened once
+//! (`O_PATH`) and each stat is taken relative to it, so the kernel walks only the two or three
+//! names under the channel. Elsewhere, or when the handle cannot be had, stats take the path.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::channel::stamp::FileStamp;
+
+/// What a folder entry is. Symbolic links are never followed: a link could make the reader
+/// read outside the channel folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(super) enum Kind {
+    Folder,
+    File,
+    Link,
+    Other,
+}
+
+impl Kind {
+    pub(super) fn of(file_type: std::fs::FileType) -> Self {
+        if file_type.is_dir() {
+            Kind::Folder
+        } else if file_type.is_file() {
+            Kind::File
+        } else if file_type.is_symlink() {
+            Kind::Link
+        } else {
+            Kind::Other
+        }
+    }
+}
+
+/// One stat of a name under the channel folder (a link is not followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Looked {
+    pub kind: Kind,
+    pub len: u64,
+    pub stamp: Option<FileStamp>,
+}
+
+/// The channel folder for one poll: its path, and on Linux a handle stats are taken from.
+pub(super) struct ChannelFolder {
+    path: PathBuf,
+    /// Stats already taken during this open (see [`Prelook`]).
+    ahead: Prelooked,
+    #[cfg(target_os = "linux")]
+    handle: Option<rustix::fd::OwnedFd>,
+}
+
+impl ChannelFolder {
+    /// Holds `path` open for stats (the folder itself may be reached through a link: the
+    /// channel can live wherever its user put it; what is under it is never followed).
+    pub(super) fn open(path: &Path) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{Mode, OFlags};
+            let handle = rustix::fs::open(
+                path,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
+            Self {
+                path: path.to_owned(),
+                ahead: Prelooked::default(),
+                handle,
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Self {
+            path: path.to_owned(),
+            ahead: Prelooked::default(),
+        }
+    }
+
+    /// Answers the stats in `ahead` from it (each was taken during this same open).
+    pub(super) fn with_ahead(mut self, ahead: Option<Prelooked>) -> Self {
+        self.ahead = ahead.unwrap_or_default();
+        self
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The full path of `rel`, for opening or listing it.
+    pub(super) fn join(&self, rel: &Path) -> PathBuf {
+        self.path.join(rel)
+    }
+
+    /// Stats `rel` (relative to the channel folder), not following a link at its end.
+    pub(super) fn look(&self, rel: &Path) -> std::io::Result<Looked> {
+        if let Some(looked) = self.ahead.0.get(rel) {
+            return Ok(*looked);
+        }
+        self.look_now(rel)
+    }
+
+    fn look_now(&self, rel: &Path) -> std::io::Result<Looked> {
+        #[cfg(target_os = "linux")]
+        if let Some(handle) = &self.handle {
+            use rustix::fs::{AtFlags, FileType, StatxFlags};
+            match rustix::fs::statx(
+                handle,
+                rel,
+                AtFlags::SYMLINK_NOFOLLOW,
+                StatxFlags::BASIC_STATS,
+            ) {
+                Ok(stat) => {
+                    let kind = match FileType::from_raw_mode(stat.stx_mode.into()) {
+                        FileType::Directory => Kind::Folder,
+                        FileType::RegularFile => Kind::File,
+                        FileType::Symlink => Kind::Link,
+                        _ => Kind::Other,
+                    };
+                    return Ok(Looked {
+                        kind,
+                        len: stat.stx_size,
+                        stamp: Some(FileStamp::of_statx(&stat)),
+                    });
+                }
+                // A kernel or sandbox without statx: the path, as elsewhere.
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let meta = std::fs::symlink_metadata(self.path.join(rel))?;
+        Ok(Looked {
+            kind: Kind::of(meta.file_type()),
+            len: meta.len(),
+            stamp: FileStamp::of(&meta),
+        })
+    }
+}
+
+/// Stats taken ahead of a poll, by path under the channel folder: only those that succeeded
+/// (a path that failed is stat'ed again by the poll, which reports why).
+#[derive(Debug, Clone, Default)]
+pub struct Prelooked(HashMap<PathBuf, Looked>);
+
+/// Below this many bytes of paths (about 40 author folders with their logs), stats are left
+/// to the poll: starting a thread costs more than they do.
+const PRELOOK_FROM_BYTES: u64 = 4096;
+
+/// The stats an open's first poll will take, taken on another thread while the open reads
+/// its kept state (a warm open's two largest costs, one per log or folder each, run side by
+/// side on two cores). Every stat is a real one of this open: taken a moment before the poll
+/// would take it, it says what the poll would have seen a moment earlier, which is what any
+/// write landing just after the poll's own stat leaves it with too. The paths are a hint (the
+/// last full look's, kept in the verified state): a path the poll does not ask for is never
+/// used, one it asks for and is missing here is stat'ed by the poll.
+#[derive(Debug)]
+pub struct Prelook(Option<std::thread::JoinHandle<Prelooked>>);
+
+impl Prelook {
+    /// Starts stat'ing the paths `paths` gives (relative to `channel_dir`), on a thread of
+    /// its own, when they take at least enough bytes (`len`) to be worth one.
+    pub fn start(
+        channel_dir: &Path,
+        len: u64,
+        paths: impl FnOnce() -> Vec<String> + Send + 'static,
+    ) -> Self {
+        if len < PRELOOK_FROM_BYTES {
+            return Self(None);
+        }
+        let dir = channel_dir.to_owned();
+        let spawned = std::thread::Builder::new()
+            .name("ferry-prelook".into())
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let folder = ChannelFolder::open(&dir);
+                Prelooked(
+                    paths()
+                        .into_iter()
+                        .filter_map(|path| {
+                            let path = PathBuf::from(path);
+                            let looked = folder.look_now(&path).ok()?;
+                            Some((path, looked))
+                        })
+                        .collect(),
+                )
+            });
+        Self(spawned.ok())
+    }
+
+    /// The stats taken (none if no thread ran or it failed).
+    pub fn finish(self) -> Option<Prelooked> {
+        self.0.and_then(|thread| thread.join().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_look_through_the_handle_gives_the_stamp_a_look_by_path_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("logs")).unwrap();
+        std::fs::write(dir.path().join("logs/a.jsonl"), b"line\n").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("a.jsonl", dir.path().join("logs/link")).unwrap();
+        let folder = ChannelFolder::open(dir.path());
+        for (rel, kind) in [
+            ("logs", Kind::Folder),
+            ("logs/a.jsonl", Kind::File),
+            #[cfg(unix)]
+            ("logs/link", Kind::Link),
+        ] {
+            let looked = folder.look(Path::new(rel)).unwrap();
+            let meta = std::fs::symlink_metadata(dir.path().join(rel)).unwrap();
+            assert_eq!(looked.kind, kind, "{rel}");
+            assert_eq!(looked.kind, Kind::of(meta.file_type()), "{rel}");
+            assert_eq!(looked.len, meta.len(), "{rel}");
+            assert_eq!(looked.stamp, FileStamp::of(&meta), "{rel}");
+        }
+        let missing = folder.look(Path::new("logs/none.jsonl")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    /// `n` author folders under `logs/`, each with one log: the paths a full look stats.
+    fn folder_with_logs(n: usize) -> (tempfile::TempDir, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = vec!["logs".to_owned()];
+        for i in 0..n {
+            let author = format!("logs/agent-{i:03}");
+            std::fs::create_dir_all(dir.path().join(&author)).unwrap();
+            let log = format!("{author}/{}.jsonl", "ab".repeat(32));
+            std::fs::write(dir.path().join(&log), b"{}\n").unwrap();
+            paths.push(author);
+            paths.push(log);
+        }
+        (dir, paths)
+    }
+
+    #[test]
+    fn stats_taken_ahead_are_those_of_the_paths_given_and_only_of_those_that_exist() {
+        let (dir, mut paths) = folder_with_logs(50);
+        paths.push("logs/gone/none.jsonl".into());
+        paths.push("../outside".into());
+        let bytes = paths.iter().map(|p| p.len() as u64 + 1).sum();
+        assert!(bytes >= PRELOOK_FROM_BYTES, "{bytes}");
+        let given = paths.clone();
+        let ahead = Prelook::start(dir.path(), bytes, move || given)
+            .finish()
+            .expect("enough paths for a thread");
+        let folder = ChannelFolder::open(dir.path());
+        for path in &paths[..paths.len() - 2] {
+            let path = Path::new(path);
+            assert_eq!(ahead.0.get(path), Some(&folder.look_now(path).unwrap()));
+        }
+        assert_eq!(
+            ahead.0.len(),
+            paths.len() - 2,
+            "a missing path is left to the poll"
+        );
+    }
+
+    #[test]
+    fn a_few_paths_are_left_to_the_poll_without_a_thread() {
+        let (dir, paths) = folder_with_logs(2);
+        let bytes = paths.iter().map(|p| p.len() as u64 + 1).sum();
+        assert!(
+            Prelook::start(dir.path(), bytes, move || paths)
+                .finish()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_poll_answers_from_the_stats_taken_ahead_and_stats_the_rest_itself() {
+        let (dir, paths) = folder_with_logs(40);
+        let log = Path::new(&paths[2]).to_owned();
+        let other = Path::new(&paths[4]).to_owned();
+        let mut ahead = Prelooked::default();
+        let before = ChannelFolder::open(dir.path()).look_now(&log).unwrap();
+        ahead.0.insert(log.clone(), before);
+        // Written after the stat ahead: this open answers what it saw then (a write that lands
+        // after a poll's own stat is found by the next poll alike).
+        std::fs::write(dir.path().join(&log), b"{}\n{}\n").unwrap();
+        let folder = ChannelFolder::open(dir.path()).with_ahead(Some(ahead));
+        assert_eq!(folder.look(&log).unwrap(), before);
+        std::fs::write(dir.path().join(&other), b"{}\n{}\n{}\n").unwrap();
+        assert_eq!(folder.look(&other).unwrap().len, 9);
+        // The next poll's folder holds nothing ahead: it sees the write.
+        assert_eq!(ChannelFolder::open(dir.path()).look(&log).unwrap().len, 6);
+    }
+}
