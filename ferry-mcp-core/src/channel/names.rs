@@ -104,6 +104,13 @@ impl AgentName {
     }
 }
 
+/// Maps keyed by name are looked up by the folder name as found on disk.
+impl std::borrow::Borrow<str> for AgentName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A project's id: a safe path component, lower case.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProjectId(String);

@@ -157,14 +157,12 @@ impl Looks {
     }
 
     /// The paths, one a line (none if they do not read).
-    pub fn read(mut self) -> Vec<String> {
+    pub fn read(mut self) -> String {
         let mut bytes = vec![0u8; usize::try_from(self.len).unwrap_or(0)];
         if self.file.read_exact(&mut bytes).is_err() {
-            return Vec::new();
+            return String::new();
         }
-        String::from_utf8(bytes)
-            .map(|text| text.lines().map(str::to_owned).collect())
-            .unwrap_or_default()
+        String::from_utf8(bytes).unwrap_or_default()
     }
 }
 

@@ -1849,7 +1849,8 @@ fn a_warm_open_of_many_logs_stats_them_ahead_and_still_reads_what_was_appended_a
     drop(bulk.warm());
     let looks = Looks::open(&bulk.verified_path()).expect("the kept state names its looks");
     assert!(looks.len() >= 4096, "{} bytes of looks", looks.len());
-    let looks = looks.read();
+    let text = looks.read();
+    let looks: Vec<String> = text.lines().map(str::to_owned).collect();
     let mut logs = Vec::new();
     for author in fs::read_dir(bulk.channel_dir().join("logs")).unwrap() {
         let author = author.unwrap().path();

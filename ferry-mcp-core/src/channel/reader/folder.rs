@@ -7,7 +7,6 @@
 //! (`O_PATH`) and each stat is taken relative to it, so the kernel walks only the two or three
 //! names under the channel. Elsewhere, or when the handle cannot be had, stats take the path.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -98,8 +97,8 @@ impl ChannelFolder {
 
     /// Stats `rel` (relative to the channel folder), not following a link at its end.
     pub(super) fn look(&self, rel: &Path) -> std::io::Result<Looked> {
-        if let Some(looked) = self.ahead.0.get(rel) {
-            return Ok(*looked);
+        if let Some(looked) = self.ahead.get(rel) {
+            return Ok(looked);
         }
         self.look_now(rel)
     }
@@ -142,9 +141,51 @@ impl ChannelFolder {
 }
 
 /// Stats taken ahead of a poll, by path under the channel folder: only those that succeeded
-/// (a path that failed is stat'ed again by the poll, which reports why).
+/// (a path that failed is stat'ed again by the poll, which reports why). The paths stay in the
+/// one string they were read as, with a sorted index into it: a path costs no allocation.
 #[derive(Debug, Clone, Default)]
-pub struct Prelooked(HashMap<PathBuf, Looked>);
+pub struct Prelooked {
+    paths: String,
+    looked: Vec<(u32, u32, Looked)>,
+}
+
+impl Prelooked {
+    /// Stats every line of `paths` through `folder`.
+    fn take(folder: &ChannelFolder, paths: String) -> Self {
+        let mut looked = Vec::new();
+        let mut at = 0usize;
+        for line in paths.split('\n') {
+            let (start, end) = (at, at + line.len());
+            at = end + 1;
+            let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(end)) else {
+                break;
+            };
+            if let Ok(stat) = folder.look_now(Path::new(line)) {
+                looked.push((start, end, stat));
+            }
+        }
+        let mut ahead = Self { paths, looked };
+        let paths = &ahead.paths;
+        ahead.looked.sort_unstable_by(|a, b| {
+            paths[a.0 as usize..a.1 as usize].cmp(&paths[b.0 as usize..b.1 as usize])
+        });
+        ahead
+    }
+
+    fn get(&self, rel: &Path) -> Option<Looked> {
+        let rel = rel.to_str()?;
+        let found = self
+            .looked
+            .binary_search_by(|(start, end, _)| self.paths[*start as usize..*end as usize].cmp(rel))
+            .ok()?;
+        Some(self.looked[found].2)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.looked.len()
+    }
+}
 
 /// Below this many bytes of paths (about 40 author folders with their logs), stats are left
 /// to the poll: starting a thread costs more than they do.
@@ -166,7 +207,7 @@ impl Prelook {
     pub fn start(
         channel_dir: &Path,
         len: u64,
-        paths: impl FnOnce() -> Vec<String> + Send + 'static,
+        paths: impl FnOnce() -> String + Send + 'static,
     ) -> Self {
         if len < PRELOOK_FROM_BYTES {
             return Self(None);
@@ -175,19 +216,7 @@ impl Prelook {
         let spawned = std::thread::Builder::new()
             .name("ferry-prelook".into())
             .stack_size(256 << 10)
-            .spawn(move || {
-                let folder = ChannelFolder::open(&dir);
-                Prelooked(
-                    paths()
-                        .into_iter()
-                        .filter_map(|path| {
-                            let path = PathBuf::from(path);
-                            let looked = folder.look_now(&path).ok()?;
-                            Some((path, looked))
-                        })
-                        .collect(),
-                )
-            });
+            .spawn(move || Prelooked::take(&ChannelFolder::open(&dir), paths()));
         Self(spawned.ok())
     }
 
@@ -248,17 +277,17 @@ mod tests {
         paths.push("../outside".into());
         let bytes = paths.iter().map(|p| p.len() as u64 + 1).sum();
         assert!(bytes >= PRELOOK_FROM_BYTES, "{bytes}");
-        let given = paths.clone();
+        let given = paths.join("\n");
         let ahead = Prelook::start(dir.path(), bytes, move || given)
             .finish()
             .expect("enough paths for a thread");
         let folder = ChannelFolder::open(dir.path());
         for path in &paths[..paths.len() - 2] {
             let path = Path::new(path);
-            assert_eq!(ahead.0.get(path), Some(&folder.look_now(path).unwrap()));
+            assert_eq!(ahead.get(path), Some(folder.look_now(path).unwrap()));
         }
         assert_eq!(
-            ahead.0.len(),
+            ahead.len(),
             paths.len() - 2,
             "a missing path is left to the poll"
         );
@@ -268,8 +297,9 @@ mod tests {
     fn a_few_paths_are_left_to_the_poll_without_a_thread() {
         let (dir, paths) = folder_with_logs(2);
         let bytes = paths.iter().map(|p| p.len() as u64 + 1).sum();
+        let given = paths.join("\n");
         assert!(
-            Prelook::start(dir.path(), bytes, move || paths)
+            Prelook::start(dir.path(), bytes, move || given)
                 .finish()
                 .is_none()
         );
@@ -280,9 +310,9 @@ mod tests {
         let (dir, paths) = folder_with_logs(40);
         let log = Path::new(&paths[2]).to_owned();
         let other = Path::new(&paths[4]).to_owned();
-        let mut ahead = Prelooked::default();
         let before = ChannelFolder::open(dir.path()).look_now(&log).unwrap();
-        ahead.0.insert(log.clone(), before);
+        let ahead = Prelooked::take(&ChannelFolder::open(dir.path()), paths[2].clone());
+        assert_eq!(ahead.get(&log), Some(before));
         // Written after the stat ahead: this open answers what it saw then (a write that lands
         // after a poll's own stat is found by the next poll alike).
         std::fs::write(dir.path().join(&log), b"{}\n{}\n").unwrap();

@@ -98,13 +98,12 @@ fn entries(dir: &Path) -> std::io::Result<Names> {
 pub(super) struct Folders {
     logs: Option<(FileStamp, Vec<(String, Kind)>)>,
     /// By author folder name: what listing it found.
-    authors: BTreeMap<String, (FileStamp, AuthorFolder)>,
+    authors: BTreeMap<AgentName, (FileStamp, AuthorFolder)>,
 }
 
 /// What one author's folder holds: its logs (key, file name) and the files reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct AuthorFolder {
-    author: AgentName,
     logs: Vec<(PublicKey, String)>,
     skipped: Vec<IntegrityProblem>,
 }
@@ -121,17 +120,17 @@ fn folder_stamp(folder: &ChannelFolder, rel: &Path) -> Option<FileStamp> {
 impl Folders {
     /// The author folders the last listing found, by name.
     pub(super) fn author_names(&self) -> impl Iterator<Item = &str> {
-        self.authors.keys().map(String::as_str)
+        self.authors.keys().map(AgentName::as_str)
     }
 
     /// Every log the last [`list`] found, by author (sorted) then file name: author, key, and
     /// the file's name in the author's folder.
     pub(super) fn logs(&self) -> impl Iterator<Item = (&AgentName, &PublicKey, &str)> {
-        self.authors.values().flat_map(|(_, folder)| {
+        self.authors.iter().flat_map(|(author, (_, folder))| {
             folder
                 .logs
                 .iter()
-                .map(|(key, file)| (&folder.author, key, file.as_str()))
+                .map(move |(key, file)| (author, key, file.as_str()))
         })
     }
 
@@ -157,12 +156,10 @@ impl Folders {
 /// Lists one author's folder (`rel_author`, under `dir`).
 fn list_author(
     folder: &ChannelFolder,
-    author: AgentName,
     rel_author: &Path,
     key_of: &mut dyn FnMut(&str) -> Option<PublicKey>,
 ) -> AuthorFolder {
     let mut listed = AuthorFolder {
-        author,
         logs: Vec::new(),
         skipped: Vec::new(),
     };
@@ -261,10 +258,10 @@ pub(super) fn list(
             rel_author.pop();
             continue;
         }
-        let kept = before.remove(author_name);
+        let kept = before.remove_entry(author_name.as_str());
         // A name kept from an earlier listing was parsed then.
         let author = match (&kept, kind) {
-            (Some((_, kept)), Kind::Folder) => Some(kept.author.clone()),
+            (Some((author, _)), Kind::Folder) => Some(author.clone()),
             _ => AgentName::parse_any(author_name)
                 .ok()
                 .filter(|a| a.as_str() == author_name),
@@ -281,17 +278,15 @@ pub(super) fn list(
         watch.follow(dir, author_name);
         let stamp = folder_stamp(folder, &rel_author);
         let author_folder = match (stamp, kept) {
-            (Some(stamp), Some((kept_stamp, kept))) if kept_stamp == stamp => kept,
-            _ => list_author(folder, author, &rel_author, key_of),
+            (Some(stamp), Some((_, (kept_stamp, kept)))) if kept_stamp == stamp => kept,
+            _ => list_author(folder, &rel_author, key_of),
         };
         listing
             .skipped
             .extend(author_folder.skipped.iter().cloned());
         // A folder without a stamp (a platform that tells none) is listed again every time.
         let stamp = stamp.unwrap_or(FileStamp::NONE);
-        folders
-            .authors
-            .insert(author_name.clone(), (stamp, author_folder));
+        folders.authors.insert(author, (stamp, author_folder));
         rel_author.pop();
     }
     folders.logs = logs_stamp.map(|stamp| (stamp, authors));
@@ -308,28 +303,26 @@ pub(super) fn relist(
 ) -> Listing {
     let mut listing = Listing::default();
     for author_name in authors {
-        let Some((_, kept)) = folders.authors.get(author_name) else {
+        let Some((author, _)) = folders.authors.get_key_value(author_name.as_str()) else {
             // Not a folder this reader knows: a full look finds it.
             continue;
         };
-        let author = kept.author.clone();
+        let author = author.clone();
         let rel_author = Path::new(LOGS_DIR).join(author_name);
         let Some(looked) = folder
             .look(&rel_author)
             .ok()
             .filter(|looked| looked.kind == Kind::Folder)
         else {
-            folders.authors.remove(author_name);
+            folders.authors.remove(author_name.as_str());
             continue;
         };
         let stamp = looked.stamp.unwrap_or(FileStamp::NONE);
-        let author_folder = list_author(folder, author, &rel_author, key_of);
+        let author_folder = list_author(folder, &rel_author, key_of);
         listing
             .skipped
             .extend(author_folder.skipped.iter().cloned());
-        folders
-            .authors
-            .insert(author_name.clone(), (stamp, author_folder));
+        folders.authors.insert(author, (stamp, author_folder));
     }
     listing
 }
