@@ -164,8 +164,9 @@ impl Catchup {
     }
 
     /// The reader's warm session, with the news appended (not folded yet). As a server's
-    /// session after its first calls: the order board and talk read from the kept state (a
-    /// first call pays that once; the start-up bench's first list call measures it).
+    /// session after its first calls: the order board, talk and the master's times read from
+    /// the kept state (a first call pays that once; the start-up bench's first list call
+    /// measures it).
     fn fresh(&self) -> Session {
         self.cut_back();
         let mut session = session(&self.bulk, &self.reader, self.now);
@@ -174,6 +175,12 @@ impl Catchup {
         session.refresh(self.now);
         black_box(session.state().orders());
         black_box(session.state().talk());
+        // And the master's times, which the first new entry a server judges reads once.
+        black_box(
+            session
+                .identity()
+                .master_time_at(ferry_mcp_core::channel::identity::MasterPos::START),
+        );
         // And the call before this one, a catch-up that found nothing new: a served agent
         // calls it again and again (so what a catch-up touches is as warm as between calls).
         black_box(

@@ -408,6 +408,9 @@ impl KeptFile {
     }
 }
 
+/// A section up to this long is read whole and decoded from memory; a longer one is streamed.
+const WHOLE_SECTION: u64 = 1 << 20;
+
 /// The scratch a section is decoded through: more than the longest string a fold keeps.
 const SCRATCH: usize = 1 << 20;
 
@@ -484,13 +487,31 @@ impl KeptSection {
         let mut file = lock(&self.file.file);
         file.seek(SeekFrom::Start(self.offset))
             .map_err(|e| e.to_string())?;
+        if self.len <= WHOLE_SECTION {
+            // Small enough to hold: one read and a decode from memory, which is several times
+            // faster than a stream that is read and hashed a few bytes at a time.
+            let mut bytes = vec![0u8; usize::try_from(self.len).expect("bounded")];
+            file.read_exact(&mut bytes).map_err(|e| e.to_string())?;
+            if <[u8; 32]>::from(Sha256::digest(&bytes)) != self.digest {
+                return Err("checksum mismatch".into());
+            }
+            let (value, rest) = super::keys::with_key_memo(|| {
+                super::names::with_name_memo(|| postcard::take_from_bytes::<T>(&bytes))
+            })
+            .map_err(|e| e.to_string())?;
+            if !rest.is_empty() {
+                return Err(format!("{} bytes after the value", rest.len()));
+            }
+            return Ok(value);
+        }
         let reader = Hashing::new(std::io::BufReader::with_capacity(
             64 * 1024,
             (&mut *file).take(self.len),
         ));
         // Room for the longest single string or byte string (owned values are decoded
         // through it, never kept in it).
-        let mut scratch = vec![0u8; SCRATCH];
+        // No string in a section is longer than the section.
+        let mut scratch = vec![0u8; SCRATCH.min(usize::try_from(self.len).unwrap_or(SCRATCH))];
         let (value, (mut reader, _)) = super::keys::with_key_memo(|| {
             super::names::with_name_memo(|| postcard::from_io::<T, _>((reader, &mut scratch)))
         })

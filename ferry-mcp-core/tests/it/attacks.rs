@@ -1695,6 +1695,34 @@ fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
 }
 
 #[test]
+fn a_board_section_too_large_to_hold_whole_that_does_not_read_is_streamed_reported_and_rebuilt() {
+    use ferry_mcp_testkit::bulk;
+
+    // Sections over 1 MiB are decoded as a stream (smaller ones are read whole): this board
+    // takes that path.
+    let bulk = bulk::builder().entries(8_000).build();
+    drop(bulk.warm());
+    let path = bulk.verified_path();
+    let mut bytes = fs::read(&path).unwrap();
+    let board = section_range(&bytes, 0);
+    assert!(board.len() > 1 << 20, "{} bytes of board", board.len());
+    bytes[board.start + board.len() / 2] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+
+    let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
+    let mut view = bulk.view();
+    assert_eq!(order_views(&view), order_views(&fresh));
+    assert_eq!(order_views(&fresh).len() as u64, bulk.orders());
+    view.refresh(bulk.now());
+    let local = view.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(
+        local[0].contains("order board section does not read"),
+        "{local:?}"
+    );
+}
+
+#[test]
 fn the_last_kept_section_cut_short_refuses_the_whole_file() {
     let (temp, _) = board_with_talk();
     let path = temp.home().verified_path(temp.project());
