@@ -165,6 +165,7 @@ pub struct Channel {
     dir: PathBuf,
     project: ProjectId,
     master: PublicKey,
+    genesis_digest: [u8; 32],
 }
 
 impl Channel {
@@ -202,6 +203,7 @@ impl Channel {
             dir: dir.to_owned(),
             project: project.clone(),
             master: master.public_key(),
+            genesis_digest: Sha256::digest(file.as_bytes()).into(),
         })
     }
 
@@ -244,6 +246,9 @@ impl Channel {
             dir: dir.to_owned(),
             project: genesis.project,
             master: genesis.master,
+            // Of the bytes whose signature was checked: never of the file read again later,
+            // which may have been replaced meanwhile.
+            genesis_digest: Sha256::digest(&bytes).into(),
         })
     }
 
@@ -310,13 +315,7 @@ impl Channel {
     /// The SHA-256 of `genesis.json` as it is on disk: what the machine's verified state is
     /// keyed by, so a state kept for another channel is never used for this one.
     pub fn genesis_digest(&self) -> Result<[u8; 32], StoreError> {
-        let path = self.dir.join(GENESIS_FILE);
-        let bytes = read_bounded(&path, MAX_GENESIS_LEN)
-            .map_err(StoreError::io(&path))?
-            .ok_or_else(|| {
-                StoreError::BadGenesis(format!("longer than {MAX_GENESIS_LEN} bytes"))
-            })?;
-        Ok(Sha256::digest(&bytes).into())
+        Ok(self.genesis_digest)
     }
 
     /// Stores `bytes` as a blob named by their SHA-256 (a no-op when it is already there).

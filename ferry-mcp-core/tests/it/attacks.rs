@@ -1922,3 +1922,33 @@ fn a_warm_open_of_many_logs_stats_them_ahead_and_still_reads_what_was_appended_a
     );
     assert_eq!(view.state().heard(&writer), Some(written.time()));
 }
+
+#[test]
+fn the_genesis_digest_is_of_the_bytes_whose_signature_was_checked_even_if_the_file_is_replaced_after()
+ {
+    use sha2::Digest as _;
+    let temp = member_fang();
+    let genesis_path = temp.channel_dir().join("genesis.json");
+    let verified = fs::read(&genesis_path).unwrap();
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    // Replaced after the open: another channel's genesis, validly signed by the same master.
+    let other = temp.root().join("other-channel");
+    let later = ferry_mcp_core::time::Timestamp::from_millis(temp.now().as_millis() + 1);
+    Channel::create(
+        &other,
+        temp.project(),
+        &master_key(temp.home(), &temp),
+        later,
+    )
+    .unwrap();
+    fs::copy(other.join("genesis.json"), &genesis_path).unwrap();
+    let expected: [u8; 32] = sha2::Sha256::digest(&verified).into();
+    assert_eq!(channel.genesis_digest().unwrap(), expected);
+    assert_ne!(
+        Channel::open(temp.channel_dir())
+            .unwrap()
+            .genesis_digest()
+            .unwrap(),
+        expected
+    );
+}
