@@ -421,7 +421,7 @@ impl Session {
         {
             // A section that changed in its file since it was loaded: read now (it is rebuilt
             // from the channel if it does not read), then written from memory.
-            self.state.orders();
+            self.state.orders().read_every_record();
             self.state.talk();
             self.home.write_verified_with(&self.project, &mut fill)?;
         }

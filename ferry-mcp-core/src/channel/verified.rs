@@ -37,13 +37,13 @@ use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 6;
+pub const FORMAT: u32 = 7;
 /// Bytes before the looks: magic, format, core length, looks length.
 const HEADER: usize = MAGIC.len() + 4 + 8 + 8;
 /// The longest looks this build reads (a path a line, for every log and author folder).
 const MAX_LOOKS: u64 = 64 << 20;
 /// The lazy sections, in file order.
-const SECTIONS: usize = 3;
+const SECTIONS: usize = 4;
 /// One entry of the section table: length and digest.
 const TABLE_ENTRY: usize = 8 + 32;
 /// The longest core this build reads (it holds the identity and the reader's logs, never the
@@ -219,6 +219,7 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
         rebuild: Mutex::new(None),
         rebuilt: Mutex::new(None),
         failures: Mutex::new(Vec::new()),
+        records: OnceLock::new(),
     });
     let mut at = sections.into_iter().map(|(offset, len, digest)| {
         Arc::new(KeptSection {
@@ -233,7 +234,22 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
         at.next().expect("talk"),
         at.next().expect("master times"),
     );
+    let _ = source.records.set(at.next().expect("order records"));
     Ok(kept)
+}
+
+/// Decodes one value kept whole (an order's record), through the same memos, refusing bytes
+/// after it.
+pub(crate) fn decode_kept<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let (value, rest) = super::keys::with_key_memo(|| {
+        super::names::with_name_memo(|| postcard::take_from_bytes::<T>(bytes))
+    })
+    .map_err(|e| e.to_string())?;
+    if rest.is_empty() {
+        Ok(value)
+    } else {
+        Err(format!("{} bytes after the value", rest.len()))
+    }
 }
 
 /// Decodes postcard bytes of the state; it names a few keys and names very many times, so
@@ -300,6 +316,11 @@ impl std::io::Write for Measure {
 enum Source<'a> {
     Copy(&'a KeptSection),
     Encode(&'a dyn erased::Encode),
+    /// The orders' records as they are in their file: never checked whole (each record is
+    /// checked when it is read), so copied as they are.
+    CopyRecords(Arc<KeptSection>),
+    /// The orders' records from the board: those in memory encoded, the rest copied.
+    Records(&'a OrderBoard),
 }
 
 /// Object-safe postcard encoding, so the sections (of different types) are written alike.
@@ -323,10 +344,24 @@ impl Source<'_> {
         }
     }
 
+    /// The records section of `state`: copied when the board was never read, else from it.
+    fn records(state: &ChannelState) -> Source<'_> {
+        let lazy = state.orders_lazy();
+        match (lazy.section(), lazy.is_loaded()) {
+            (Some(section), false) => match section.file().records.get() {
+                Some(records) => Source::CopyRecords(records.clone()),
+                None => Source::Records(lazy.get()),
+            },
+            _ => Source::Records(lazy.get()),
+        }
+    }
+
     /// Length and digest, without holding the bytes.
     fn measure(&self) -> std::io::Result<(u64, [u8; 32])> {
         match self {
             Source::Copy(section) => Ok((section.len, section.digest)),
+            Source::CopyRecords(section) => Ok((section.len, section.digest)),
+            Source::Records(board) => board.measure_records(),
             Source::Encode(value) => {
                 let mut measure = Measure::default();
                 value
@@ -340,6 +375,8 @@ impl Source<'_> {
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         match self {
             Source::Copy(section) => section.copy_to(out),
+            Source::CopyRecords(section) => section.copy_raw_to(out),
+            Source::Records(board) => board.write_records(out),
             Source::Encode(value) => value.encode_to(out).map_err(std::io::Error::other),
         }
     }
@@ -356,6 +393,7 @@ pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Resul
         Source::of(kept.state.orders_lazy()),
         Source::of(kept.state.talk_lazy()),
         Source::of(kept.state.identity().master_times_lazy()),
+        Source::records(kept.state),
     ];
     let mut head = MAGIC.to_vec();
     head.extend_from_slice(&FORMAT.to_le_bytes());
@@ -388,6 +426,8 @@ pub struct KeptFile {
     rebuilt: Mutex<Option<ChannelState>>,
     /// Sections that did not read, as problems to report.
     failures: Mutex<Vec<String>>,
+    /// The orders' records (ADR 0009), read one at a time by the board.
+    records: OnceLock<Arc<KeptSection>>,
 }
 
 impl std::fmt::Debug for KeptFile {
@@ -534,6 +574,56 @@ impl KeptSection {
         }
     }
 
+    /// Streams the section's bytes to `out` as they are (the records section: its records
+    /// are checked one by one when read).
+    fn copy_raw_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut file = lock(&self.file.file);
+        file.seek(SeekFrom::Start(self.offset))?;
+        let copied = std::io::copy(&mut (&mut *file).take(self.len), out)?;
+        if copied != self.len {
+            return Err(std::io::Error::other("the order records were cut short"));
+        }
+        Ok(())
+    }
+
+    /// The `len` bytes at `offset` in this section, if they hash to `digest`.
+    pub(crate) fn read_at(
+        &self,
+        offset: u64,
+        len: u64,
+        digest: &[u8; 32],
+    ) -> Result<Vec<u8>, String> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) || len > MAX_CORE {
+            return Err("outside its section".into());
+        }
+        let mut file = lock(&self.file.file);
+        file.seek(SeekFrom::Start(self.offset + offset))
+            .map_err(|e| e.to_string())?;
+        let mut bytes = vec![0u8; usize::try_from(len).map_err(|e| e.to_string())?];
+        file.read_exact(&mut bytes).map_err(|e| e.to_string())?;
+        if <[u8; 32]>::from(Sha256::digest(&bytes)) != *digest {
+            return Err("checksum mismatch".into());
+        }
+        Ok(bytes)
+    }
+
+    /// `take` of the channel folded from nothing, after `failure` (kept for the session to
+    /// report; it then folds again). `None` when no rebuild was set.
+    pub(crate) fn rebuilt_with<R>(
+        &self,
+        failure: String,
+        take: impl FnOnce(&ChannelState) -> R,
+    ) -> Option<R> {
+        lock(&self.file.failures).push(failure);
+        let mut rebuilt = lock(&self.file.rebuilt);
+        if rebuilt.is_none()
+            && let Some(rebuild) = lock(&self.file.rebuild).as_ref()
+        {
+            *rebuilt = Some(rebuild());
+        }
+        rebuilt.as_ref().map(take)
+    }
+
     /// The section taken from the channel folded from nothing, after `why` kept it from
     /// being read; the failure is kept for the session to report (it then folds again).
     fn rebuilt<T: Section>(&self, why: String) -> T {
@@ -559,12 +649,17 @@ pub trait Section: Default + Clone + Serialize + DeserializeOwned {
     const NAME: &'static str;
     /// This fold of a whole state.
     fn of(state: &ChannelState) -> &Self;
+    /// Once read from `section`: what else of its file it reads from later.
+    fn attach(&mut self, _section: &Arc<KeptSection>) {}
 }
 
 impl Section for OrderBoard {
     const NAME: &'static str = "order board";
     fn of(state: &ChannelState) -> &Self {
         state.orders()
+    }
+    fn attach(&mut self, section: &Arc<KeptSection>) {
+        self.attach_records(section.file.records.get().cloned());
     }
 }
 
@@ -608,7 +703,11 @@ impl<T: Section> Lazy<T> {
 
     pub fn get(&self) -> &T {
         self.value.get_or_init(|| match &self.kept {
-            Some(section) => section.load(),
+            Some(section) => {
+                let mut value: T = section.load();
+                value.attach(section);
+                value
+            }
             None => T::default(),
         })
     }
@@ -660,5 +759,110 @@ impl<T: Section + std::fmt::Debug> std::fmt::Debug for Lazy<T> {
             Some(value) => value.fmt(f),
             None => f.write_str("<kept, not read yet>"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A section type of its own, to put more than [`WHOLE_SECTION`] bytes in one.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    struct Big(Vec<String>);
+
+    impl Section for Big {
+        const NAME: &'static str = "big";
+        fn of(_state: &ChannelState) -> &Self {
+            unreachable!("never rebuilt in these tests")
+        }
+    }
+
+    /// `value` encoded as a section at offset 5 of a file (its bytes changed when `corrupt`).
+    fn section_of(value: &Big, corrupt: bool) -> (tempfile::NamedTempFile, KeptSection) {
+        let bytes = postcard::to_stdvec(value).unwrap();
+        let digest: [u8; 32] = Sha256::digest(&bytes).into();
+        let mut stored = bytes.clone();
+        if corrupt {
+            let middle = stored.len() / 2;
+            stored[middle] ^= 0x01;
+        }
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, b"head:").unwrap();
+        std::io::Write::write_all(&mut file, &stored).unwrap();
+        let kept = Arc::new(KeptFile {
+            file: Mutex::new(File::open(file.path()).unwrap()),
+            rebuild: Mutex::new(None),
+            rebuilt: Mutex::new(None),
+            failures: Mutex::new(Vec::new()),
+            records: OnceLock::new(),
+        });
+        let section = KeptSection {
+            file: kept,
+            offset: 5,
+            len: bytes.len() as u64,
+            digest,
+        };
+        (file, section)
+    }
+
+    fn big() -> Big {
+        Big((0..40_000).map(|i| format!("line {i:>30}")).collect())
+    }
+
+    #[test]
+    fn a_section_larger_than_is_held_whole_is_streamed_and_checked() {
+        let value = big();
+        let (_file, section) = section_of(&value, false);
+        assert!(section.len > WHOLE_SECTION, "{} bytes", section.len);
+        assert_eq!(section.decode::<Big>().unwrap(), value);
+        let (_file, corrupt) = section_of(&value, true);
+        let err = corrupt.decode::<Big>().unwrap_err();
+        assert!(err.contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn a_section_held_whole_is_checked_and_refuses_bytes_after_its_value() {
+        let value = Big(vec!["small".into(); 3]);
+        let (_file, section) = section_of(&value, false);
+        assert!(section.len <= WHOLE_SECTION);
+        assert_eq!(section.decode::<Big>().unwrap(), value);
+        let (_file, corrupt) = section_of(&value, true);
+        assert!(corrupt.decode::<Big>().unwrap_err().contains("checksum"));
+        // One byte more in the section than the value takes.
+        let (_file, mut longer) = section_of(&value, false);
+        let mut bytes = postcard::to_stdvec(&value).unwrap();
+        bytes.push(0);
+        longer.len = bytes.len() as u64;
+        longer.digest = Sha256::digest(&bytes).into();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, b"head:").unwrap();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        *lock(&longer.file.file) = File::open(file.path()).unwrap();
+        assert!(
+            longer
+                .decode::<Big>()
+                .unwrap_err()
+                .contains("after the value")
+        );
+    }
+
+    #[test]
+    fn a_record_is_read_only_whole_inside_its_section_and_matching_its_digest() {
+        let value = Big(vec!["a record".into()]);
+        let (_file, section) = section_of(&value, false);
+        let bytes = postcard::to_stdvec(&value).unwrap();
+        let digest: [u8; 32] = Sha256::digest(&bytes).into();
+        assert_eq!(section.read_at(0, section.len, &digest).unwrap(), bytes);
+        assert!(
+            section.read_at(1, section.len, &digest).is_err(),
+            "past the section's end"
+        );
+        assert!(section.read_at(u64::MAX, 2, &digest).is_err());
+        assert!(
+            section
+                .read_at(0, section.len, &[0; 32])
+                .unwrap_err()
+                .contains("checksum")
+        );
     }
 }

@@ -610,8 +610,9 @@ struct Frame {
     table: usize,
 }
 
-/// The lazy sections a verified state holds: the order board, talk, the master's times.
-const KEPT_SECTIONS: usize = 3;
+/// The lazy sections a verified state holds: the order board, talk, the master's times, the
+/// orders' records.
+const KEPT_SECTIONS: usize = 4;
 
 fn frame(bytes: &[u8]) -> Frame {
     let header = b"ferry-verified\n".len() + 4;
@@ -1695,46 +1696,18 @@ fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
 }
 
 #[test]
-fn a_board_section_too_large_to_hold_whole_that_does_not_read_is_streamed_reported_and_rebuilt() {
-    use ferry_mcp_testkit::bulk;
-
-    // Sections over 1 MiB are decoded as a stream (smaller ones are read whole): this board
-    // takes that path.
-    let bulk = bulk::builder().entries(8_000).build();
-    drop(bulk.warm());
-    let path = bulk.verified_path();
-    let mut bytes = fs::read(&path).unwrap();
-    let board = section_range(&bytes, 0);
-    assert!(board.len() > 1 << 20, "{} bytes of board", board.len());
-    bytes[board.start + board.len() / 2] ^= 0x01;
-    fs::write(&path, &bytes).unwrap();
-
-    let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
-    let mut view = bulk.view();
-    assert_eq!(order_views(&view), order_views(&fresh));
-    assert_eq!(order_views(&fresh).len() as u64, bulk.orders());
-    view.refresh(bulk.now());
-    let local = view.local_problems().to_vec();
-    assert_eq!(local.len(), 1, "{local:?}");
-    assert!(
-        local[0].contains("order board section does not read"),
-        "{local:?}"
-    );
-}
-
-#[test]
 fn the_last_kept_section_cut_short_refuses_the_whole_file() {
     let (temp, _) = board_with_talk();
     let path = temp.home().verified_path(temp.project());
     let bytes = fs::read(&path).unwrap();
-    let times = section_range(&bytes, 2);
+    let records = section_range(&bytes, 3);
     assert_eq!(
-        times.end,
+        records.end,
         bytes.len(),
-        "the master's times are the last section"
+        "the orders' records are the last section"
     );
-    assert!(!times.is_empty());
-    fs::write(&path, &bytes[..times.end - 1]).unwrap();
+    assert!(!records.is_empty());
+    fs::write(&path, &bytes[..records.end - 1]).unwrap();
     let view = temp.view();
     assert_eq!(
         view.local_problems().len(),
@@ -1951,4 +1924,121 @@ fn the_genesis_digest_is_of_the_bytes_whose_signature_was_checked_even_if_the_fi
             .unwrap(),
         expected
     );
+}
+
+/// Lists every order through `session` (briefs only: no record is read).
+fn list_all(session: &mut Session, now: ferry_mcp_core::time::Timestamp) -> usize {
+    ops::orders::list(
+        session,
+        &ops::orders::ListRequest {
+            all: true,
+            since: None,
+            limit: 10_000,
+        },
+        now,
+    )
+    .unwrap()
+    .rows
+    .len()
+}
+
+#[test]
+fn a_warm_open_lists_every_order_from_the_briefs_without_reading_a_record() {
+    let (temp, order) = board_with_talk();
+    let mut view = temp.view();
+    assert_eq!(list_all(&mut view, temp.now()), 2);
+    assert_eq!(view.state().orders().resident(), 0);
+    // Asked for whole, one is read, and only that one.
+    let shown = ops::orders::show(&mut view, &order, None, temp.now()).unwrap();
+    assert_eq!(shown.row.id, order);
+    assert_eq!(view.state().orders().resident(), 1);
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&view), order_views(&fresh));
+}
+
+#[test]
+fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported() {
+    let (temp, _) = board_with_talk();
+    let path = temp.home().verified_path(temp.project());
+    let mut bytes = fs::read(&path).unwrap();
+    let records = section_range(&bytes, 3);
+    bytes[records.start + records.len() / 2] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut view = temp.view();
+    // The briefs are whole: listing finds nothing wrong.
+    assert_eq!(list_all(&mut view, temp.now()), 2);
+    assert_eq!(view.local_problems(), &[] as &[String]);
+    // Every order whole: the damaged record is the channel's order, never the changed bytes.
+    assert_eq!(order_views(&view), order_views(&fresh));
+    view.refresh(temp.now());
+    let local = view.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(local[0].contains("record of order"), "{local:?}");
+    assert!(local[0].contains("does not read"), "{local:?}");
+    // Written again: the next open reads every record without a problem.
+    view.save().unwrap();
+    let mut again = temp.view();
+    assert_eq!(order_views(&again), order_views(&fresh));
+    again.refresh(temp.now());
+    assert_eq!(again.local_problems(), &[] as &[String]);
+}
+
+#[test]
+fn an_order_record_changed_under_an_open_session_is_not_copied_into_the_next_state() {
+    let (temp, _) = board_with_talk();
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    // A session that reads the board's briefs and no record: its save copies the records.
+    let mut member = temp.agent_session("member");
+    assert_eq!(list_all(&mut member, temp.now()), 2);
+    assert_eq!(member.state().orders().resident(), 0);
+    let path = temp.home().verified_path(temp.project());
+    let mut bytes = fs::read(&path).unwrap();
+    let records = section_range(&bytes, 3);
+    bytes[records.start + 1] ^= 0x01;
+    // In place: the session's handle reads the changed bytes.
+    fs::write(&path, &bytes).unwrap();
+    ops::talk::post(
+        &mut member,
+        &ops::talk::PostRequest {
+            to: "all".into(),
+            text: "a change to save".into(),
+            reply_to: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    member.save().unwrap();
+    let mut again = temp.view();
+    assert_eq!(order_views(&again), order_views(&fresh));
+    again.refresh(temp.now());
+    assert_eq!(again.local_problems(), &[] as &[String]);
+}
+
+#[test]
+fn a_seat_change_keeps_no_record_in_memory_whose_order_it_does_not_change() {
+    use ferry_mcp_testkit::bulk;
+
+    let bulk = bulk::builder().entries(2_000).build();
+    drop(bulk.warm());
+    let mut server = bulk.view();
+    let orders = list_all(&mut server, bulk.now());
+    assert!(orders > 100, "{orders}");
+    assert_eq!(server.state().orders().resident(), 0);
+    // A new agent, seated and granted: no order names it, so no record is read.
+    let newcomer = TempChannel::agent("newcomer-1");
+    ops::seats::join(bulk.home(), bulk.project(), &newcomer, None, bulk.now()).unwrap();
+    grant(&bulk, bulk.home(), newcomer.as_str(), Level::Member);
+    server.refresh(bulk.now());
+    assert_eq!(server.state().orders().resident(), 0);
+    // A member demoted to Worker: the orders it took part in are judged again (read from
+    // their records); the demotion binds only what it writes from now on (ADR 0005 rule 2a),
+    // so none changes, and none stays in memory.
+    let member = bulk.agent_at(Level::Member).clone();
+    grant(&bulk, bulk.home(), member.as_str(), Level::Worker);
+    server.refresh(bulk.now());
+    assert_eq!(server.state().orders().resident(), 0);
+    let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
+    assert_eq!(order_views(&server), order_views(&fresh));
 }

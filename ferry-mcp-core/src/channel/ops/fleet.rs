@@ -13,7 +13,7 @@ use crate::channel::levels::{Level, Operation, Refusal};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::asks::AskState;
-use crate::channel::state::orders::{Order, OrderState};
+use crate::channel::state::orders::{OrderRef, OrderState};
 use crate::channel::state::since::Since;
 use crate::time::Timestamp;
 
@@ -122,7 +122,7 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
     let alive: Vec<AliveAgent> = heard
         .into_iter()
         .map(|(name, age_s)| AliveAgent {
-            doing: held_by(session, name).map(|order| order.id.to_string()),
+            doing: held_by(session, name).map(|order| order.id().to_string()),
             name: name.clone(),
             age_s,
         })
@@ -139,16 +139,15 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
 }
 
 /// The first order `agent` holds.
-fn held_by<'s>(session: &'s Session, agent: &'s AgentName) -> Option<&'s Order> {
-    session
-        .state()
-        .orders()
-        .of_agent(agent)
-        .find(|order| order.view().holder.as_ref() == Some(agent) && order.view().state.is_held())
+fn held_by<'s>(session: &'s Session, agent: &'s AgentName) -> Option<OrderRef<'s>> {
+    session.state().orders().of_agent(agent).find(|order| {
+        let brief = order.brief();
+        brief.holder.as_ref() == Some(agent) && brief.state.is_held()
+    })
 }
 
 /// Orders `me` holds or that are offered to it, not done.
-fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = &'s Order> + 's {
+fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = OrderRef<'s>> + 's {
     session.state().orders().of_agent(me)
 }
 
@@ -265,12 +264,16 @@ pub fn catchup(
         holder
             .is_some_and(|holder| liveness(session, holder, now).is_none_or(|(age, _)| age > quiet))
     };
-    let row = |order: &Order| DigestOrder {
-        id: order.id.to_string(),
-        title: order.issue.title.clone(),
-        state: order.view().state.as_str(),
-        holder: order.view().holder.clone(),
-        silent: order.view().state.is_held() && silent(order.view().holder.as_ref()),
+    // Briefs only: a digest never reads an order's record.
+    let row = |order: OrderRef<'_>| {
+        let brief = order.brief();
+        DigestOrder {
+            id: order.id().to_string(),
+            title: brief.title.clone(),
+            state: brief.state.as_str(),
+            holder: brief.holder.clone(),
+            silent: brief.state.is_held() && silent(brief.holder.as_ref()),
+        }
     };
     let leadership = &state.leadership;
     let primary = (leadership.changed() > after || after == 0)
@@ -302,16 +305,16 @@ pub fn catchup(
             at: decision.time,
         })
         .collect();
-    let is_mine = |order: &Order| {
-        let view = order.view();
+    let is_mine = |order: &OrderRef<'_>| {
+        let view = order.brief();
         view.holder.as_ref() == Some(&me)
-            || (view.state == OrderState::Offered && order.issue.to.as_ref() == Some(&me))
+            || (view.state == OrderState::Offered && view.to.as_ref() == Some(&me))
     };
     let open = state
         .orders()
         .changed_after(after)
         .filter(|order| !is_mine(order))
-        .filter(|order| after > 0 || !order.view().state.is_done())
+        .filter(|order| after > 0 || !order.brief().state.is_done())
         .take(limits.open)
         .map(row)
         .collect();
@@ -338,25 +341,22 @@ pub fn catchup(
     // From the indexes, never a walk of the board: the caller's own orders with changes
     // requested, then (for a reviewer) submissions by others, only as many as are shown.
     for order in state.orders().of_agent(&me) {
-        let view = order.view();
+        let view = order.brief();
         if view.state == OrderState::ChangesRequested && view.holder.as_ref() == Some(&me) {
             waiting.push(format!(
                 "{}: changes requested: submit a new revision",
-                order.id
+                order.id()
             ));
         }
     }
     if may_review {
         let submitted = state.orders().awaiting_action().filter(|order| {
-            let view = order.view();
+            let view = order.brief();
             view.state == OrderState::Submitted
-                && view
-                    .submission
-                    .as_ref()
-                    .is_some_and(|submission| submission.by != me)
+                && view.submitted_by.as_ref().is_some_and(|by| *by != me)
         });
         for order in submitted.take(limits.waiting.saturating_sub(waiting.len())) {
-            waiting.push(format!("{} is submitted: review it", order.id));
+            waiting.push(format!("{} is submitted: review it", order.id()));
         }
     }
     for ask in state.asks.iter(identity) {
@@ -366,11 +366,14 @@ pub fn catchup(
     }
     // A race lost on another machine is learned here, on the next call (ADR 0006).
     for order in state.orders().changed_after(after) {
-        for void in &order.view().voided {
-            if void.by == me && void.lost_race {
+        for void in &order.brief().lost_races {
+            if void.by == me {
                 waiting.push(format!(
                     "{}: your {} {} {}",
-                    order.id, void.what, void.id, void.reason
+                    order.id(),
+                    void.what,
+                    void.id,
+                    void.reason
                 ));
             }
         }

@@ -15,7 +15,7 @@ use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::orders::{
     self, Body, Hints, MAX_INLINE_BODY, MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY,
-    MAX_TITLE, Order, OrderState, Verdict, kinds,
+    MAX_TITLE, Order, OrderRef, OrderState, Verdict, kinds,
 };
 use crate::channel::state::since::{Since, SinceError};
 use crate::guard::TextUse;
@@ -151,17 +151,22 @@ pub enum ClaimOutcome {
     },
 }
 
-fn row(order: &Order) -> OrderRow {
-    let view = order.view();
+/// A row from the brief alone: listing reads no order's record.
+fn row(order: OrderRef<'_>) -> OrderRow {
+    let brief = order.brief();
     OrderRow {
-        id: order.id.to_string(),
-        title: order.issue.title.clone(),
-        state: view.state.as_str(),
-        holder: view.holder.clone(),
+        id: order.id().to_string(),
+        title: brief.title.clone(),
+        state: brief.state.as_str(),
+        holder: brief.holder.clone(),
     }
 }
 
 fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OpsError> {
+    find_ref(session, id).map(|order| order.whole())
+}
+
+fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OpsError> {
     let parsed: EntryId = id.parse()?;
     session
         .state()
@@ -496,7 +501,7 @@ fn state_of(session: &Session, id: &EntryId) -> &'static str {
         .state()
         .orders()
         .get(id)
-        .map_or("unknown", |order| order.view().state.as_str())
+        .map_or("unknown", |order| order.brief().state.as_str())
 }
 
 /// Reviews an order's submission: accept, or ask for changes (notes required). An
@@ -598,9 +603,9 @@ pub fn list(
     let mut matching = board
         .changed_after(after.unwrap_or(0))
         // Changes include orders that became done: the reader learns they left the board.
-        .filter(|order| after.is_some() || request.all || !order.view().state.is_done())
+        .filter(|order| after.is_some() || request.all || !order.brief().state.is_done())
         .map(|order| ListedOrder {
-            changed: order.changed(),
+            changed: order.brief().changed(),
             row: row(order),
         });
     let rows: Vec<ListedOrder> = matching.by_ref().take(request.limit).collect();
@@ -623,7 +628,8 @@ pub fn show(
 ) -> Result<OrderDetail, OpsError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
-    let order = find(session, id)?;
+    let found = find_ref(session, id)?;
+    let order = found.whole();
     let view = order.view();
     let issue = &order.issue;
     let via_queue = issue.heavy
@@ -634,7 +640,7 @@ pub fn show(
         Body::Blob(blob) => (None, Some(blob.clone())),
     };
     Ok(OrderDetail {
-        row: row(order),
+        row: row(found),
         issued_by: issue.by.clone(),
         to: issue.to.clone(),
         review: issue.review,

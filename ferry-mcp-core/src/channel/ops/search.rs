@@ -114,20 +114,26 @@ pub fn search(
     let identity = session.identity();
 
     let mut hits = Vec::new();
+    // Titles are in the briefs: a search reads no order's record.
     let mut orders: Vec<_> = state
         .orders()
         .iter()
-        .filter(|order| matches(&order.issue.title))
+        .filter(|order| matches(&order.brief().title))
         .collect();
     // The most recently changed first; ties by id, so a page is the same on every call.
-    orders.sort_by(|a, b| b.changed().cmp(&a.changed()).then_with(|| a.id.cmp(&b.id)));
+    orders.sort_by(|a, b| {
+        b.brief()
+            .changed()
+            .cmp(&a.brief().changed())
+            .then_with(|| a.id().cmp(b.id()))
+    });
     hits.extend(orders.into_iter().map(|order| Hit {
         kind: "order",
-        id: order.id.to_string(),
+        id: order.id().to_string(),
         line: shown(&format!(
             "{} ({})",
-            order.issue.title,
-            order.view().state.as_str()
+            order.brief().title,
+            order.brief().state.as_str()
         )),
     }));
     hits.extend(

@@ -14,6 +14,7 @@
 //! held the order right after the event it names; a hand-in counts when its author is seated.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,6 +25,7 @@ use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::Level;
 use crate::channel::names::AgentName;
+use crate::channel::verified::KeptSection;
 use crate::time::Timestamp;
 
 /// The entry kinds of orders.
@@ -61,6 +63,13 @@ pub const MAX_SUMMARY: usize = 500;
 pub const MAX_NOTES: usize = 2_000;
 /// The longest git ref, in characters.
 pub const MAX_REF: usize = 200;
+
+/// The compressed Ed25519 base point: the key of an order that is gone ([`Order::gone`]).
+const GONE_KEY: [u8; 32] = {
+    let mut key = [0x66; 32];
+    key[0] = 0x58;
+    key
+};
 
 /// Progress lines kept per order (older ones are counted, not kept).
 const KEPT_PROGRESS: usize = 8;
@@ -470,12 +479,39 @@ impl Order {
             .filter(|handin| self.view.handins.contains(&handin.id))
     }
 
-    /// Whether `name` issued the order or wrote one of its events, lines or hand-ins.
-    fn involves(&self, name: &AgentName) -> bool {
-        self.issue.by == *name
-            || self.events.iter().any(|event| event.made.author == *name)
-            || self.progress.iter().any(|line| line.made.author == *name)
-            || self.handins.iter().any(|handin| handin.by == *name)
+    /// An order whose record did not read and that the channel no longer holds: it does not
+    /// count, and keeps only what its brief says.
+    fn gone(id: &EntryId, brief: &Brief) -> Self {
+        // Any valid key: it is never judged (the issue does not count).
+        let key = PublicKey::from_bytes(&GONE_KEY).expect("the Ed25519 base point is a key");
+        let issue = Issue {
+            by: brief
+                .involves
+                .first()
+                .cloned()
+                .unwrap_or_else(AgentName::master),
+            key,
+            by_master: false,
+            pos: MasterPos::START,
+            time: Timestamp::from_millis(0),
+            hash: EntryHash::ZERO,
+            title: brief.title.clone(),
+            body: Body::None,
+            to: brief.to.clone(),
+            review: false,
+            heavy: false,
+            hints: Hints::default(),
+        };
+        let view = initial_view(&issue, false);
+        Self {
+            id: id.clone(),
+            issue,
+            events: Vec::new(),
+            progress: Vec::new(),
+            handins: Vec::new(),
+            view,
+            changed: brief.changed,
+        }
     }
 
     /// The hand-in `id` of this order, if it counts.
@@ -484,10 +520,134 @@ impl Order {
     }
 }
 
-/// Every order. See the module docs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What lists, catch-ups, searches and the indexes read of an order: kept in memory for every
+/// order, while the order whole (its issue, events, lines and hand-ins) is read from its record
+/// in the kept state when something needs it (ADR 0009).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Brief {
+    pub counts: bool,
+    pub state: OrderState,
+    pub holder: Option<AgentName>,
+    /// Whom it was offered to.
+    pub to: Option<AgentName>,
+    pub title: String,
+    /// Who made the latest counted submission.
+    pub submitted_by: Option<AgentName>,
+    /// Its events that lost a race (a catch-up tells their authors).
+    pub lost_races: Vec<Voided>,
+    /// Every name that issued it or wrote one of its events, lines or hand-ins.
+    involves: Vec<AgentName>,
+    changed: u64,
+}
+
+impl Brief {
+    fn of(order: &Order) -> Self {
+        let view = &order.view;
+        let mut involves: Vec<AgentName> = std::iter::once(&order.issue.by)
+            .chain(order.events.iter().map(|event| &event.made.author))
+            .chain(order.progress.iter().map(|line| &line.made.author))
+            .chain(order.handins.iter().map(|handin| &handin.by))
+            .cloned()
+            .collect();
+        involves.sort();
+        involves.dedup();
+        Self {
+            counts: view.counts,
+            state: view.state,
+            holder: view.holder.clone(),
+            to: order.issue.to.clone(),
+            title: order.issue.title.clone(),
+            submitted_by: view.submission.as_ref().map(|s| s.by.clone()),
+            lost_races: view
+                .voided
+                .iter()
+                .filter(|void| void.lost_race)
+                .cloned()
+                .collect(),
+            involves,
+            changed: order.changed,
+        }
+    }
+
+    /// The stamp of the order's last change.
+    pub fn changed(&self) -> u64 {
+        self.changed
+    }
+}
+
+/// Where an order's record is in the kept state's records section: offset, length, SHA-256.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct RecordAt {
+    offset: u64,
+    len: u64,
+    digest: [u8; 32],
+}
+
+/// One order of the board: its brief, and the order whole when it is in memory.
+#[derive(Debug, Clone)]
+struct Slot {
+    brief: Brief,
+    /// Made or changed here, or read from its record.
+    whole: OnceLock<Box<Order>>,
+    /// Its record in the kept state the board was read from, if any.
+    record: Option<RecordAt>,
+}
+
+impl Slot {
+    fn resident(order: Order) -> Self {
+        Self {
+            brief: Brief::of(&order),
+            whole: OnceLock::from(Box::new(order)),
+            record: None,
+        }
+    }
+}
+
+/// An order of the board, as its readers see it: the brief at once, the order whole (read
+/// from its record if it is not in memory) through [`OrderRef::whole`] or `Deref`.
+#[derive(Clone, Copy)]
+pub struct OrderRef<'a> {
+    id: &'a EntryId,
+    slot: &'a Slot,
+    board: &'a OrderBoard,
+}
+
+impl<'a> OrderRef<'a> {
+    pub fn id(&self) -> &'a EntryId {
+        self.id
+    }
+
+    pub fn brief(&self) -> &'a Brief {
+        &self.slot.brief
+    }
+
+    /// The order whole.
+    pub fn whole(&self) -> &'a Order {
+        self.board.whole(self.id, self.slot)
+    }
+}
+
+impl std::ops::Deref for OrderRef<'_> {
+    type Target = Order;
+    fn deref(&self) -> &Order {
+        self.whole()
+    }
+}
+
+impl std::fmt::Debug for OrderRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderRef")
+            .field("id", self.id)
+            .field("brief", &self.slot.brief)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every order. See the module docs. The orders whole live in the kept state's records
+/// section (ADR 0009): in memory are their briefs, and those read or changed since.
+#[derive(Debug, Clone, Default)]
 pub struct OrderBoard {
-    orders: BTreeMap<EntryId, Order>,
+    orders: BTreeMap<EntryId, Slot>,
     /// Every order by the stamp of its last change, for `since` queries.
     by_change: BTreeMap<u64, EntryId>,
     /// Orders by what a catch-up or a join asks of them, so those never walk the board.
@@ -496,7 +656,94 @@ pub struct OrderBoard {
     /// its issue arrives (logs are read in any order).
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
     problems: Vec<FoldProblem>,
+    /// The records section the briefs' records are in.
+    records: Option<Arc<KeptSection>>,
 }
+
+/// The board as the kept state holds it: every order's brief and where its record is in the
+/// records section written with it.
+#[derive(Serialize)]
+struct KeptBoardRef<'a> {
+    orders: Vec<(&'a EntryId, &'a Brief, RecordAt)>,
+    by_change: &'a BTreeMap<u64, EntryId>,
+    index: &'a Index,
+    waiting: &'a BTreeMap<EntryId, Vec<Waiting>>,
+    problems: &'a [FoldProblem],
+}
+
+#[derive(Deserialize)]
+struct KeptBoard {
+    orders: Vec<(EntryId, Brief, RecordAt)>,
+    by_change: BTreeMap<u64, EntryId>,
+    index: Index,
+    waiting: BTreeMap<EntryId, Vec<Waiting>>,
+    problems: Vec<FoldProblem>,
+}
+
+impl Serialize for OrderBoard {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let plan = self.record_plan().map_err(serde::ser::Error::custom)?;
+        KeptBoardRef {
+            orders: self
+                .orders
+                .iter()
+                .zip(plan)
+                .map(|((id, slot), at)| (id, &slot.brief, at))
+                .collect(),
+            by_change: &self.by_change,
+            index: &self.index,
+            waiting: &self.waiting,
+            problems: &self.problems,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for OrderBoard {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let kept = KeptBoard::deserialize(d)?;
+        Ok(Self {
+            orders: kept
+                .orders
+                .into_iter()
+                .map(|(id, brief, at)| {
+                    let slot = Slot {
+                        brief,
+                        whole: OnceLock::new(),
+                        record: Some(at),
+                    };
+                    (id, slot)
+                })
+                .collect(),
+            by_change: kept.by_change,
+            index: kept.index,
+            waiting: kept.waiting,
+            problems: kept.problems,
+            records: None,
+        })
+    }
+}
+
+impl PartialEq for OrderBoard {
+    /// Equal when they hold the same orders whole (read from their records as needed) and the
+    /// same indexes, waiting entries and problems.
+    fn eq(&self, other: &Self) -> bool {
+        self.by_change == other.by_change
+            && self.index == other.index
+            && self.waiting == other.waiting
+            && self.problems == other.problems
+            && self.orders.len() == other.orders.len()
+            && self
+                .orders
+                .iter()
+                .zip(&other.orders)
+                .all(|((a, sa), (b, sb))| {
+                    a == b && sa.brief == sb.brief && self.whole(a, sa) == other.whole(b, sb)
+                })
+    }
+}
+
+impl Eq for OrderBoard {}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 enum Waiting {
@@ -509,31 +756,187 @@ const MAX_PROBLEMS: usize = 500;
 /// At most this many entries wait for an order that is not issued here.
 const MAX_WAITING: usize = 10_000;
 
+/// Bytes of one order's record.
+fn encode_record(order: &Order) -> Vec<u8> {
+    postcard::to_stdvec(order).expect("an order always encodes")
+}
+
 impl OrderBoard {
+    fn refs(&self) -> impl Iterator<Item = OrderRef<'_>> {
+        self.orders.iter().map(move |(id, slot)| OrderRef {
+            id,
+            slot,
+            board: self,
+        })
+    }
+
+    fn ref_of(&self, id: &EntryId) -> Option<OrderRef<'_>> {
+        let (id, slot) = self.orders.get_key_value(id)?;
+        Some(OrderRef {
+            id,
+            slot,
+            board: self,
+        })
+    }
+
+    /// The order whole of `slot`: in memory, or read from its record (once).
+    fn whole<'a>(&'a self, id: &EntryId, slot: &'a Slot) -> &'a Order {
+        slot.whole
+            .get_or_init(|| Box::new(self.read_record(id, slot)))
+    }
+
+    fn read_record(&self, id: &EntryId, slot: &Slot) -> Order {
+        let read = match (&self.records, slot.record) {
+            (Some(records), Some(at)) => records
+                .read_at(at.offset, at.len, &at.digest)
+                .and_then(|bytes| {
+                    crate::channel::verified::decode_kept::<Order>(&bytes)
+                        .map_err(|e| e.to_string())
+                })
+                .and_then(|order| {
+                    if order.id == *id {
+                        Ok(order)
+                    } else {
+                        Err(format!("the record of {id} holds {}", order.id))
+                    }
+                }),
+            _ => Err(format!("no record of {id} is kept")),
+        };
+        match read {
+            Ok(order) => order,
+            Err(why) => self.rebuilt_order(id, &slot.brief, why),
+        }
+    }
+
+    /// The order `id` as the channel folded from nothing has it, after its record did not
+    /// read (reported; the session then folds everything again). One the channel no longer
+    /// holds (its log is gone) stands as an order that does not count.
+    fn rebuilt_order(&self, id: &EntryId, brief: &Brief, why: String) -> Order {
+        let rebuilt = self.records.as_ref().and_then(|records| {
+            records.rebuilt_with(
+                format!("the verified state's record of order {id} does not read ({why}); rebuilt from the channel"),
+                |state| state.orders().get_whole(id).cloned(),
+            )
+        });
+        rebuilt.flatten().unwrap_or_else(|| Order::gone(id, brief))
+    }
+
+    /// Where each order's record goes in a records section written now (by id): those in
+    /// memory encoded, the others as their record is.
+    fn record_plan(&self) -> Result<Vec<RecordAt>, String> {
+        let mut offset = 0u64;
+        let mut plan = Vec::with_capacity(self.orders.len());
+        for (id, slot) in &self.orders {
+            let (len, digest) = match (slot.whole.get(), slot.record) {
+                (Some(order), _) => {
+                    let bytes = encode_record(order);
+                    (bytes.len() as u64, Sha256::digest(&bytes).into())
+                }
+                (None, Some(at)) => (at.len, at.digest),
+                (None, None) => {
+                    return Err(format!("order {id} has neither a record nor its whole"));
+                }
+            };
+            plan.push(RecordAt {
+                offset,
+                len,
+                digest,
+            });
+            offset += len;
+        }
+        Ok(plan)
+    }
+
+    /// The records section's length and digest (the SHA-256 of every record's digest, in
+    /// order: records are checked one by one when read, never the section whole).
+    pub(crate) fn measure_records(&self) -> std::io::Result<(u64, [u8; 32])> {
+        let plan = self.record_plan().map_err(std::io::Error::other)?;
+        let mut hasher = Sha256::new();
+        for at in &plan {
+            hasher.update(at.digest);
+        }
+        Ok((plan.iter().map(|at| at.len).sum(), hasher.finalize().into()))
+    }
+
+    /// Writes the records section: each order in memory encoded, each other copied from the
+    /// section it was read from (checked against its digest; one that changed there fails the
+    /// write, and the caller reads every order and writes again).
+    pub(crate) fn write_records(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for (id, slot) in &self.orders {
+            match (slot.whole.get(), slot.record, &self.records) {
+                (Some(order), _, _) => out.write_all(&encode_record(order))?,
+                (None, Some(at), Some(records)) => {
+                    let bytes = records
+                        .read_at(at.offset, at.len, &at.digest)
+                        .map_err(std::io::Error::other)?;
+                    out.write_all(&bytes)?;
+                }
+                _ => {
+                    return Err(std::io::Error::other(format!(
+                        "order {id} has neither a record nor its whole"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every order whole (before a write that could not copy their records).
+    pub(crate) fn read_every_record(&self) {
+        for (id, slot) in &self.orders {
+            self.whole(id, slot);
+        }
+    }
+
+    /// Points the board at the records section its briefs name.
+    pub(crate) fn attach_records(&mut self, records: Option<Arc<KeptSection>>) {
+        self.records = records;
+    }
+
+    /// The order `id` whole, made resident to be changed.
+    fn whole_mut(&mut self, id: &EntryId) -> Option<&mut Order> {
+        let slot = self.orders.get(id)?;
+        if slot.whole.get().is_none() {
+            let order = self.read_record(id, slot);
+            let slot = self.orders.get_mut(id).expect("looked up above");
+            let _ = slot.whole.set(Box::new(order));
+        }
+        self.orders
+            .get_mut(id)
+            .and_then(|slot| slot.whole.get_mut())
+            .map(|order| &mut **order)
+    }
+
+    /// The order `id` whole, counting or not (for a state folded from nothing).
+    fn get_whole(&self, id: &EntryId) -> Option<&Order> {
+        let (id, slot) = self.orders.get_key_value(id)?;
+        Some(self.whole(id, slot))
+    }
+
     /// Every order that counts, by id.
-    pub fn iter(&self) -> impl Iterator<Item = &Order> {
-        self.orders.values().filter(|order| order.view.counts)
+    pub fn iter(&self) -> impl Iterator<Item = OrderRef<'_>> {
+        self.refs().filter(|order| order.brief().counts)
     }
 
     /// The order `id`, if it counts.
-    pub fn get(&self, id: &EntryId) -> Option<&Order> {
-        self.orders.get(id).filter(|order| order.view.counts)
+    pub fn get(&self, id: &EntryId) -> Option<OrderRef<'_>> {
+        self.ref_of(id).filter(|order| order.brief().counts)
     }
 
     /// Orders that count, by their last change, oldest first, changed after stamp `after`.
-    pub fn changed_after(&self, after: u64) -> impl Iterator<Item = &Order> {
+    pub fn changed_after(&self, after: u64) -> impl Iterator<Item = OrderRef<'_>> {
         self.by_change
             .range(after.saturating_add(1)..)
             .filter_map(|(_, id)| self.get(id))
     }
 
     /// Orders that count and are submitted or have changes requested, by id.
-    pub fn awaiting_action(&self) -> impl Iterator<Item = &Order> {
+    pub fn awaiting_action(&self) -> impl Iterator<Item = OrderRef<'_>> {
         self.index.awaiting.iter().filter_map(|id| self.get(id))
     }
 
     /// Orders that count, are not done, and that `agent` holds or that are offered to it.
-    pub fn of_agent<'a>(&'a self, agent: &'a AgentName) -> impl Iterator<Item = &'a Order> + 'a {
+    pub fn of_agent<'a>(&'a self, agent: &'a AgentName) -> impl Iterator<Item = OrderRef<'a>> + 'a {
         self.index
             .by_agent
             .get(agent)
@@ -549,6 +952,15 @@ impl OrderBoard {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many orders are in memory whole (the rest are briefs, read from their records when
+    /// asked for).
+    pub fn resident(&self) -> usize {
+        self.orders
+            .values()
+            .filter(|slot| slot.whole.get().is_some())
+            .count()
     }
 
     /// Problems with order entries that could not be folded at all (bad bodies).
@@ -633,12 +1045,12 @@ impl OrderBoard {
         }
         order.view = resolve(&order, identity);
         self.by_change.insert(order.changed, id.clone());
-        if let Some(old) = self.orders.get(&id) {
-            self.index.remove(old);
-        }
-        self.index.add(&order);
-        if let Some(replaced) = self.orders.insert(id, order) {
-            self.by_change.remove(&replaced.changed);
+        let slot = Slot::resident(order);
+        self.index.add(&id, &slot.brief);
+        if let Some(replaced) = self.orders.insert(id.clone(), slot) {
+            self.index.remove(&id, &replaced.brief);
+            self.index.add(&id, &self.orders[&id].brief);
+            self.by_change.remove(&replaced.brief.changed);
         }
     }
 
@@ -667,16 +1079,10 @@ impl OrderBoard {
                 after: body.after,
                 text,
             };
-            return match self.orders.get_mut(&order_id) {
+            return match self.whole_mut(&order_id) {
                 Some(order) => {
                     push_kept(&mut order.progress, line, KEPT_PROGRESS);
-                    update(
-                        order,
-                        identity,
-                        changes,
-                        &mut self.by_change,
-                        &mut self.index,
-                    );
+                    self.update(&order_id, identity, changes);
                 }
                 None => self.wait(order_id, Waiting::Progress(line)),
             };
@@ -704,16 +1110,10 @@ impl OrderBoard {
             hash: *acted.entry.hash(),
             after: body.after,
         };
-        match self.orders.get_mut(&order_id) {
+        match self.whole_mut(&order_id) {
             Some(order) => {
                 order.events.push(event);
-                update(
-                    order,
-                    identity,
-                    changes,
-                    &mut self.by_change,
-                    &mut self.index,
-                );
+                self.update(&order_id, identity, changes);
             }
             None => self.wait(order_id, Waiting::Event(event)),
         }
@@ -735,16 +1135,10 @@ impl OrderBoard {
             summary: body.summary,
             time: acted.time,
         };
-        match self.orders.get_mut(&order_id) {
+        match self.whole_mut(&order_id) {
             Some(order) => {
                 push_kept(&mut order.handins, handin, KEPT_HANDINS);
-                update(
-                    order,
-                    identity,
-                    changes,
-                    &mut self.by_change,
-                    &mut self.index,
-                );
+                self.update(&order_id, identity, changes);
             }
             None => self.wait(order_id, Waiting::HandIn(handin)),
         }
@@ -752,31 +1146,68 @@ impl OrderBoard {
 
     /// Judges every order again (a seat changed); orders whose view changes are stamped.
     pub fn rejudge(&mut self, identity: &Identity, changes: &mut Changes) {
-        for order in self.orders.values_mut() {
-            update(
-                order,
-                identity,
-                changes,
-                &mut self.by_change,
-                &mut self.index,
-            );
+        let ids: Vec<EntryId> = self.orders.keys().cloned().collect();
+        for id in &ids {
+            self.rejudge_one(id, identity, changes);
         }
     }
 
     /// Judges again the orders `name` issued or wrote anything for (its seat or levels
-    /// changed): the view of any other order does not depend on it. A scan of names, so a
-    /// fleet seating its agents after the orders were folded costs no resolve per order.
+    /// changed): the view of any other order does not depend on it. A scan of the briefs, so
+    /// a fleet seating its agents after the orders were folded reads no record.
     pub fn rejudge_name(&mut self, name: &AgentName, identity: &Identity, changes: &mut Changes) {
-        for order in self.orders.values_mut() {
-            if order.involves(name) {
-                update(
-                    order,
-                    identity,
-                    changes,
-                    &mut self.by_change,
-                    &mut self.index,
-                );
+        let ids: Vec<EntryId> = self
+            .orders
+            .iter()
+            .filter(|(_, slot)| slot.brief.involves.binary_search(name).is_ok())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            self.rejudge_one(id, identity, changes);
+        }
+    }
+
+    /// Judges `id` again; an order read from its record only for this, whose view stands,
+    /// is not kept in memory.
+    fn rejudge_one(&mut self, id: &EntryId, identity: &Identity, changes: &mut Changes) {
+        let Some((id, slot)) = self.orders.get_key_value(id) else {
+            return;
+        };
+        let was_resident = slot.whole.get().is_some();
+        let order = self.whole(id, slot);
+        if resolve(order, identity) == order.view {
+            if !was_resident && slot.record.is_some() {
+                let id = id.clone();
+                if let Some(slot) = self.orders.get_mut(&id) {
+                    slot.whole.take();
+                }
             }
+            return;
+        }
+        let id = id.clone();
+        self.update(&id, identity, changes);
+    }
+
+    /// Resolves `id` again after a change to it; stamps it if its view changed. Its brief and
+    /// the indexes follow.
+    fn update(&mut self, id: &EntryId, identity: &Identity, changes: &mut Changes) {
+        let Some(order) = self.whole_mut(id) else {
+            return;
+        };
+        let view = resolve(order, identity);
+        let changed = view != order.view;
+        if changed {
+            order.view = view;
+            order.changed = changes.stamp();
+        }
+        let brief = Brief::of(order);
+        let slot = self.orders.get_mut(id).expect("made resident above");
+        let old = std::mem::replace(&mut slot.brief, brief);
+        self.index.remove(id, &old);
+        self.index.add(id, &slot.brief);
+        if changed {
+            self.by_change.remove(&old.changed);
+            self.by_change.insert(slot.brief.changed, id.clone());
         }
     }
 }
@@ -786,24 +1217,6 @@ fn push_kept<T>(list: &mut Vec<T>, item: T, keep: usize) {
         list.remove(0);
     }
     list.push(item);
-}
-
-fn update(
-    order: &mut Order,
-    identity: &Identity,
-    changes: &mut Changes,
-    by_change: &mut BTreeMap<u64, EntryId>,
-    index: &mut Index,
-) {
-    let view = resolve(order, identity);
-    if view != order.view {
-        index.remove(order);
-        order.view = view;
-        index.add(order);
-        by_change.remove(&order.changed);
-        order.changed = changes.stamp();
-        by_change.insert(order.changed, order.id.clone());
-    }
 }
 
 /// Orders by what the digests ask of them; derived from each order's view alone.
@@ -816,45 +1229,44 @@ struct Index {
 }
 
 impl Index {
-    fn keys(order: &Order) -> (bool, [Option<&AgentName>; 2]) {
-        let view = &order.view;
-        if !view.counts {
+    fn keys(brief: &Brief) -> (bool, [Option<&AgentName>; 2]) {
+        if !brief.counts {
             return (false, [None, None]);
         }
         let awaits = matches!(
-            view.state,
+            brief.state,
             OrderState::Submitted | OrderState::ChangesRequested
         );
-        if view.state.is_done() {
+        if brief.state.is_done() {
             return (awaits, [None, None]);
         }
-        let offered = (view.state == OrderState::Offered)
-            .then_some(order.issue.to.as_ref())
+        let offered = (brief.state == OrderState::Offered)
+            .then_some(brief.to.as_ref())
             .flatten();
-        (awaits, [view.holder.as_ref(), offered])
+        (awaits, [brief.holder.as_ref(), offered])
     }
 
-    fn add(&mut self, order: &Order) {
-        let (awaits, agents) = Self::keys(order);
+    fn add(&mut self, id: &EntryId, brief: &Brief) {
+        let (awaits, agents) = Self::keys(brief);
         if awaits {
-            self.awaiting.insert(order.id.clone());
+            self.awaiting.insert(id.clone());
         }
         for agent in agents.into_iter().flatten() {
             self.by_agent
                 .entry(agent.clone())
                 .or_default()
-                .insert(order.id.clone());
+                .insert(id.clone());
         }
     }
 
-    fn remove(&mut self, order: &Order) {
-        let (awaits, agents) = Self::keys(order);
+    fn remove(&mut self, id: &EntryId, brief: &Brief) {
+        let (awaits, agents) = Self::keys(brief);
         if awaits {
-            self.awaiting.remove(&order.id);
+            self.awaiting.remove(id);
         }
         for agent in agents.into_iter().flatten() {
             if let Some(ids) = self.by_agent.get_mut(agent) {
-                ids.remove(&order.id);
+                ids.remove(id);
                 if ids.is_empty() {
                     self.by_agent.remove(agent);
                 }
