@@ -593,6 +593,15 @@ impl KeptSection {
         len: u64,
         digest: &[u8; 32],
     ) -> Result<Vec<u8>, String> {
+        let bytes = self.read_span(offset, len)?;
+        if <[u8; 32]>::from(Sha256::digest(&bytes)) != *digest {
+            return Err("checksum mismatch".into());
+        }
+        Ok(bytes)
+    }
+
+    /// The `len` bytes at `offset` in this section (the caller checks them).
+    pub(crate) fn read_span(&self, offset: u64, len: u64) -> Result<Vec<u8>, String> {
         if offset.checked_add(len).is_none_or(|end| end > self.len) || len > MAX_CORE {
             return Err("outside its section".into());
         }
@@ -601,9 +610,6 @@ impl KeptSection {
             .map_err(|e| e.to_string())?;
         let mut bytes = vec![0u8; usize::try_from(len).map_err(|e| e.to_string())?];
         file.read_exact(&mut bytes).map_err(|e| e.to_string())?;
-        if <[u8; 32]>::from(Sha256::digest(&bytes)) != *digest {
-            return Err("checksum mismatch".into());
-        }
         Ok(bytes)
     }
 

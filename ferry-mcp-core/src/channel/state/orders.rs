@@ -673,7 +673,10 @@ struct KeptBoardRef<'a> {
 
 #[derive(Deserialize)]
 struct KeptBoard {
-    orders: Vec<(EntryId, Brief, RecordAt)>,
+    /// Read straight into slots, one at a time: a list of every brief beside the map made
+    /// from it would double the board's peak.
+    #[serde(deserialize_with = "slots")]
+    orders: BTreeMap<EntryId, Slot>,
     by_change: BTreeMap<u64, EntryId>,
     index: Index,
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
@@ -703,18 +706,7 @@ impl<'de> Deserialize<'de> for OrderBoard {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let kept = KeptBoard::deserialize(d)?;
         Ok(Self {
-            orders: kept
-                .orders
-                .into_iter()
-                .map(|(id, brief, at)| {
-                    let slot = Slot {
-                        brief,
-                        whole: OnceLock::new(),
-                        record: Some(at),
-                    };
-                    (id, slot)
-                })
-                .collect(),
+            orders: kept.orders,
             by_change: kept.by_change,
             index: kept.index,
             waiting: kept.waiting,
@@ -722,6 +714,33 @@ impl<'de> Deserialize<'de> for OrderBoard {
             records: None,
         })
     }
+}
+
+/// The kept board's `(id, brief, record)` list, as slots whose orders are in their records.
+fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Slot>, D::Error> {
+    struct Slots;
+    impl<'de> serde::de::Visitor<'de> for Slots {
+        type Value = BTreeMap<EntryId, Slot>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the orders' briefs")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut slots = BTreeMap::new();
+            while let Some((id, brief, at)) = seq.next_element::<(EntryId, Brief, RecordAt)>()? {
+                let slot = Slot {
+                    brief,
+                    whole: OnceLock::new(),
+                    record: Some(at),
+                };
+                slots.insert(id, slot);
+            }
+            Ok(slots)
+        }
+    }
+    d.deserialize_seq(Slots)
 }
 
 impl PartialEq for OrderBoard {
@@ -755,6 +774,58 @@ enum Waiting {
 const MAX_PROBLEMS: usize = 500;
 /// At most this many entries wait for an order that is not issued here.
 const MAX_WAITING: usize = 10_000;
+
+/// Records that follow one another in their section, to copy with one read.
+#[derive(Default)]
+struct CopyRun {
+    records: Vec<RecordAt>,
+}
+
+impl CopyRun {
+    /// A run is read whole: at most this many bytes.
+    const MAX: u64 = 1 << 20;
+
+    fn extends(&self, at: RecordAt) -> bool {
+        match (self.records.first(), self.records.last()) {
+            (Some(first), Some(last)) => {
+                last.offset + last.len == at.offset
+                    && at.offset + at.len - first.offset <= Self::MAX
+            }
+            _ => true,
+        }
+    }
+
+    fn push(&mut self, at: RecordAt) {
+        self.records.push(at);
+    }
+
+    fn flush(
+        &mut self,
+        section: Option<&KeptSection>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let (Some(first), Some(last), Some(section)) =
+            (self.records.first(), self.records.last(), section)
+        else {
+            return Ok(());
+        };
+        let bytes = section
+            .read_span(first.offset, last.offset + last.len - first.offset)
+            .map_err(std::io::Error::other)?;
+        for at in &self.records {
+            let start = usize::try_from(at.offset - first.offset).expect("within the run");
+            let record = &bytes[start..start + usize::try_from(at.len).expect("within the run")];
+            if <[u8; 32]>::from(Sha256::digest(record)) != at.digest {
+                return Err(std::io::Error::other(
+                    "an order record changed in its file; read them again",
+                ));
+            }
+        }
+        out.write_all(&bytes)?;
+        self.records.clear();
+        Ok(())
+    }
+}
 
 /// Bytes of one order's record.
 fn encode_record(order: &Order) -> Vec<u8> {
@@ -862,14 +933,20 @@ impl OrderBoard {
     /// section it was read from (checked against its digest; one that changed there fails the
     /// write, and the caller reads every order and writes again).
     pub(crate) fn write_records(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        // Records not in memory follow one another in their file as they do here (both by
+        // id): copied a run at a time, each checked against its digest.
+        let mut run = CopyRun::default();
         for (id, slot) in &self.orders {
             match (slot.whole.get(), slot.record, &self.records) {
-                (Some(order), _, _) => out.write_all(&encode_record(order))?,
-                (None, Some(at), Some(records)) => {
-                    let bytes = records
-                        .read_at(at.offset, at.len, &at.digest)
-                        .map_err(std::io::Error::other)?;
-                    out.write_all(&bytes)?;
+                (Some(order), _, _) => {
+                    run.flush(self.records.as_deref(), out)?;
+                    out.write_all(&encode_record(order))?;
+                }
+                (None, Some(at), Some(_)) => {
+                    if !run.extends(at) {
+                        run.flush(self.records.as_deref(), out)?;
+                    }
+                    run.push(at);
                 }
                 _ => {
                     return Err(std::io::Error::other(format!(
@@ -878,7 +955,7 @@ impl OrderBoard {
                 }
             }
         }
-        Ok(())
+        run.flush(self.records.as_deref(), out)
     }
 
     /// Reads every order whole (before a write that could not copy their records).
@@ -1602,4 +1679,31 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
         .map(|handin| handin.id.clone())
         .collect();
     view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_order_that_is_gone_keeps_its_brief_and_does_not_count() {
+        let brief = Brief {
+            counts: true,
+            state: OrderState::Accepted,
+            holder: None,
+            to: None,
+            title: "a title".into(),
+            submitted_by: None,
+            lost_races: Vec::new(),
+            involves: vec![AgentName::parse("ada").unwrap()],
+            changed: 7,
+        };
+        let id: EntryId = "m3".parse().unwrap();
+        let gone = Order::gone(&id, &brief);
+        assert_eq!(gone.id, id);
+        assert_eq!(gone.issue.title, "a title");
+        assert_eq!(gone.changed(), 7);
+        assert!(!gone.view().counts);
+        assert!(!Brief::of(&gone).counts);
+    }
 }
