@@ -269,7 +269,7 @@ pub fn catchup(
         let brief = order.brief();
         DigestOrder {
             id: order.id().to_string(),
-            title: brief.title.clone(),
+            title: brief.title.to_string(),
             state: brief.state.as_str(),
             holder: brief.holder.clone(),
             silent: brief.state.is_held() && silent(brief.holder.as_ref()),

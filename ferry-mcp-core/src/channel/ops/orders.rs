@@ -156,7 +156,7 @@ fn row(order: OrderRef<'_>) -> OrderRow {
     let brief = order.brief();
     OrderRow {
         id: order.id().to_string(),
-        title: brief.title.clone(),
+        title: brief.title.to_string(),
         state: brief.state.as_str(),
         holder: brief.holder.clone(),
     }

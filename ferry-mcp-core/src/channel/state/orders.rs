@@ -495,7 +495,7 @@ impl Order {
             pos: MasterPos::START,
             time: Timestamp::from_millis(0),
             hash: EntryHash::ZERO,
-            title: brief.title.clone(),
+            title: brief.title.to_string(),
             body: Body::None,
             to: brief.to.clone(),
             review: false,
@@ -530,13 +530,13 @@ pub struct Brief {
     pub holder: Option<AgentName>,
     /// Whom it was offered to.
     pub to: Option<AgentName>,
-    pub title: String,
+    pub title: Box<str>,
     /// Who made the latest counted submission.
     pub submitted_by: Option<AgentName>,
     /// Its events that lost a race (a catch-up tells their authors).
-    pub lost_races: Vec<Voided>,
-    /// Every name that issued it or wrote one of its events, lines or hand-ins.
-    involves: Vec<AgentName>,
+    pub lost_races: Box<[Voided]>,
+    /// Every name that issued it or wrote one of its events, lines or hand-ins, sorted.
+    involves: Box<[AgentName]>,
     changed: u64,
 }
 
@@ -556,7 +556,7 @@ impl Brief {
             state: view.state,
             holder: view.holder.clone(),
             to: order.issue.to.clone(),
-            title: order.issue.title.clone(),
+            title: order.issue.title.as_str().into(),
             submitted_by: view.submission.as_ref().map(|s| s.by.clone()),
             lost_races: view
                 .voided
@@ -564,7 +564,7 @@ impl Brief {
                 .filter(|void| void.lost_race)
                 .cloned()
                 .collect(),
-            involves,
+            involves: involves.into(),
             changed: order.changed,
         }
     }
@@ -594,12 +594,12 @@ struct Slot {
 }
 
 impl Slot {
-    fn resident(order: Order) -> Self {
-        Self {
+    fn resident(order: Order) -> Box<Self> {
+        Box::new(Self {
             brief: Brief::of(&order),
             whole: OnceLock::from(Box::new(order)),
             record: None,
-        }
+        })
     }
 }
 
@@ -647,7 +647,9 @@ impl std::fmt::Debug for OrderRef<'_> {
 /// section (ADR 0009): in memory are their briefs, and those read or changed since.
 #[derive(Debug, Clone, Default)]
 pub struct OrderBoard {
-    orders: BTreeMap<EntryId, Slot>,
+    /// Boxed: a B-tree node keeps room for eleven entries and is often half full, and a slot
+    /// is ten times the size of its pointer.
+    orders: BTreeMap<EntryId, Box<Slot>>,
     /// Every order by the stamp of its last change, for `since` queries.
     by_change: BTreeMap<u64, EntryId>,
     /// Orders by what a catch-up or a join asks of them, so those never walk the board.
@@ -676,7 +678,7 @@ struct KeptBoard {
     /// Read straight into slots, one at a time: a list of every brief beside the map made
     /// from it would double the board's peak.
     #[serde(deserialize_with = "slots")]
-    orders: BTreeMap<EntryId, Slot>,
+    orders: BTreeMap<EntryId, Box<Slot>>,
     by_change: BTreeMap<u64, EntryId>,
     index: Index,
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
@@ -717,10 +719,10 @@ impl<'de> Deserialize<'de> for OrderBoard {
 }
 
 /// The kept board's `(id, brief, record)` list, as slots whose orders are in their records.
-fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Slot>, D::Error> {
+fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Box<Slot>>, D::Error> {
     struct Slots;
     impl<'de> serde::de::Visitor<'de> for Slots {
-        type Value = BTreeMap<EntryId, Slot>;
+        type Value = BTreeMap<EntryId, Box<Slot>>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("the orders' briefs")
         }
@@ -735,7 +737,7 @@ fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Slo
                     whole: OnceLock::new(),
                     record: Some(at),
                 };
-                slots.insert(id, slot);
+                slots.insert(id, Box::new(slot));
             }
             Ok(slots)
         }
@@ -1694,8 +1696,8 @@ mod tests {
             to: None,
             title: "a title".into(),
             submitted_by: None,
-            lost_races: Vec::new(),
-            involves: vec![AgentName::parse("ada").unwrap()],
+            lost_races: Box::new([]),
+            involves: vec![AgentName::parse("ada").unwrap()].into(),
             changed: 7,
         };
         let id: EntryId = "m3".parse().unwrap();
