@@ -234,7 +234,10 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
         at.next().expect("talk"),
         at.next().expect("master times"),
     );
-    let _ = source.records.set(at.next().expect("order records"));
+    let records = at.next().expect("order records");
+    let _ = source
+        .records
+        .set((records.offset, records.len, records.digest));
     Ok(kept)
 }
 
@@ -348,8 +351,8 @@ impl Source<'_> {
     fn records(state: &ChannelState) -> Source<'_> {
         let lazy = state.orders_lazy();
         match (lazy.section(), lazy.is_loaded()) {
-            (Some(section), false) => match section.file().records.get() {
-                Some(records) => Source::CopyRecords(records.clone()),
+            (Some(section), false) => match section.records() {
+                Some(records) => Source::CopyRecords(records),
                 None => Source::Records(lazy.get()),
             },
             _ => Source::Records(lazy.get()),
@@ -426,8 +429,9 @@ pub struct KeptFile {
     rebuilt: Mutex<Option<ChannelState>>,
     /// Sections that did not read, as problems to report.
     failures: Mutex<Vec<String>>,
-    /// The orders' records (ADR 0009), read one at a time by the board.
-    records: OnceLock<Arc<KeptSection>>,
+    /// Where the orders' records are (ADR 0009): offset, length and table digest. Not a
+    /// section, which would hold this file and never let it go.
+    records: OnceLock<(u64, u64, [u8; 32])>,
 }
 
 impl std::fmt::Debug for KeptFile {
@@ -505,6 +509,17 @@ impl KeptSection {
     /// The file this section is in.
     pub fn file(&self) -> &Arc<KeptFile> {
         &self.file
+    }
+
+    /// The orders' records section of the same file, if it has one.
+    fn records(&self) -> Option<Arc<KeptSection>> {
+        let (offset, len, digest) = *self.file.records.get()?;
+        Some(Arc::new(KeptSection {
+            file: self.file.clone(),
+            offset,
+            len,
+            digest,
+        }))
     }
 
     /// Streams the section's bytes to `out`, checking them against the table's digest.
@@ -665,7 +680,7 @@ impl Section for OrderBoard {
         state.orders()
     }
     fn attach(&mut self, section: &Arc<KeptSection>) {
-        self.attach_records(section.file.records.get().cloned());
+        self.attach_records(section.records());
     }
 }
 

@@ -2042,3 +2042,23 @@ fn a_seat_change_keeps_no_record_in_memory_whose_order_it_does_not_change() {
     let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
     assert_eq!(order_views(&server), order_views(&fresh));
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sessions_that_read_the_board_and_its_records_leave_no_file_open_when_dropped() {
+    let (temp, order) = board_with_talk();
+    let open_files = || fs::read_dir("/proc/self/fd").unwrap().count();
+    drop(temp.view());
+    let before = open_files();
+    for _ in 0..20 {
+        let mut view = temp.view();
+        // Reading the board points it at its records; showing an order reads one.
+        assert_eq!(list_all(&mut view, temp.now()), 2);
+        ops::orders::show(&mut view, &order, None, temp.now()).unwrap();
+    }
+    assert_eq!(
+        open_files(),
+        before,
+        "each session left its verified state open"
+    );
+}
