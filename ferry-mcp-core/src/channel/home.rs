@@ -548,7 +548,7 @@ impl Home {
         &self,
         project: &ProjectId,
         fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
-    ) -> Result<(), HomeError> {
+    ) -> Result<std::fs::File, HomeError> {
         atomic::write_with(&self.verified_path(project), fill)
     }
 

@@ -82,6 +82,8 @@ pub struct Session {
     machine: String,
     /// The verified-state file the lazy folds are still read from.
     kept_file: Option<Arc<KeptFile>>,
+    /// The kept state this session last wrote, once the board moved to its records.
+    records_file: Option<Arc<KeptFile>>,
     /// When a watched session last looked at every log (see [`Session::watch_channel`]).
     looked_everywhere: Option<Timestamp>,
 }
@@ -193,6 +195,7 @@ impl Session {
             pinned: kept.pinned,
             machine: "this-machine".to_owned(),
             kept_file: None,
+            records_file: None,
             looked_everywhere: None,
         };
         if let Some(file) = session.state.kept_file() {
@@ -364,11 +367,12 @@ impl Session {
     /// A section of the verified state that did not read was taken from the channel folded
     /// from nothing: reported, and everything folded again here so the state is one whole.
     fn take_kept_failures(&mut self, now: Timestamp) {
-        let failures = self
+        let failures: Vec<String> = self
             .kept_file
-            .as_ref()
-            .map(|file| file.take_failures())
-            .unwrap_or_default();
+            .iter()
+            .chain(&self.records_file)
+            .flat_map(|file| file.take_failures())
+            .collect();
         if failures.is_empty() {
             return;
         }
@@ -376,6 +380,7 @@ impl Session {
         refold_all(&mut self.reader, &mut self.state, now);
         self.pinned = None;
         self.kept_file = None;
+        self.records_file = None;
         self.dirty = true;
     }
 
@@ -413,19 +418,30 @@ impl Session {
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
         };
-        let mut fill = |out: &mut dyn std::io::Write| verified::write(&kept, out);
-        if self
-            .home
-            .write_verified_with(&self.project, &mut fill)
-            .is_err()
-        {
-            // A section that changed in its file since it was loaded: read now (it is rebuilt
-            // from the channel if it does not read), then written from memory.
-            self.state.orders().read_every_record();
-            self.state.talk();
-            self.home.write_verified_with(&self.project, &mut fill)?;
-        }
+        let mut written = None;
+        let mut fill = |out: &mut dyn std::io::Write| {
+            verified::write(&kept, out).map(|layout| written = Some(layout))
+        };
+        let file = match self.home.write_verified_with(&self.project, &mut fill) {
+            Ok(file) => file,
+            Err(_) => {
+                // A section that changed in its file since it was loaded: read now (it is
+                // rebuilt from the channel if it does not read), then written from memory.
+                self.state.orders().read_every_record();
+                self.state.talk();
+                self.home.write_verified_with(&self.project, &mut fill)?
+            }
+        };
         self.dirty = false;
+        // The board moves to the records just written and keeps no order whole: memory holds
+        // the briefs again, whatever was read or changed since the open (ADR 0009).
+        if let Some(written) = written
+            && self.state.orders_loaded()
+        {
+            let (kept, records) = written.records_in(file);
+            self.state.move_orders_to(records);
+            self.records_file = Some(kept);
+        }
         Ok(())
     }
 

@@ -389,7 +389,7 @@ impl Source<'_> {
 /// copied from their file (checked against their digest on the way; a section that changed
 /// there fails the write, so the caller reads it, which rebuilds it, and writes again), the
 /// others encoded twice (once to measure, once to write) rather than held in memory.
-pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Result<Written> {
     let core = postcard::to_stdvec(kept).map_err(std::io::Error::other)?;
     let looks = kept.reader.look_paths().join("\n");
     let sections = [
@@ -404,10 +404,12 @@ pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Resul
     head.extend_from_slice(&(looks.len() as u64).to_le_bytes());
     head.extend_from_slice(looks.as_bytes());
     head.extend_from_slice(&core);
+    let mut measured = Vec::with_capacity(SECTIONS);
     for section in &sections {
         let (len, digest) = section.measure()?;
         head.extend_from_slice(&len.to_le_bytes());
         head.extend_from_slice(&digest);
+        measured.push((len, digest));
     }
     let digest = Sha256::digest(&head);
     head.extend_from_slice(&digest);
@@ -415,7 +417,40 @@ pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Resul
     for section in &sections {
         section.write_to(out)?;
     }
-    Ok(())
+    let before_records: u64 = measured[..SECTIONS - 1].iter().map(|(len, _)| len).sum();
+    let (len, digest) = measured[SECTIONS - 1];
+    Ok(Written {
+        records: (head.len() as u64 + before_records, len, digest),
+    })
+}
+
+/// Where a written kept state put what a session reads from it later.
+#[derive(Debug, Clone, Copy)]
+pub struct Written {
+    /// The orders' records: offset in the file, length, table digest.
+    records: (u64, u64, [u8; 32]),
+}
+
+impl Written {
+    /// The records section of `file`, the kept state just written as `self` says: what the
+    /// board reads its orders from once it has moved to it.
+    pub(crate) fn records_in(&self, file: File) -> (Arc<KeptFile>, Arc<KeptSection>) {
+        let kept = Arc::new(KeptFile {
+            file: Mutex::new(file),
+            rebuild: Mutex::new(None),
+            rebuilt: Mutex::new(None),
+            failures: Mutex::new(Vec::new()),
+            records: OnceLock::from(self.records),
+        });
+        let (offset, len, digest) = self.records;
+        let section = Arc::new(KeptSection {
+            file: kept.clone(),
+            offset,
+            len,
+            digest,
+        });
+        (kept, section)
+    }
 }
 
 /// Folds the channel from nothing: what a section that does not read is taken from.

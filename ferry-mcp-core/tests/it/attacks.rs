@@ -2062,3 +2062,48 @@ fn sessions_that_read_the_board_and_its_records_leave_no_file_open_when_dropped(
         "each session left its verified state open"
     );
 }
+
+#[test]
+fn a_save_moves_the_board_to_the_records_it_wrote_and_keeps_no_order_whole() {
+    let (temp, order) = board_with_talk();
+    let mut member = temp.agent_session("member");
+    // Every order read whole, and one changed.
+    order_views(&member);
+    assert_eq!(member.state().orders().resident(), 2);
+    ops::orders::progress(&mut member, &order, "halfway there", temp.now()).unwrap();
+    member.save().unwrap();
+    assert_eq!(member.state().orders().resident(), 0);
+    // Read again, from the file just written: as a machine that read everything has them.
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&member), order_views(&fresh));
+    // A second save copies them from there.
+    ops::talk::post(
+        &mut member,
+        &ops::talk::PostRequest {
+            to: "all".into(),
+            text: "saved again".into(),
+            reply_to: None,
+        },
+        temp.now(),
+    )
+    .unwrap();
+    member.save().unwrap();
+    assert_eq!(member.state().orders().resident(), 0);
+    let mut again = temp.view();
+    assert_eq!(order_views(&again), order_views(&fresh));
+    again.refresh(temp.now());
+    assert_eq!(again.local_problems(), &[] as &[String]);
+}
+
+#[test]
+fn a_session_that_folded_the_channel_from_nothing_keeps_no_order_whole_after_its_save() {
+    let (temp, _) = board_with_talk();
+    fs::remove_file(temp.home().verified_path(temp.project())).unwrap();
+    let mut cold = temp.view();
+    assert_eq!(cold.state().orders().resident(), 2);
+    cold.refresh(temp.now());
+    cold.save().unwrap();
+    assert_eq!(cold.state().orders().resident(), 0);
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&cold), order_views(&fresh));
+}

@@ -39,10 +39,11 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, HomeError> {
 
 /// Replaces `path` like [`write`] with what `fill` writes (a large file is never held in
 /// memory whole). A `fill` that fails leaves `path` as it was.
+/// Returns the file written, open for reading and writing.
 pub fn write_with(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
-) -> Result<(), HomeError> {
+) -> Result<fs::File, HomeError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let mut temp = tempfile::Builder::new()
@@ -63,8 +64,9 @@ pub fn write_with(
             .map_err(io_err(path))?;
     }
     temp.as_file().sync_all().map_err(io_err(path))?;
-    temp.persist(path).map_err(|err| io_err(path)(err.error))?;
-    sync_dir(dir)
+    let file = temp.persist(path).map_err(|err| io_err(path)(err.error))?;
+    sync_dir(dir)?;
+    Ok(file)
 }
 
 fn write_inner(path: &Path, bytes: &[u8], replace: bool) -> Result<bool, HomeError> {

@@ -180,6 +180,11 @@ impl ChannelState {
         self.orders.is_loaded()
     }
 
+    /// Points the board at the records section just written, keeping no order whole.
+    pub(crate) fn move_orders_to(&mut self, records: Arc<KeptSection>) {
+        self.orders.get_mut().move_to(records);
+    }
+
     pub(crate) fn orders_lazy(&self) -> &Lazy<OrderBoard> {
         &self.orders
     }

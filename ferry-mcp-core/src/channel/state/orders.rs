@@ -967,6 +967,19 @@ impl OrderBoard {
         }
     }
 
+    /// Moves the board to `records`, a records section written from it just now (so each
+    /// order's record is where the plan says), and drops every order whole from memory.
+    pub(crate) fn move_to(&mut self, records: Arc<KeptSection>) {
+        let Ok(plan) = self.record_plan() else {
+            return;
+        };
+        for (slot, at) in self.orders.values_mut().zip(plan) {
+            slot.record = Some(at);
+            slot.whole.take();
+        }
+        self.records = Some(records);
+    }
+
     /// Points the board at the records section its briefs name.
     pub(crate) fn attach_records(&mut self, records: Option<Arc<KeptSection>>) {
         self.records = records;
