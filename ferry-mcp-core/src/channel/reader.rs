@@ -233,11 +233,7 @@ impl Reader {
                 if id.author.is_master() != masters {
                     continue;
                 }
-                if state.take_present() {
-                    state.read_new(&folder, &mut sink);
-                } else {
-                    state.report_vanished(&mut sink);
-                }
+                state.read_if_listed(&folder, &mut sink);
             }
         }
         problems
@@ -274,11 +270,7 @@ impl Reader {
                 }
                 let author = id.author.as_str();
                 if relist.contains(author) {
-                    if state.take_present() {
-                        state.read_new(&folder, &mut sink);
-                    } else {
-                        state.report_vanished(&mut sink);
-                    }
+                    state.read_if_listed(&folder, &mut sink);
                 } else if written
                     .get(author)
                     .is_some_and(|names| names.iter().any(|name| state.is_file(name)))

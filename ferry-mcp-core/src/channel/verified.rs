@@ -214,13 +214,7 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
         return Err(corrupt("cut short or grown"));
     }
     let mut kept: Kept = decode_value(core).map_err(|e| Rejected::Corrupt(e.to_string()))?;
-    let source = Arc::new(KeptFile {
-        file: Mutex::new(file),
-        rebuild: Mutex::new(None),
-        rebuilt: Mutex::new(None),
-        failures: Mutex::new(Vec::new()),
-        records: OnceLock::new(),
-    });
+    let source = KeptFile::new(file, None);
     let mut at = sections.into_iter().map(|(offset, len, digest)| {
         Arc::new(KeptSection {
             file: source.clone(),
@@ -435,20 +429,8 @@ impl Written {
     /// The records section of `file`, the kept state just written as `self` says: what the
     /// board reads its orders from once it has moved to it.
     pub(crate) fn records_in(&self, file: File) -> (Arc<KeptFile>, Arc<KeptSection>) {
-        let kept = Arc::new(KeptFile {
-            file: Mutex::new(file),
-            rebuild: Mutex::new(None),
-            rebuilt: Mutex::new(None),
-            failures: Mutex::new(Vec::new()),
-            records: OnceLock::from(self.records),
-        });
-        let (offset, len, digest) = self.records;
-        let section = Arc::new(KeptSection {
-            file: kept.clone(),
-            offset,
-            len,
-            digest,
-        });
+        let kept = KeptFile::new(file, Some(self.records));
+        let section = kept.records_section().expect("made with its records");
         (kept, section)
     }
 }
@@ -476,6 +458,33 @@ impl std::fmt::Debug for KeptFile {
 }
 
 impl KeptFile {
+    /// A kept state read through `file`, whose orders' records are at `records` (offset,
+    /// length, table digest) when known.
+    fn new(file: File, records: Option<(u64, u64, [u8; 32])>) -> Arc<Self> {
+        let kept = Self {
+            file: Mutex::new(file),
+            rebuild: Mutex::new(None),
+            rebuilt: Mutex::new(None),
+            failures: Mutex::new(Vec::new()),
+            records: OnceLock::new(),
+        };
+        if let Some(records) = records {
+            let _ = kept.records.set(records);
+        }
+        Arc::new(kept)
+    }
+
+    /// The orders' records section of this file, if it has one.
+    fn records_section(self: &Arc<Self>) -> Option<Arc<KeptSection>> {
+        let (offset, len, digest) = *self.records.get()?;
+        Some(Arc::new(KeptSection {
+            file: self.clone(),
+            offset,
+            len,
+            digest,
+        }))
+    }
+
     /// How a section that does not read is rebuilt (the session sets it: it knows the channel).
     pub fn set_rebuild(&self, rebuild: Rebuild) {
         *lock(&self.rebuild) = Some(rebuild);
@@ -548,13 +557,7 @@ impl KeptSection {
 
     /// The orders' records section of the same file, if it has one.
     fn records(&self) -> Option<Arc<KeptSection>> {
-        let (offset, len, digest) = *self.file.records.get()?;
-        Some(Arc::new(KeptSection {
-            file: self.file.clone(),
-            offset,
-            len,
-            digest,
-        }))
+        self.file.records_section()
     }
 
     /// Streams the section's bytes to `out`, checking them against the table's digest.
@@ -585,14 +588,7 @@ impl KeptSection {
             if <[u8; 32]>::from(Sha256::digest(&bytes)) != self.digest {
                 return Err("checksum mismatch".into());
             }
-            let (value, rest) = super::keys::with_key_memo(|| {
-                super::names::with_name_memo(|| postcard::take_from_bytes::<T>(&bytes))
-            })
-            .map_err(|e| e.to_string())?;
-            if !rest.is_empty() {
-                return Err(format!("{} bytes after the value", rest.len()));
-            }
-            return Ok(value);
+            return decode_kept(&bytes);
         }
         let reader = Hashing::new(std::io::BufReader::with_capacity(
             64 * 1024,
@@ -683,19 +679,12 @@ impl KeptSection {
     /// The section taken from the channel folded from nothing, after `why` kept it from
     /// being read; the failure is kept for the session to report (it then folds again).
     fn rebuilt<T: Section>(&self, why: String) -> T {
-        lock(&self.file.failures).push(format!(
+        let failure = format!(
             "the verified state's {} section does not read ({why}); rebuilt from the channel",
             T::NAME
-        ));
-        let mut rebuilt = lock(&self.file.rebuilt);
-        if rebuilt.is_none()
-            && let Some(rebuild) = lock(&self.file.rebuild).as_ref()
-        {
-            *rebuilt = Some(rebuild());
-        }
-        rebuilt
-            .as_ref()
-            .map_or_else(T::default, |state| T::of(state).clone())
+        );
+        self.rebuilt_with(failure, |state| T::of(state).clone())
+            .unwrap_or_default()
     }
 }
 
@@ -845,13 +834,7 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, b"head:").unwrap();
         std::io::Write::write_all(&mut file, &stored).unwrap();
-        let kept = Arc::new(KeptFile {
-            file: Mutex::new(File::open(file.path()).unwrap()),
-            rebuild: Mutex::new(None),
-            rebuilt: Mutex::new(None),
-            failures: Mutex::new(Vec::new()),
-            records: OnceLock::new(),
-        });
+        let kept = KeptFile::new(File::open(file.path()).unwrap(), None);
         let section = KeptSection {
             file: kept,
             offset: 5,

@@ -1840,12 +1840,13 @@ fn a_board_section_changed_under_an_open_session_is_not_copied_into_the_next_sta
 }
 
 #[test]
-fn a_warm_open_of_many_logs_stats_them_ahead_and_still_reads_what_was_appended_and_reports_what_vanished()
+fn a_warm_open_of_enough_logs_to_stat_them_ahead_still_reads_what_was_appended_and_reports_what_vanished()
  {
     use ferry_mcp_core::channel::verified::Looks;
     use ferry_mcp_testkit::bulk;
 
-    // Enough agents for the open to stat their logs and folders on a thread of its own.
+    // Enough agents for the open to stat their logs and folders on a thread of its own (at
+    // least 4 KiB of looks; that the poll answers from those stats is the folder unit tests').
     let bulk = bulk::builder().entries(400).agents(60).build();
     drop(bulk.warm());
     let looks = Looks::open(&bulk.verified_path()).expect("the kept state names its looks");

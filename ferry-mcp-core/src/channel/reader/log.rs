@@ -159,7 +159,7 @@ impl LogState {
     }
 
     /// Whether this poll found the log listed (and forgets it for the next poll).
-    pub(super) fn take_present(&mut self) -> bool {
+    fn take_present(&mut self) -> bool {
         std::mem::take(&mut self.present)
     }
 
@@ -220,7 +220,7 @@ impl LogState {
     }
 
     /// The log disappeared: reported once; what was verified keeps counting.
-    pub(super) fn report_vanished(&mut self, sink: &mut Sink<'_>) {
+    fn report_vanished(&mut self, sink: &mut Sink<'_>) {
         if self.unreadable_reported {
             return;
         }
@@ -271,6 +271,15 @@ impl LogState {
     }
 
     /// Reads the complete lines appended since the last call, delivering each new entry.
+    /// After a listing: reads what is new if the listing found the log, else reports it gone.
+    pub(super) fn read_if_listed(&mut self, folder: &ChannelFolder, sink: &mut Sink<'_>) {
+        if self.take_present() {
+            self.read_new(folder, sink);
+        } else {
+            self.report_vanished(sink);
+        }
+    }
+
     pub(super) fn read_new(&mut self, folder: &ChannelFolder, sink: &mut Sink<'_>) {
         // A stat first: most polls find most logs unchanged and open nothing.
         let (len, stamp) = match folder.look(&self.rel_path) {
