@@ -203,13 +203,8 @@ impl Tool for FerrySearch {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let args = match facade::parse::<SearchArgs>(SEARCH.name, args) {
-            Ok(args) => args,
-            Err(refusal) => return refusal,
-        };
-        let now = cx.now;
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let (args, now, session) = match facade::start::<SearchArgs>(SEARCH.name, args, cx) {
+            Ok(started) => started,
             Err(refusal) => return refusal,
         };
         let request = SearchRequest {
@@ -307,12 +302,8 @@ impl Tool for FerryStatus {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        if let Err(refusal) = facade::parse::<StatusArgs>(STATUS.name, args) {
-            return refusal;
-        }
-        let now = cx.now;
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let (StatusArgs {}, now, session) = match facade::start(STATUS.name, args, cx) {
+            Ok(started) => started,
             Err(refusal) => return refusal,
         };
         if let Err(err) =

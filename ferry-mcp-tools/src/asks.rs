@@ -70,13 +70,8 @@ impl Tool for FerryAskHuman {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let args = match facade::parse::<AskArgs>(DEFINITION.name, args) {
-            Ok(args) => args,
-            Err(refusal) => return refusal,
-        };
-        let now = cx.now;
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let (args, now, session) = match facade::start::<AskArgs>(DEFINITION.name, args, cx) {
+            Ok(started) => started,
             Err(refusal) => return refusal,
         };
         ferry_mcp_core::channel::ops::primary::note_alive(session, now);

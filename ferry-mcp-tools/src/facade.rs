@@ -32,6 +32,25 @@ pub(crate) fn session<'a>(
     cx.channel.session(now).map_err(|err| unavailable(&err))
 }
 
+/// What a tool starts with: its typed arguments, the time of the call, and the session (the
+/// arguments are checked first, so a bad call is refused without touching the channel).
+pub(crate) fn start<'a, T: DeserializeOwned>(
+    tool: &str,
+    args: &Map<String, Value>,
+    cx: &'a mut ferry_mcp_core::tool::CallContext<'_>,
+) -> Result<
+    (
+        T,
+        ferry_mcp_core::time::Timestamp,
+        &'a mut ferry_mcp_core::channel::session::Session,
+    ),
+    ToolOutcome,
+> {
+    let parsed = parse(tool, args)?;
+    let now = cx.now;
+    Ok((parsed, now, session(cx)?))
+}
+
 /// The tool error of a channel that cannot be reached.
 pub(crate) fn unavailable(err: &Unavailable) -> ToolOutcome {
     ToolOutcome::error(format!("{}: {err}", err.code()))

@@ -71,13 +71,8 @@ impl Tool for FerryPrimary {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let args = match facade::parse::<PrimaryArgs>(DEFINITION.name, args) {
-            Ok(args) => args,
-            Err(refusal) => return refusal,
-        };
-        let now = cx.now;
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let (args, now, session) = match facade::start::<PrimaryArgs>(DEFINITION.name, args, cx) {
+            Ok(started) => started,
             Err(refusal) => return refusal,
         };
         if args != PrimaryArgs::Takeover {
