@@ -2108,3 +2108,42 @@ fn a_session_that_folded_the_channel_from_nothing_keeps_no_order_whole_after_its
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(order_views(&cold), order_views(&fresh));
 }
+
+#[cfg(unix)]
+#[test]
+fn an_author_folder_swapped_for_a_link_is_not_read_even_when_its_stats_are_taken_ahead() {
+    use ferry_mcp_testkit::bulk;
+
+    // Enough agents for the open to stat every log ahead, the linked one included.
+    let bulk = bulk::builder().entries(400).agents(60).build();
+    drop(bulk.warm());
+    let agent = bulk.agents()[5].name.clone();
+    let mut session = bulk.agent_session(agent.as_str());
+    let kept_seq = {
+        let key = agent_key(&bulk, agent.as_str()).public_key();
+        session.log_seq(&agent, &key)
+    };
+    // A valid entry the kept state does not know, then the folder moved out of the channel
+    // and linked back in its place.
+    let written = note(&mut session, &bulk, 1);
+    assert!(
+        kept_seq > 0 && written.seq() == kept_seq + 1,
+        "{kept_seq} {}",
+        written.seq()
+    );
+    drop(session);
+    let folder = bulk.channel_dir().join("logs").join(agent.as_str());
+    let outside = bulk.root().join("outside-folder");
+    fs::rename(&folder, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &folder).unwrap();
+
+    let view = bulk.view();
+    assert_eq!(
+        view.log_seq(&agent, written.key()),
+        kept_seq,
+        "an entry was read through the link"
+    );
+    let links = problems_of(&view, ProblemKind::Link);
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].path, rel(&bulk, &folder));
+}
