@@ -289,7 +289,7 @@ impl Signature {
 
 std::thread_local! {
     /// Keys decoded while [`with_key_memo`] runs on this thread (see there).
-    static KEY_MEMO: std::cell::RefCell<Option<std::collections::HashSet<[u8; 32]>>> =
+    static KEY_MEMO: std::cell::RefCell<Option<foldhash::HashSet<[u8; 32]>>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -305,7 +305,7 @@ pub(crate) fn with_key_memo<R>(decode: impl FnOnce() -> R) -> R {
             KEY_MEMO.with(|memo| memo.borrow_mut().take());
         }
     }
-    KEY_MEMO.with(|memo| *memo.borrow_mut() = Some(std::collections::HashSet::new()));
+    KEY_MEMO.with(|memo| *memo.borrow_mut() = Some(foldhash::HashSet::default()));
     let _clear = Clear;
     decode()
 }

@@ -173,7 +173,7 @@ string_like!(AgentName, AgentName::parse_any_memo);
 
 std::thread_local! {
     /// Names decoded while [`with_name_memo`] runs on this thread (see there).
-    static NAME_MEMO: std::cell::RefCell<Option<std::collections::HashSet<Arc<str>>>> =
+    static NAME_MEMO: std::cell::RefCell<Option<foldhash::HashSet<Arc<str>>>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -188,7 +188,7 @@ pub(crate) fn with_name_memo<R>(decode: impl FnOnce() -> R) -> R {
             NAME_MEMO.with(|memo| memo.borrow_mut().take());
         }
     }
-    NAME_MEMO.with(|memo| *memo.borrow_mut() = Some(std::collections::HashSet::new()));
+    NAME_MEMO.with(|memo| *memo.borrow_mut() = Some(foldhash::HashSet::default()));
     let _clear = Clear;
     decode()
 }
