@@ -8,6 +8,8 @@
 //! names under the channel. Elsewhere, or when the handle cannot be had, stats take the path.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +48,7 @@ pub(super) struct Looked {
 }
 
 /// The channel folder for one poll: its path, and on Linux a handle stats are taken from.
+#[derive(Debug)]
 pub(super) struct ChannelFolder {
     path: PathBuf,
     /// Stats already taken during this open (see [`Prelook`]).
@@ -146,30 +149,23 @@ impl ChannelFolder {
 #[derive(Debug, Clone, Default)]
 pub struct Prelooked {
     paths: String,
-    looked: Vec<(u32, u32, Looked)>,
+    looked: Vec<Stat>,
 }
 
 impl Prelooked {
     /// Stats every line of `paths` through `folder`.
+    #[cfg(test)]
     fn take(folder: &ChannelFolder, paths: String) -> Self {
-        let mut looked = Vec::new();
-        let mut at = 0usize;
-        for line in paths.split('\n') {
-            let (start, end) = (at, at + line.len());
-            at = end + 1;
-            let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(end)) else {
-                break;
-            };
-            if let Ok(stat) = folder.look_now(Path::new(line)) {
-                looked.push((start, end, stat));
-            }
-        }
-        let mut ahead = Self { paths, looked };
-        let paths = &ahead.paths;
-        ahead.looked.sort_unstable_by(|a, b| {
+        let lines = Lines::of(paths);
+        let looked = lines.look(folder, &std::sync::atomic::AtomicUsize::new(0));
+        Self::sorted(lines.paths, looked)
+    }
+
+    fn sorted(paths: String, mut looked: Vec<Stat>) -> Self {
+        looked.sort_unstable_by(|a, b| {
             paths[a.0 as usize..a.1 as usize].cmp(&paths[b.0 as usize..b.1 as usize])
         });
-        ahead
+        Self { paths, looked }
     }
 
     fn get(&self, rel: &Path) -> Option<Looked> {
@@ -191,15 +187,107 @@ impl Prelooked {
 /// to the poll: starting a thread costs more than they do.
 const PRELOOK_FROM_BYTES: u64 = 4096;
 
+/// One stat taken ahead: where its path is in the paths, and what it found.
+type Stat = (u32, u32, Looked);
+
+/// Paths stat'ed ahead are claimed this many at a time by whichever thread is free.
+const CLAIM: usize = 8;
+
+/// The paths to stat ahead, one a line, with where each line is.
+#[derive(Debug)]
+struct Lines {
+    paths: String,
+    spans: Vec<(u32, u32)>,
+}
+
+impl Lines {
+    fn of(paths: String) -> Self {
+        let mut spans = Vec::new();
+        let mut at = 0usize;
+        for line in paths.split('\n') {
+            let (start, end) = (at, at + line.len());
+            at = end + 1;
+            let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(end)) else {
+                break;
+            };
+            spans.push((start, end));
+        }
+        Self { paths, spans }
+    }
+
+    /// Stats the lines not yet claimed through `next`, a few at a time, until none is left;
+    /// those that succeeded, with their spans.
+    fn look(&self, folder: &ChannelFolder, next: &AtomicUsize) -> Vec<Stat> {
+        let mut looked = Vec::new();
+        loop {
+            let from = next.fetch_add(CLAIM, Ordering::Relaxed);
+            let Some(claimed) = self.spans.get(from..(from + CLAIM).min(self.spans.len())) else {
+                return looked;
+            };
+            if claimed.is_empty() {
+                return looked;
+            }
+            for &(start, end) in claimed {
+                let line = &self.paths[start as usize..end as usize];
+                if let Ok(stat) = folder.look_now(Path::new(line)) {
+                    looked.push((start, end, stat));
+                }
+            }
+        }
+    }
+}
+
+/// Where the paths to stat ahead come from (the kept state's looks, read by whichever thread
+/// needs them first).
+type Paths = Box<dyn FnOnce() -> String + Send>;
+
+/// What the opening thread and the stat thread share: the folder's handle, the paths (read by
+/// whichever thread comes to them first: the stat thread may not have started when the
+/// opening thread is done), and which are claimed.
+struct Shared {
+    folder: ChannelFolder,
+    paths: std::sync::Mutex<Option<Paths>>,
+    lines: OnceLock<Lines>,
+    next: AtomicUsize,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("lines", &self.lines)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn lines(&self) -> &Lines {
+        self.lines.get_or_init(|| {
+            let paths = self
+                .paths
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            Lines::of(paths.map(|paths| paths()).unwrap_or_default())
+        })
+    }
+
+    /// Stats what is left, on the calling thread.
+    fn look(&self) -> Vec<Stat> {
+        self.lines().look(&self.folder, &self.next)
+    }
+}
+
 /// The stats an open's first poll will take, taken on another thread while the open reads
 /// its kept state (a warm open's two largest costs, one per log or folder each, run side by
-/// side on two cores). Every stat is a real one of this open: taken a moment before the poll
-/// would take it, it says what the poll would have seen a moment earlier, which is what any
-/// write landing just after the poll's own stat leaves it with too. The paths are a hint (the
-/// last full look's, kept in the verified state): a path the poll does not ask for is never
-/// used, one it asks for and is missing here is stat'ed by the poll.
+/// side on two cores); the opening thread stats those still left once it is done (a thread
+/// can take tens of microseconds to start running). Every stat is a real one of this open:
+/// taken a moment before the poll would take it, it says what the poll would have seen a
+/// moment earlier, which is what any write landing just after the poll's own stat leaves it
+/// with too. The paths are a hint (the last full look's, kept in the verified state): a path
+/// the poll does not ask for is never used, one it asks for and is missing here is stat'ed by
+/// the poll.
 #[derive(Debug)]
-pub struct Prelook(Option<std::thread::JoinHandle<Prelooked>>);
+pub struct Prelook(Option<(Arc<Shared>, std::thread::JoinHandle<Vec<Stat>>)>);
 
 impl Prelook {
     /// Starts stat'ing the paths `paths` gives (relative to `channel_dir`), on a thread of
@@ -212,17 +300,32 @@ impl Prelook {
         if len < PRELOOK_FROM_BYTES {
             return Self(None);
         }
-        let dir = channel_dir.to_owned();
+        let shared = Arc::new(Shared {
+            folder: ChannelFolder::open(channel_dir),
+            paths: std::sync::Mutex::new(Some(Box::new(paths))),
+            lines: OnceLock::new(),
+            next: AtomicUsize::new(0),
+        });
+        let on_thread = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("ferry-prelook".into())
             .stack_size(256 << 10)
-            .spawn(move || Prelooked::take(&ChannelFolder::open(&dir), paths()));
-        Self(spawned.ok())
+            .spawn(move || on_thread.look());
+        Self(spawned.ok().map(|thread| (shared, thread)))
     }
 
-    /// The stats taken (none if no thread ran or it failed).
+    /// The stats taken, the calling thread taking its share of those left (none if no thread
+    /// ran). A thread that panicked is a panic here.
     pub fn finish(self) -> Option<Prelooked> {
-        self.0.and_then(|thread| thread.join().ok())
+        let (shared, thread) = self.0?;
+        let mine = shared.look();
+        let mut looked = match thread.join() {
+            Ok(looked) => looked,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        looked.extend(mine);
+        let lines = Arc::into_inner(shared)?.lines.into_inner()?;
+        Some(Prelooked::sorted(lines.paths, looked))
     }
 }
 
