@@ -65,9 +65,53 @@ pub struct ReadBatch {
 /// position, chain and verified anchor.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReaderState {
+    #[serde(with = "kept_logs")]
     logs: Vec<(LogId, LogState)>,
     /// The folders under `logs/` as last listed, to list again only those that changed.
     folders: scan::Folders,
+}
+
+/// Each log kept as its id and [`log::KeptLog`]: decoded, a log's state is as loaded (its
+/// anchor to be checked again by the first poll).
+mod kept_logs {
+    use serde::de::{SeqAccess, Visitor};
+    use serde::ser::SerializeSeq as _;
+    use serde::{Deserializer, Serializer};
+
+    use super::{LogId, LogState, log::KeptLog};
+
+    pub(super) fn serialize<S: Serializer>(
+        logs: &[(LogId, LogState)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(logs.len()))?;
+        for (id, log) in logs {
+            seq.serialize_element(&(id, log.kept()))?;
+        }
+        seq.end()
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<(LogId, LogState)>, D::Error> {
+        struct Logs;
+        impl<'de> Visitor<'de> for Logs {
+            type Value = Vec<(LogId, LogState)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("kept logs")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                // Bounded: the length comes from the file.
+                let mut logs = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some((id, kept)) = seq.next_element::<(LogId, KeptLog)>()? {
+                    let log = LogState::from_kept(id.author.clone(), id.key, kept);
+                    logs.push((id, log));
+                }
+                Ok(logs)
+            }
+        }
+        d.deserialize_seq(Logs)
+    }
 }
 
 impl ReaderState {
@@ -86,6 +130,11 @@ impl ReaderState {
                 .filter_map(|(_, log)| log.rel_path().to_str().map(str::to_owned)),
         );
         paths
+    }
+
+    /// Every log it names, with its state.
+    pub fn logs(&self) -> impl Iterator<Item = (&LogId, &LogState)> {
+        self.logs.iter().map(|(id, log)| (id, log))
     }
 
     /// How many logs it names.
@@ -155,14 +204,7 @@ impl Reader {
     pub fn restore(channel: &Channel, state: ReaderState) -> Self {
         let mut reader = Self::new(channel);
         reader.folders = state.folders;
-        reader.logs = state
-            .logs
-            .into_iter()
-            .map(|(id, mut log)| {
-                log.after_load();
-                (id, log)
-            })
-            .collect();
+        reader.logs = state.logs.into_iter().collect();
         reader
     }
 
@@ -293,7 +335,7 @@ impl Reader {
     /// Marks the logs the listing holds as present (only those of `authors`, when given),
     /// adding the ones new to this reader.
     fn mark_listed(&mut self, authors: Option<&BTreeSet<String>>) {
-        for (author, key, file) in self.folders.logs() {
+        for (author, key) in self.folders.logs() {
             if authors.is_some_and(|authors| !authors.contains(author.as_str())) {
                 continue;
             }
@@ -304,12 +346,7 @@ impl Reader {
             // Most polls find only known logs: their paths are not made again.
             self.logs
                 .entry(id)
-                .or_insert_with_key(|id| {
-                    let rel_path = PathBuf::from(super::store::LOGS_DIR)
-                        .join(author.as_str())
-                        .join(file);
-                    LogState::new(id.author.clone(), id.key, rel_path)
-                })
+                .or_insert_with_key(|id| LogState::new(id.author.clone(), id.key))
                 .mark_present();
         }
     }
@@ -321,17 +358,10 @@ impl Reader {
         on_entry: &mut dyn FnMut(VerifiedEntry),
     ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
-        let rel_path = PathBuf::from(super::store::LOGS_DIR)
-            .join(id.author.as_str())
-            .join(format!(
-                "{}.{}",
-                id.key.to_hex(),
-                super::store::LOG_EXTENSION
-            ));
         let state = self
             .logs
             .entry(id.clone())
-            .or_insert_with(|| LogState::new(id.author.clone(), id.key, rel_path));
+            .or_insert_with(|| LogState::new(id.author.clone(), id.key));
         let mut sink = Sink {
             project: &self.project,
             on_entry,
@@ -352,7 +382,7 @@ impl Reader {
         let Some(known) = self.logs.get(id) else {
             return Vec::new();
         };
-        let mut fresh = LogState::new(id.author.clone(), id.key, known.rel_path().to_owned());
+        let mut fresh = LogState::new(id.author.clone(), id.key);
         let mut problems = Vec::new();
         let mut sink = Sink {
             project: &self.project,

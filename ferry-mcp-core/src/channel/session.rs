@@ -167,7 +167,7 @@ impl Session {
             dropped_problems: 0,
             pinned: None,
         };
-        let kept = match verified::load(&verified_path, &genesis) {
+        let kept = match verified::load(&verified_path).of_genesis(&genesis) {
             Loaded::Kept(kept) => *kept,
             Loaded::Missing => fresh(&mut local_problems),
             Loaded::Rejected(why) => {

@@ -39,6 +39,22 @@ pub const LOGS_DIR: &str = "logs";
 pub const BLOBS_DIR: &str = "blobs";
 /// The extension of a log file.
 pub const LOG_EXTENSION: &str = "jsonl";
+
+/// Where the log of `author` signed by `key` lives under the channel folder:
+/// `logs/<author>/<key-hex>.jsonl` (nothing else is a log). Made with one allocation: every
+/// warm open makes one for each log it kept.
+pub(crate) fn rel_log_path(author: &AgentName, key: &PublicKey) -> PathBuf {
+    let mut hex = [0u8; 64];
+    hex::encode_to_slice(key.as_bytes(), &mut hex).expect("64 hex digits for 32 bytes");
+    let hex = std::str::from_utf8(&hex).expect("hex digits");
+    let sep = std::path::MAIN_SEPARATOR_STR;
+    let parts = [LOGS_DIR, sep, author.as_str(), sep, hex, ".", LOG_EXTENSION];
+    let mut path = String::with_capacity(parts.iter().map(|part| part.len()).sum());
+    for part in parts {
+        path.push_str(part);
+    }
+    PathBuf::from(path)
+}
 /// The longest log line the writer produces; longer bodies belong in blobs.
 pub const MAX_LINE_LEN: usize = 256 * 1024;
 
@@ -267,10 +283,7 @@ impl Channel {
 
     /// Where the log of `author` signed by `key` lives.
     pub fn log_path(&self, author: &AgentName, key: &PublicKey) -> PathBuf {
-        self.dir
-            .join(LOGS_DIR)
-            .join(author.as_str())
-            .join(format!("{}.{LOG_EXTENSION}", key.to_hex()))
+        self.dir.join(rel_log_path(author, key))
     }
 
     /// A writer for the log of `author` signed by `key` (created on first use). Its tip is

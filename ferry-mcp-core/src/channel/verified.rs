@@ -37,7 +37,7 @@ use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 7;
+pub const FORMAT: u32 = 8;
 /// Bytes before the looks: magic, format, core length, looks length.
 const HEADER: usize = MAGIC.len() + 4 + 8 + 8;
 /// The longest looks this build reads (a path a line, for every log and author folder).
@@ -101,18 +101,28 @@ pub enum Loaded {
     Rejected(Rejected),
 }
 
-/// Reads the kept state at `path` for the channel whose genesis digest is `genesis`: the core
-/// now, the lazy sections when asked for.
-pub fn load(path: &Path, genesis: &[u8; 32]) -> Loaded {
+/// Reads the kept state at `path`: the core now, the lazy sections when asked for. Of any
+/// channel: [`Loaded::of_genesis`] refuses one kept for another.
+pub fn load(path: &Path) -> Loaded {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
         Err(e) => return Loaded::Rejected(Rejected::Unreadable(e.to_string())),
     };
     match decode(file) {
-        Ok(kept) if kept.genesis != *genesis => Loaded::Rejected(Rejected::Foreign),
         Ok(kept) => Loaded::Kept(Box::new(kept)),
         Err(rejected) => Loaded::Rejected(rejected),
+    }
+}
+
+impl Loaded {
+    /// What was loaded, for the channel whose genesis digest is `genesis`: a state kept for
+    /// another channel is refused.
+    pub fn of_genesis(self, genesis: &[u8; 32]) -> Self {
+        match self {
+            Loaded::Kept(kept) if kept.genesis != *genesis => Loaded::Rejected(Rejected::Foreign),
+            other => other,
+        }
     }
 }
 

@@ -644,7 +644,9 @@ fn forged_verified_state(temp: &TempChannel) -> Vec<u8> {
     let path = temp.root().join("forged.bin");
     fs::write(&path, &bytes).unwrap();
     let foreign = Channel::open(&temp.root().join("foreign-channel")).unwrap();
-    let Loaded::Kept(mut kept) = verified::load(&path, &foreign.genesis_digest().unwrap()) else {
+    let Loaded::Kept(mut kept) =
+        verified::load(&path).of_genesis(&foreign.genesis_digest().unwrap())
+    else {
         panic!("the foreign state loads for its own channel");
     };
     kept.genesis = Channel::open(temp.channel_dir())
@@ -854,7 +856,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     let bytes = verified::encode(&kept);
     let path = temp.root().join("roundtrip.bin");
     fs::write(&path, &bytes).unwrap();
-    let Loaded::Kept(back) = verified::load(&path, &[7; 32]) else {
+    let Loaded::Kept(back) = verified::load(&path).of_genesis(&[7; 32]) else {
         panic!("the state written does not read back");
     };
     assert_eq!(back.state, kept.state);
@@ -867,6 +869,74 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     assert_eq!(back.reader.len(), kept.reader.len());
     // What the reader keeps reads back whole (only what it rebuilds after loading is left out).
     assert_eq!(verified::encode(&back), bytes);
+}
+
+/// The verified state keeps of a log neither its path (its id gives it) nor its highest
+/// verified entry when that is the last one read (format 8): a log read to its end and one
+/// rolled back under this machine both read back as they were, and a warm open after a
+/// rollback still reports nothing vanished and keeps what was verified.
+#[test]
+fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
+    use ferry_mcp_core::channel::verified::{self, Kept, Loaded};
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .agent("scout", Level::Member)
+        .build()
+        .unwrap();
+    let mut session = temp.agent_session("fang");
+    for n in 1..=3 {
+        note(&mut session, &temp, n);
+    }
+    drop(session);
+
+    let mut reader = Channel::open(temp.channel_dir()).unwrap().reader();
+    let mut problems = reader.poll_with(&mut |_| {});
+    drop_last_lines(&agent_log(&temp, "fang"), 2);
+    problems.extend(reader.poll_with(&mut |_| {}));
+    assert!(
+        problems.iter().any(|p| p.kind == ProblemKind::RolledBack),
+        "{problems:?}"
+    );
+    let session = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let kept = Kept {
+        genesis: [7; 32],
+        generation: 1,
+        reader: reader.state(),
+        state: session.state().clone(),
+        problems,
+        dropped_problems: 0,
+        pinned: None,
+    };
+    let bytes = verified::encode(&kept);
+    let path = temp.root().join("roundtrip.bin");
+    fs::write(&path, &bytes).unwrap();
+    let Loaded::Kept(back) = verified::load(&path).of_genesis(&[7; 32]) else {
+        panic!("the state written does not read back");
+    };
+    assert_eq!(verified::encode(&back), bytes);
+    assert_eq!(back.reader.look_paths(), kept.reader.look_paths());
+    let logs = |reader: &ferry_mcp_core::channel::reader::ReaderState| -> Vec<_> {
+        reader
+            .logs()
+            .map(|(id, log)| {
+                let path = log.rel_path().to_owned();
+                (
+                    id.clone(),
+                    path,
+                    log.offset(),
+                    log.last_seq(),
+                    log.verified_seq(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(logs(&back.reader), logs(&kept.reader));
+    let fang = logs(&back.reader)
+        .into_iter()
+        .find(|(id, ..)| id.author == name("fang"))
+        .unwrap();
+    assert_eq!((fang.3, fang.4), (2, 4), "last read, highest verified");
+    assert_eq!(fang.1, rel(&temp, &agent_log(&temp, "fang")));
 }
 
 // ---- 4. links ----

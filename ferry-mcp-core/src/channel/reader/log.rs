@@ -32,7 +32,7 @@ use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntr
 use crate::channel::keys::{PublicKey, Verifier};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::stamp::FileStamp;
-use crate::channel::store::MAX_LINE_LEN;
+use crate::channel::store::{MAX_LINE_LEN, rel_log_path};
 
 /// Lines are checked in chunks of at most this many bytes, so a poll of a huge log holds a
 /// bounded amount of it in memory.
@@ -40,17 +40,16 @@ const CHUNK_BYTES: usize = 4 << 20;
 /// Below this many lines a chunk is checked on the calling thread: starting threads costs more.
 const PARALLEL_MIN_LINES: usize = 64;
 
-/// The reader's state for one log; what the verified state keeps of it between processes.
-#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// The reader's state for one log; what the verified state keeps of it between processes
+/// (through [`KeptLog`], which leaves out what the log's id says).
+#[derive(Clone, PartialEq, Eq)]
 pub struct LogState {
     author: AgentName,
     key: PublicKey,
     /// The key in hex, as log lines name it (compared as text, never decoded again); made when
     /// a line is first read.
-    #[serde(skip)]
     key_hex: Option<String>,
     /// The key decompressed once (when a line is first checked), for every line's signature.
-    #[serde(skip)]
     verifier: Option<Verifier>,
     rel_path: PathBuf,
     /// Bytes of complete lines consumed.
@@ -77,17 +76,13 @@ pub struct LogState {
     stamp: Option<FileStamp>,
     /// On a read again from the start: how many entries at or below `delivered_up_to` are
     /// still in the log (the rest went missing).
-    #[serde(skip)]
     reread_verified: u64,
 
     /// Whether the anchor was checked since this state was loaded.
-    #[serde(skip)]
     anchor_checked: bool,
     /// Whether the log's current failure to be read (or absence) was already reported.
-    #[serde(skip)]
     unreadable_reported: bool,
     /// Whether the poll running now found the log's file listed.
-    #[serde(skip)]
     present: bool,
 }
 
@@ -101,6 +96,92 @@ impl std::fmt::Debug for LogState {
             .field("high", &self.high.map(|(seq, _)| seq))
             .field("gaps", &self.gaps)
             .finish_non_exhaustive()
+    }
+}
+
+/// What the verified state keeps of one log, beside its id: everything [`LogState`] holds
+/// between processes except what the id says (author, key, and so the path,
+/// `logs/<author>/<key-hex>.jsonl`), and the highest verified entry when it is the last
+/// accepted one. A hundred logs are a few kilobytes less to check and decode at every open.
+#[derive(Serialize, Deserialize)]
+pub(super) struct KeptLog {
+    offset: u64,
+    lines: u64,
+    last_seq: u64,
+    last_hash: Option<EntryHash>,
+    tip_at: u64,
+    tip_len: u64,
+    high: KeptHigh,
+    gaps: Vec<(u64, u64)>,
+    torn_seen: Option<(u64, u64)>,
+    delivered_up_to: u64,
+    stamp: Option<FileStamp>,
+}
+
+/// [`LogState::high`] as kept.
+#[derive(Serialize, Deserialize)]
+enum KeptHigh {
+    None,
+    /// The last accepted entry.
+    AtLast,
+    At(u64, EntryHash),
+}
+
+impl LogState {
+    /// What the verified state keeps of it.
+    pub(super) fn kept(&self) -> KeptLog {
+        let high = match self.high {
+            None => KeptHigh::None,
+            Some((seq, hash)) if seq == self.last_seq && Some(hash) == self.last_hash => {
+                KeptHigh::AtLast
+            }
+            Some((seq, hash)) => KeptHigh::At(seq, hash),
+        };
+        KeptLog {
+            offset: self.offset,
+            lines: self.lines,
+            last_seq: self.last_seq,
+            last_hash: self.last_hash,
+            tip_at: self.tip_at,
+            tip_len: self.tip_len,
+            high,
+            gaps: self.gaps.clone(),
+            torn_seen: self.torn_seen,
+            delivered_up_to: self.delivered_up_to,
+            stamp: self.stamp,
+        }
+    }
+
+    /// The state of the log of `author` and `key` from what was kept of it, as loaded: its
+    /// anchor not yet checked in this process.
+    pub(super) fn from_kept(author: AgentName, key: PublicKey, kept: KeptLog) -> Self {
+        let high = match kept.high {
+            KeptHigh::None => None,
+            KeptHigh::AtLast => kept.last_hash.map(|hash| (kept.last_seq, hash)),
+            KeptHigh::At(seq, hash) => Some((seq, hash)),
+        };
+        Self {
+            rel_path: rel_log_path(&author, &key),
+            author,
+            key,
+            key_hex: None,
+            verifier: None,
+            offset: kept.offset,
+            lines: kept.lines,
+            last_seq: kept.last_seq,
+            last_hash: kept.last_hash,
+            tip_at: kept.tip_at,
+            tip_len: kept.tip_len,
+            high,
+            gaps: kept.gaps,
+            torn_seen: kept.torn_seen,
+            delivered_up_to: kept.delivered_up_to,
+            stamp: kept.stamp,
+            reread_verified: 0,
+            anchor_checked: false,
+            unreadable_reported: false,
+            present: false,
+        }
     }
 }
 
@@ -121,13 +202,15 @@ pub struct WriteTip {
 }
 
 impl LogState {
-    pub(super) fn new(author: AgentName, key: PublicKey, rel_path: PathBuf) -> Self {
+    /// The state of a log not read yet: that of `author` signed by `key`, at the path they
+    /// give.
+    pub(super) fn new(author: AgentName, key: PublicKey) -> Self {
         Self {
+            rel_path: rel_log_path(&author, &key),
             key_hex: None,
             verifier: None,
             author,
             key,
-            rel_path,
             offset: 0,
             lines: 0,
             last_seq: 0,
@@ -214,7 +297,7 @@ impl LogState {
     fn restart(&mut self) {
         let delivered = self.delivered_up_to.max(self.last_seq);
         let high = self.high;
-        *self = Self::new(self.author.clone(), self.key, self.rel_path.clone());
+        *self = Self::new(self.author.clone(), self.key);
         self.delivered_up_to = delivered;
         self.high = high;
     }

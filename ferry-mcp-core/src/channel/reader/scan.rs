@@ -101,10 +101,11 @@ pub(super) struct Folders {
     authors: BTreeMap<AgentName, (FileStamp, AuthorFolder)>,
 }
 
-/// What one author's folder holds: its logs (key, file name) and the files reported.
+/// What one author's folder holds: its logs, by key (a log's file is named by its key, in
+/// lower-case hex: nothing else is a log), and the files reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct AuthorFolder {
-    logs: Vec<(PublicKey, String)>,
+    logs: Vec<PublicKey>,
     skipped: Vec<IntegrityProblem>,
 }
 
@@ -123,15 +124,11 @@ impl Folders {
         self.authors.keys().map(AgentName::as_str)
     }
 
-    /// Every log the last [`list`] found, by author (sorted) then file name: author, key, and
-    /// the file's name in the author's folder.
-    pub(super) fn logs(&self) -> impl Iterator<Item = (&AgentName, &PublicKey, &str)> {
-        self.authors.iter().flat_map(|(author, (_, folder))| {
-            folder
-                .logs
-                .iter()
-                .map(move |(key, file)| (author, key, file.as_str()))
-        })
+    /// Every log the last [`list`] found, by author (sorted) then file name: author and key.
+    pub(super) fn logs(&self) -> impl Iterator<Item = (&AgentName, &PublicKey)> {
+        self.authors
+            .iter()
+            .flat_map(|(author, (_, folder))| folder.logs.iter().map(move |key| (author, key)))
     }
 
     /// The sorted entries of `logs/`, listed again only if it changed: taken out of the kept
@@ -172,7 +169,7 @@ fn list_author(
     };
     for (file_name, kind) in files {
         match (log_key(&file_name, key_of), kind) {
-            (Some(key), Kind::File) => listed.logs.push((key, file_name)),
+            (Some(key), Kind::File) => listed.logs.push(key),
             (_, Kind::Link) => listed
                 .skipped
                 .push(link(rel_author.join(&file_name), "a log")),
