@@ -315,14 +315,12 @@ impl Prelook {
     }
 
     /// The stats taken, the calling thread taking its share of those left (none if no thread
-    /// ran). A thread that panicked is a panic here.
+    /// ran or it failed: the poll then takes them all).
     pub fn finish(self) -> Option<Prelooked> {
         let (shared, thread) = self.0?;
         let mine = shared.look();
-        let mut looked = match thread.join() {
-            Ok(looked) => looked,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
+        // A thread that failed leaves every stat to the poll.
+        let mut looked = thread.join().ok()?;
         looked.extend(mine);
         let lines = Arc::into_inner(shared)?.lines.into_inner()?;
         Some(Prelooked::sorted(lines.paths, looked))
