@@ -156,7 +156,7 @@ impl Session {
                 found: channel.project().clone(),
             });
         }
-        let genesis = channel.genesis_digest()?;
+        let genesis = channel.genesis_digest();
         let mut local_problems = Vec::new();
         let fresh = |local_problems: &mut Vec<String>| Kept {
             genesis,

@@ -40,6 +40,9 @@ pub const BLOBS_DIR: &str = "blobs";
 /// The extension of a log file.
 pub const LOG_EXTENSION: &str = "jsonl";
 
+/// The longest log line the writer produces; longer bodies belong in blobs.
+pub const MAX_LINE_LEN: usize = 256 * 1024;
+
 /// Where the log of `author` signed by `key` lives under the channel folder:
 /// `logs/<author>/<key-hex>.jsonl` (nothing else is a log). Made with one allocation: every
 /// warm open makes one for each log it kept.
@@ -55,8 +58,6 @@ pub(crate) fn rel_log_path(author: &AgentName, key: &PublicKey) -> PathBuf {
     }
     PathBuf::from(path)
 }
-/// The longest log line the writer produces; longer bodies belong in blobs.
-pub const MAX_LINE_LEN: usize = 256 * 1024;
 
 /// A genesis file is one short line; anything longer is refused unread (not held in memory).
 pub const MAX_GENESIS_LEN: u64 = 4096;
@@ -325,10 +326,10 @@ impl Channel {
         Reader::new(self)
     }
 
-    /// The SHA-256 of `genesis.json` as it is on disk: what the machine's verified state is
-    /// keyed by, so a state kept for another channel is never used for this one.
-    pub fn genesis_digest(&self) -> Result<[u8; 32], StoreError> {
-        Ok(self.genesis_digest)
+    /// The SHA-256 of `genesis.json` as its signature was checked: what the machine's verified
+    /// state is keyed by, so a state kept for another channel is never used for this one.
+    pub fn genesis_digest(&self) -> [u8; 32] {
+        self.genesis_digest
     }
 
     /// Stores `bytes` as a blob named by their SHA-256 (a no-op when it is already there).

@@ -644,15 +644,10 @@ fn forged_verified_state(temp: &TempChannel) -> Vec<u8> {
     let path = temp.root().join("forged.bin");
     fs::write(&path, &bytes).unwrap();
     let foreign = Channel::open(&temp.root().join("foreign-channel")).unwrap();
-    let Loaded::Kept(mut kept) =
-        verified::load(&path).of_genesis(&foreign.genesis_digest().unwrap())
-    else {
+    let Loaded::Kept(mut kept) = verified::load(&path).of_genesis(&foreign.genesis_digest()) else {
         panic!("the foreign state loads for its own channel");
     };
-    kept.genesis = Channel::open(temp.channel_dir())
-        .unwrap()
-        .genesis_digest()
-        .unwrap();
+    kept.genesis = Channel::open(temp.channel_dir()).unwrap().genesis_digest();
     verified::encode(&kept)
 }
 
@@ -1312,11 +1307,10 @@ fn init_interrupted_after_writing_the_genesis_keeps_that_genesis_on_a_rerun() {
     );
     let written = Channel::create(&channel, &project, &key, earlier)
         .unwrap()
-        .genesis_digest()
-        .unwrap();
+        .genesis_digest();
     assert!(home.channel_dir(&project).is_err(), "no project yet");
     let opened = rerun_init(&home, &channel, &key);
-    assert_eq!(opened.genesis_digest().unwrap(), written);
+    assert_eq!(opened.genesis_digest(), written);
 }
 
 #[test]
@@ -1658,6 +1652,41 @@ fn section_range(bytes: &[u8], index: usize) -> std::ops::Range<usize> {
     start..start + len_of(index)
 }
 
+/// Flips `bit` of one byte of lazy section `index` of this machine's verified state, the byte
+/// `at` picks in the section's range; written in place (the same file, which a session that
+/// loaded it still reads).
+fn flip_kept_bit(
+    temp: &TempChannel,
+    index: usize,
+    bit: u8,
+    at: impl FnOnce(std::ops::Range<usize>) -> usize,
+) {
+    let path = temp.home().verified_path(temp.project());
+    let mut bytes = fs::read(&path).unwrap();
+    let at = at(section_range(&bytes, index));
+    bytes[at] ^= bit;
+    fs::write(&path, &bytes).unwrap();
+}
+
+/// Posts `text` to everyone as `session`'s agent.
+fn post_to_all(session: &mut Session, temp: &TempChannel, text: &str) {
+    let request = ops::talk::PostRequest {
+        to: "all".into(),
+        text: text.into(),
+        reply_to: None,
+    };
+    ops::talk::post(session, &request, temp.now()).unwrap();
+}
+
+/// This machine's next open reads the orders `fresh` folded from the channel, and finds
+/// nothing wrong with any section (a refresh reports one that did not read).
+fn assert_reads_back_whole(temp: &TempChannel, fresh: &Session) {
+    let mut again = temp.view();
+    assert_eq!(order_views(&again), order_views(fresh));
+    again.refresh(temp.now());
+    assert_eq!(again.local_problems(), &[] as &[String]);
+}
+
 /// A channel with two orders and a message, its verified state saved.
 fn board_with_talk() -> (TempChannel, String) {
     let temp = TempChannel::with_each_level();
@@ -1667,16 +1696,7 @@ fn board_with_talk() -> (TempChannel, String) {
     master.save().unwrap();
     let mut member = temp.agent_session("member");
     ops::orders::claim(&mut member, &order, temp.now()).unwrap();
-    ops::talk::post(
-        &mut member,
-        &ops::talk::PostRequest {
-            to: "all".into(),
-            text: "claimed the first".into(),
-            reply_to: None,
-        },
-        temp.now(),
-    )
-    .unwrap();
+    post_to_all(&mut member, &temp, "claimed the first");
     member.save().unwrap();
     (temp, order)
 }
@@ -1693,16 +1713,7 @@ fn a_warm_open_that_needs_no_order_reads_no_order_board() {
     assert!(!orchestrator.state().orders_loaded());
     // A message that arrives after the open is folded into talk alone.
     let mut member = temp.agent_session("member");
-    ops::talk::post(
-        &mut member,
-        &ops::talk::PostRequest {
-            to: "all".into(),
-            text: "and the second soon".into(),
-            reply_to: None,
-        },
-        temp.now(),
-    )
-    .unwrap();
+    post_to_all(&mut member, &temp, "and the second soon");
     let read = ops::talk::read(
         &mut orchestrator,
         &ops::talk::ReadRequest {
@@ -1734,14 +1745,12 @@ fn a_warm_open_that_needs_no_order_reads_no_order_board() {
 #[test]
 fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
     let (temp, _) = board_with_talk();
-    let path = temp.home().verified_path(temp.project());
-    let mut bytes = fs::read(&path).unwrap();
-    let board = section_range(&bytes, 0);
-    assert!(board.len() > 100, "the board section holds the orders");
     // One bit in the middle of the board: the core's checksum still holds, so the open
     // succeeds and only reading the board finds it.
-    bytes[board.start + board.len() / 2] ^= 0x01;
-    fs::write(&path, &bytes).unwrap();
+    flip_kept_bit(&temp, 0, 0x01, |section| {
+        assert!(section.len() > 100, "the board section holds the orders");
+        section.start + section.len() / 2
+    });
 
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
@@ -1759,10 +1768,7 @@ fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
     assert_eq!(order_views(&view), order_views(&fresh));
     // Written whole again: the next open reads it without a problem.
     view.save().unwrap();
-    let again = temp.view();
-    assert_eq!(order_views(&again), order_views(&fresh));
-    again.state().problems();
-    assert_eq!(again.local_problems(), &[] as &[String]);
+    assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]
@@ -1794,11 +1800,7 @@ fn the_last_kept_section_cut_short_refuses_the_whole_file() {
 #[test]
 fn master_times_that_do_not_read_are_rebuilt_from_the_channel_and_reported() {
     let (temp, _) = board_with_talk();
-    let path = temp.home().verified_path(temp.project());
-    let mut bytes = fs::read(&path).unwrap();
-    let times = section_range(&bytes, 2);
-    bytes[times.start + times.len() / 2] ^= 0x40;
-    fs::write(&path, &bytes).unwrap();
+    flip_kept_bit(&temp, 2, 0x40, |section| section.start + section.len() / 2);
     let mut view = temp.view();
     // Judging a new entry reads the master's times: the bad section is found then.
     let mut member = temp.agent_session("member");
@@ -1884,29 +1886,13 @@ fn a_board_section_changed_under_an_open_session_is_not_copied_into_the_next_sta
     // A session that never reads the board, so its save would copy the section as it is.
     let mut member = temp.agent_session("member");
     assert!(!member.state().orders_loaded());
-    let path = temp.home().verified_path(temp.project());
-    let mut bytes = fs::read(&path).unwrap();
-    let board = section_range(&bytes, 0);
-    bytes[board.start + board.len() / 2] ^= 0x01;
-    // In place: the session's handle reads the changed bytes.
-    fs::write(&path, &bytes).unwrap();
-    ops::talk::post(
-        &mut member,
-        &ops::talk::PostRequest {
-            to: "all".into(),
-            text: "a change to save".into(),
-            reply_to: None,
-        },
-        temp.now(),
-    )
-    .unwrap();
+    // In place, so the session's handle reads the changed bytes.
+    flip_kept_bit(&temp, 0, 0x01, |section| section.start + section.len() / 2);
+    post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
     // What was written is the channel's board, not the changed bytes: it reads back without
     // a problem (a refresh reports a section that did not read).
-    let mut again = temp.view();
-    assert_eq!(order_views(&again), order_views(&fresh));
-    again.refresh(temp.now());
-    assert_eq!(again.local_problems(), &[] as &[String]);
+    assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]
@@ -1987,12 +1973,9 @@ fn the_genesis_digest_is_of_the_bytes_whose_signature_was_checked_even_if_the_fi
     .unwrap();
     fs::copy(other.join("genesis.json"), &genesis_path).unwrap();
     let expected: [u8; 32] = sha2::Sha256::digest(&verified).into();
-    assert_eq!(channel.genesis_digest().unwrap(), expected);
+    assert_eq!(channel.genesis_digest(), expected);
     assert_ne!(
-        Channel::open(temp.channel_dir())
-            .unwrap()
-            .genesis_digest()
-            .unwrap(),
+        Channel::open(temp.channel_dir()).unwrap().genesis_digest(),
         expected
     );
 }
@@ -2030,11 +2013,7 @@ fn a_warm_open_lists_every_order_from_the_briefs_without_reading_a_record() {
 #[test]
 fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported() {
     let (temp, _) = board_with_talk();
-    let path = temp.home().verified_path(temp.project());
-    let mut bytes = fs::read(&path).unwrap();
-    let records = section_range(&bytes, 3);
-    bytes[records.start + records.len() / 2] ^= 0x01;
-    fs::write(&path, &bytes).unwrap();
+    flip_kept_bit(&temp, 3, 0x01, |section| section.start + section.len() / 2);
 
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
@@ -2050,10 +2029,7 @@ fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported()
     assert!(local[0].contains("does not read"), "{local:?}");
     // Written again: the next open reads every record without a problem.
     view.save().unwrap();
-    let mut again = temp.view();
-    assert_eq!(order_views(&again), order_views(&fresh));
-    again.refresh(temp.now());
-    assert_eq!(again.local_problems(), &[] as &[String]);
+    assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]
@@ -2064,27 +2040,11 @@ fn an_order_record_changed_under_an_open_session_is_not_copied_into_the_next_sta
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
     assert_eq!(member.state().orders().resident(), 0);
-    let path = temp.home().verified_path(temp.project());
-    let mut bytes = fs::read(&path).unwrap();
-    let records = section_range(&bytes, 3);
-    bytes[records.start + 1] ^= 0x01;
-    // In place: the session's handle reads the changed bytes.
-    fs::write(&path, &bytes).unwrap();
-    ops::talk::post(
-        &mut member,
-        &ops::talk::PostRequest {
-            to: "all".into(),
-            text: "a change to save".into(),
-            reply_to: None,
-        },
-        temp.now(),
-    )
-    .unwrap();
+    // In place, so the session's handle reads the changed bytes.
+    flip_kept_bit(&temp, 3, 0x01, |section| section.start + 1);
+    post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
-    let mut again = temp.view();
-    assert_eq!(order_views(&again), order_views(&fresh));
-    again.refresh(temp.now());
-    assert_eq!(again.local_problems(), &[] as &[String]);
+    assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]
@@ -2148,22 +2108,10 @@ fn a_save_moves_the_board_to_the_records_it_wrote_and_keeps_no_order_whole() {
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(order_views(&member), order_views(&fresh));
     // A second save copies them from there.
-    ops::talk::post(
-        &mut member,
-        &ops::talk::PostRequest {
-            to: "all".into(),
-            text: "saved again".into(),
-            reply_to: None,
-        },
-        temp.now(),
-    )
-    .unwrap();
+    post_to_all(&mut member, &temp, "saved again");
     member.save().unwrap();
     assert_eq!(member.state().orders().resident(), 0);
-    let mut again = temp.view();
-    assert_eq!(order_views(&again), order_views(&fresh));
-    again.refresh(temp.now());
-    assert_eq!(again.local_problems(), &[] as &[String]);
+    assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]

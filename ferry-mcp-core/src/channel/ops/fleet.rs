@@ -266,13 +266,19 @@ pub fn catchup(
     };
     // Briefs only: a digest never reads an order's record.
     let row = |order: OrderRef<'_>| {
-        let brief = order.brief();
+        let held = order.brief().state.is_held();
+        let super::orders::OrderRow {
+            id,
+            title,
+            state,
+            holder,
+        } = super::orders::row(order);
         DigestOrder {
-            id: order.id().to_string(),
-            title: brief.title.to_string(),
-            state: brief.state.as_str(),
-            holder: brief.holder.clone(),
-            silent: brief.state.is_held() && silent(brief.holder.as_ref()),
+            silent: held && silent(holder.as_ref()),
+            id,
+            title,
+            state,
+            holder,
         }
     };
     let leadership = &state.leadership;

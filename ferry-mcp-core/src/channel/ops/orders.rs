@@ -151,8 +151,8 @@ pub enum ClaimOutcome {
     },
 }
 
-/// A row from the brief alone: listing reads no order's record.
-fn row(order: OrderRef<'_>) -> OrderRow {
+/// A row from the brief alone: listing (and a digest) reads no order's record.
+pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
     let brief = order.brief();
     OrderRow {
         id: order.id().to_string(),

@@ -157,7 +157,7 @@ impl Prelooked {
     #[cfg(test)]
     fn take(folder: &ChannelFolder, paths: String) -> Self {
         let lines = Lines::of(paths);
-        let looked = lines.look(folder, &std::sync::atomic::AtomicUsize::new(0));
+        let looked = lines.look(folder, &AtomicUsize::new(0));
         Self::sorted(lines.paths, looked)
     }
 
@@ -221,13 +221,10 @@ impl Lines {
         let mut looked = Vec::new();
         loop {
             let from = next.fetch_add(CLAIM, Ordering::Relaxed);
-            let Some(claimed) = self.spans.get(from..(from + CLAIM).min(self.spans.len())) else {
-                return looked;
-            };
-            if claimed.is_empty() {
+            if from >= self.spans.len() {
                 return looked;
             }
-            for &(start, end) in claimed {
+            for &(start, end) in &self.spans[from..(from + CLAIM).min(self.spans.len())] {
                 let line = &self.paths[start as usize..end as usize];
                 if let Ok(stat) = folder.look_now(Path::new(line)) {
                     looked.push((start, end, stat));
@@ -392,6 +389,31 @@ mod tests {
             paths.len() - 2,
             "a missing path is left to the poll"
         );
+    }
+
+    #[test]
+    fn the_opening_thread_reads_the_paths_and_takes_every_stat_a_late_thread_has_not_come_to() {
+        let (dir, paths) = folder_with_logs(30);
+        let given = paths.join("\n");
+        let shared = Shared {
+            folder: ChannelFolder::open(dir.path()),
+            paths: std::sync::Mutex::new(Some(Box::new(move || given))),
+            lines: OnceLock::new(),
+            next: AtomicUsize::new(0),
+        };
+        // The opening thread comes first: it reads the paths and stats them all.
+        let mine = shared.look();
+        assert_eq!(mine.len(), paths.len());
+        // The thread, starting late, finds nothing left.
+        assert!(
+            std::thread::scope(|scope| scope.spawn(|| shared.look()).join().unwrap()).is_empty()
+        );
+        let ahead = Prelooked::sorted(shared.lines.into_inner().unwrap().paths, mine);
+        let folder = ChannelFolder::open(dir.path());
+        for path in &paths {
+            let path = Path::new(path);
+            assert_eq!(ahead.get(path), Some(folder.look_now(path).unwrap()));
+        }
     }
 
     #[test]
