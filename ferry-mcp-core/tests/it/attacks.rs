@@ -1092,6 +1092,43 @@ fn a_linked_log_file_is_reported_and_not_read() {
     assert_eq!(tree(outside.parent().unwrap()), before);
 }
 
+/// The kept state derives a log's path from its author and key (format 8), which holds only
+/// because nothing but `<key in lower-case hex>.jsonl` is a log: a log renamed to its key in
+/// upper case is an unknown file, never read as that key's log, on a machine that never saw it
+/// and on one that verified it (where it vanished, and what was verified keeps counting).
+#[test]
+fn a_log_renamed_to_its_key_in_upper_case_is_reported_and_never_read_as_that_log() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let log = agent_log(&temp, "fang");
+    let file = log.file_name().unwrap().to_str().unwrap();
+    let upper = log.with_file_name(format!(
+        "{}.jsonl",
+        file.trim_end_matches(".jsonl").to_uppercase()
+    ));
+    fs::rename(&log, &upper).unwrap();
+
+    let there = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(
+        there.identity().holder(&name("fang")),
+        None,
+        "read by another name"
+    );
+    let unknown = problems_of(&there, ProblemKind::UnknownFile);
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert_eq!(unknown[0].path, rel(&temp, &upper));
+
+    // The builder's machine verified the log.
+    let here = temp.view();
+    assert_eq!(level_of(&here, &temp, "fang"), Level::Member);
+    let vanished = problems_of(&here, ProblemKind::Vanished);
+    assert_eq!(vanished.len(), 1, "{vanished:?}");
+    assert_eq!(vanished[0].path, rel(&temp, &log));
+    assert_eq!(problems_of(&here, ProblemKind::UnknownFile).len(), 1);
+}
+
 #[cfg(unix)]
 #[test]
 fn a_linked_genesis_file_is_refused_unread() {
