@@ -257,6 +257,15 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    fn new(channel_dir: &Path, paths: impl FnOnce() -> String + Send + 'static) -> Self {
+        Self {
+            folder: ChannelFolder::open(channel_dir),
+            paths: std::sync::Mutex::new(Some(Box::new(paths))),
+            lines: OnceLock::new(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
     fn lines(&self) -> &Lines {
         self.lines.get_or_init(|| {
             let paths = self
@@ -297,12 +306,7 @@ impl Prelook {
         if len < PRELOOK_FROM_BYTES {
             return Self(None);
         }
-        let shared = Arc::new(Shared {
-            folder: ChannelFolder::open(channel_dir),
-            paths: std::sync::Mutex::new(Some(Box::new(paths))),
-            lines: OnceLock::new(),
-            next: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(Shared::new(channel_dir, paths));
         let on_thread = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("ferry-prelook".into())
@@ -395,12 +399,7 @@ mod tests {
     fn the_opening_thread_reads_the_paths_and_takes_every_stat_a_late_thread_has_not_come_to() {
         let (dir, paths) = folder_with_logs(30);
         let given = paths.join("\n");
-        let shared = Shared {
-            folder: ChannelFolder::open(dir.path()),
-            paths: std::sync::Mutex::new(Some(Box::new(move || given))),
-            lines: OnceLock::new(),
-            next: AtomicUsize::new(0),
-        };
+        let shared = Shared::new(dir.path(), move || given);
         // The opening thread comes first: it reads the paths and stats them all.
         let mine = shared.look();
         assert_eq!(mine.len(), paths.len());
