@@ -115,10 +115,11 @@ mod kept_logs {
 }
 
 impl ReaderState {
-    /// What a full look stats, relative to the channel folder: `logs/`, every author folder
-    /// and every log (kept in the verified state's looks, for [`Prelook`]).
+    /// What a full look stats, relative to the channel folder: the folder itself, `logs/`,
+    /// every author folder and every log (kept in the verified state's looks, for
+    /// [`Prelook`]).
     pub fn look_paths(&self) -> Vec<String> {
-        let mut paths = vec![super::store::LOGS_DIR.to_owned()];
+        let mut paths = vec![".".to_owned(), super::store::LOGS_DIR.to_owned()];
         paths.extend(
             self.folders
                 .author_names()

@@ -384,11 +384,9 @@ impl Session {
         self.dirty = true;
     }
 
+    /// Keeps the problems not kept yet (past [`MAX_KEPT_PROBLEMS`], counts them). Only a
+    /// problem kept or counted makes the state need writing: one found again changes nothing.
     fn keep_problems(&mut self, problems: Vec<IntegrityProblem>) {
-        if problems.is_empty() {
-            return;
-        }
-        self.dirty = true;
         for problem in problems {
             // A log read again after a rollback reports its bad lines again: kept once.
             if self.problems.contains(&problem) {
@@ -399,6 +397,7 @@ impl Session {
             } else {
                 self.dropped_problems += 1;
             }
+            self.dirty = true;
         }
     }
 

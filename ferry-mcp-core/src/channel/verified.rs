@@ -37,7 +37,7 @@ use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 8;
+pub const FORMAT: u32 = 9;
 /// Bytes before the looks: magic, format, core length, looks length.
 const HEADER: usize = MAGIC.len() + 4 + 8 + 8;
 /// The longest looks this build reads (a path a line, for every log and author folder).
@@ -59,7 +59,7 @@ pub struct Kept {
     pub generation: u64,
     pub reader: ReaderState,
     pub state: ChannelState,
-    /// Integrity problems of lines and logs found so far (listing problems are found again).
+    /// Integrity problems of lines, logs and files found so far, each kept when first found.
     pub problems: Vec<IntegrityProblem>,
     pub dropped_problems: u64,
     /// The roster as this machine last pinned it: while it has not changed, an open need not

@@ -1958,10 +1958,11 @@ fn a_warm_open_of_enough_logs_to_stat_them_ahead_still_reads_what_was_appended_a
             logs.push(log);
         }
     }
+    assert_eq!(looks[..2], [".", "logs"]);
     assert_eq!(
         looks.len(),
-        1 + 2 * logs.len(),
-        "logs/, each folder, each log"
+        2 + 2 * logs.len(),
+        "the channel folder, logs/, each folder, each log"
     );
 
     // After the save: one agent writes, another agent's log is deleted.
@@ -2201,4 +2202,112 @@ fn an_author_folder_swapped_for_a_link_is_not_read_even_when_its_stats_are_taken
     let links = problems_of(&view, ProblemKind::Link);
     assert_eq!(links.len(), 1, "{links:?}");
     assert_eq!(links[0].path, rel(&bulk, &folder));
+}
+
+/// The verified state's file as it is now: every write replaces it (a new inode).
+fn kept_file_now(temp: &TempChannel) -> (u64, std::time::SystemTime) {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = fs::metadata(temp.home().verified_path(temp.project())).unwrap();
+    (meta.ino(), meta.modified().unwrap())
+}
+
+/// Opens the channel three times, checking and saving each open, and asserts that none of
+/// them wrote the verified state again.
+fn assert_opens_write_nothing(temp: &TempChannel, check: impl Fn(&Session)) {
+    let written = kept_file_now(temp);
+    for _ in 0..3 {
+        let mut again = temp.view();
+        check(&again);
+        again.save().unwrap();
+    }
+    assert_eq!(
+        kept_file_now(temp),
+        written,
+        "an open that found nothing new wrote the verified state again"
+    );
+}
+
+/// What a session's kept problems say, path and kind.
+fn problem_paths(session: &Session) -> Vec<(PathBuf, ProblemKind)> {
+    let mut found: Vec<_> = session
+        .integrity_problems()
+        .0
+        .iter()
+        .map(|problem| (problem.path.clone(), problem.kind))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn files_the_format_does_not_name_are_reported_once_and_the_opens_after_write_nothing() {
+    let temp = member_fang();
+    let fang_log = agent_log(&temp, "fang");
+    let fang_dir = fang_log.parent().unwrap().to_owned();
+    // What anyone who can write the channel folder can leave there, at every level of it.
+    fs::write(temp.channel_dir().join("README"), b"hi").unwrap();
+    fs::write(temp.channel_dir().join("logs/stray.txt"), b"hi").unwrap();
+    fs::write(fang_dir.join("notes.txt"), b"hi").unwrap();
+    let conflict = fang_dir.join(format!(
+        "{}.sync-conflict-20260101-120000-ABCDEFG.jsonl",
+        agent_key(&temp, "fang").public_key()
+    ));
+    fs::copy(&fang_log, &conflict).unwrap();
+    let mut first = temp.view();
+    first.save().unwrap();
+    drop(first);
+    fs::remove_file(&fang_log).unwrap();
+    let mut first = temp.view();
+    first.save().unwrap();
+    let reported = problem_paths(&first);
+    let mut expected = vec![
+        (PathBuf::from("README"), ProblemKind::UnknownFile),
+        (PathBuf::from("logs/stray.txt"), ProblemKind::UnknownFile),
+        (
+            rel(&temp, &fang_dir.join("notes.txt")),
+            ProblemKind::UnknownFile,
+        ),
+        (rel(&temp, &conflict), ProblemKind::ConflictCopy),
+        (rel(&temp, &fang_log), ProblemKind::Vanished),
+    ];
+    expected.sort();
+    assert_eq!(reported, expected);
+    drop(first);
+
+    // Found again by every open, they changed nothing: the state is not written again.
+    assert_opens_write_nothing(&temp, |again| {
+        assert_eq!(problem_paths(again), expected);
+        assert_eq!(again.integrity_problems().1, 0);
+    });
+
+    // A file added later, where the earlier ones are no longer listed, is reported.
+    fs::write(temp.channel_dir().join("README.2"), b"hi").unwrap();
+    fs::write(fang_dir.join("notes.2.txt"), b"hi").unwrap();
+    let later = temp.view();
+    let mut more = expected.clone();
+    more.push((PathBuf::from("README.2"), ProblemKind::UnknownFile));
+    more.push((
+        rel(&temp, &fang_dir.join("notes.2.txt")),
+        ProblemKind::UnknownFile,
+    ));
+    more.sort();
+    assert_eq!(problem_paths(&later), more);
+}
+
+#[test]
+fn problems_past_the_thousand_kept_are_counted_once_and_not_again_at_every_open() {
+    let temp = member_fang();
+    let fang_dir = agent_log(&temp, "fang").parent().unwrap().to_owned();
+    for i in 0..1_005 {
+        fs::write(fang_dir.join(format!("junk-{i:04}.txt")), b"x").unwrap();
+    }
+    let mut first = temp.view();
+    first.save().unwrap();
+    let (kept, dropped) = first.integrity_problems();
+    assert_eq!((kept.len(), dropped), (1_000, 5));
+    drop(first);
+
+    assert_opens_write_nothing(&temp, |again| {
+        assert_eq!(again.integrity_problems().1, 5);
+    });
 }

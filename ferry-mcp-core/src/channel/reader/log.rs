@@ -80,7 +80,9 @@ pub struct LogState {
 
     /// Whether the anchor was checked since this state was loaded.
     anchor_checked: bool,
-    /// Whether the log's current failure to be read (or absence) was already reported.
+    /// Whether the log's current failure to be read (or absence) was already reported. Kept
+    /// between processes: the problem was kept (or counted) when it was reported, and
+    /// reporting it again at every open would count it again once the problems are full.
     unreadable_reported: bool,
     /// Whether the poll running now found the log's file listed.
     present: bool,
@@ -116,6 +118,7 @@ pub(super) struct KeptLog {
     torn_seen: Option<(u64, u64)>,
     delivered_up_to: u64,
     stamp: Option<FileStamp>,
+    unreadable_reported: bool,
 }
 
 /// [`LogState::high`] as kept.
@@ -149,6 +152,7 @@ impl LogState {
             torn_seen: self.torn_seen,
             delivered_up_to: self.delivered_up_to,
             stamp: self.stamp,
+            unreadable_reported: self.unreadable_reported,
         }
     }
 
@@ -179,7 +183,7 @@ impl LogState {
             stamp: kept.stamp,
             reread_verified: 0,
             anchor_checked: false,
-            unreadable_reported: false,
+            unreadable_reported: kept.unreadable_reported,
             present: false,
         }
     }

@@ -92,10 +92,14 @@ fn entries(dir: &Path) -> std::io::Result<Names> {
     Ok(out)
 }
 
-/// The folders under `logs/` (and `logs/` itself) as last listed, with their stamps: a folder
-/// whose stamp did not change is not listed (nor its names parsed) again.
+/// The folders of the channel as last listed, with their stamps: a folder whose stamp did not
+/// change is not listed (nor its names parsed) again, and what it holds that is not a log was
+/// reported when it was listed (and kept in the problems then), so it is not reported again:
+/// a file the format does not name costs one report, not one at every open.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Folders {
+    /// The channel folder's own stamp, taken before its names were last listed.
+    top: Option<FileStamp>,
     logs: Option<(FileStamp, Vec<(String, Kind)>)>,
     /// By author folder name: what listing it found.
     authors: BTreeMap<AgentName, (FileStamp, AuthorFolder)>,
@@ -133,20 +137,22 @@ impl Folders {
 
     /// The sorted entries of `logs/`, listed again only if it changed: taken out of the kept
     /// listing (put back by [`list`] once it has gone through them, never copied).
+    /// Also says whether they are the kept ones (so what they hold that is not an author's
+    /// folder was reported when they were listed).
     fn take_logs_entries(
         &mut self,
         folder: &ChannelFolder,
-    ) -> std::io::Result<(Option<FileStamp>, Names)> {
+    ) -> std::io::Result<(Option<FileStamp>, Names, bool)> {
         let stamp = folder_stamp(folder, Path::new(LOGS_DIR));
         if let (Some(stamp), Some((kept, _))) = (stamp, &self.logs)
             && *kept == stamp
         {
             let (_, names) = self.logs.take().expect("matched just above");
-            return Ok((Some(stamp), names));
+            return Ok((Some(stamp), names, true));
         }
         self.logs = None;
         let names = entries(&folder.join(Path::new(LOGS_DIR)))?;
-        Ok((stamp, names))
+        Ok((stamp, names, false))
     }
 }
 
@@ -213,7 +219,17 @@ pub(super) fn list(
     let mut listing = Listing::default();
     // Until `logs/` is listed, no log is known to be there.
     let mut before = std::mem::take(&mut folders.authors);
-    match entries(dir) {
+    // Stamped before it is listed: a name added after this changes the stamp the next look
+    // compares. Unchanged, its names are those listed then (`logs/` among them, and not a link:
+    // putting one in its place changes the folder), and were reported then.
+    let top = folder_stamp(folder, Path::new("."));
+    let top_listed = top.is_some() && top == folders.top;
+    folders.top = None;
+    match if top_listed {
+        Ok(Vec::new())
+    } else {
+        entries(dir)
+    } {
         Ok(top) => {
             for (name, kind) in top {
                 if !KNOWN_TOP_LEVEL.contains(&name.as_str()) {
@@ -234,8 +250,9 @@ pub(super) fn list(
         }
         Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
     }
+    folders.top = top;
     watch.follow_logs(dir);
-    let (logs_stamp, authors) = match folders.take_logs_entries(folder) {
+    let (logs_stamp, authors, logs_listed) = match folders.take_logs_entries(folder) {
         Ok(authors) => authors,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
         Err(e) => {
@@ -249,9 +266,11 @@ pub(super) fn list(
     for (author_name, kind) in &authors {
         rel_author.push(author_name);
         if *kind == Kind::Link {
-            listing
-                .skipped
-                .push(link(rel_author.clone(), "an author's folder"));
+            if !logs_listed {
+                listing
+                    .skipped
+                    .push(link(rel_author.clone(), "an author's folder"));
+            }
             rel_author.pop();
             continue;
         }
@@ -264,10 +283,12 @@ pub(super) fn list(
                 .filter(|a| a.as_str() == author_name),
         };
         let (Some(author), Kind::Folder) = (author, kind) else {
-            listing.skipped.push(skipped(
-                rel_author.clone(),
-                "not a folder named by an author",
-            ));
+            if !logs_listed {
+                listing.skipped.push(skipped(
+                    rel_author.clone(),
+                    "not a folder named by an author",
+                ));
+            }
             rel_author.pop();
             continue;
         };
@@ -276,11 +297,12 @@ pub(super) fn list(
         let stamp = folder_stamp(folder, &rel_author);
         let author_folder = match (stamp, kept) {
             (Some(stamp), Some((_, (kept_stamp, kept)))) if kept_stamp == stamp => kept,
-            _ => list_author(folder, &rel_author, key_of),
+            _ => {
+                let listed = list_author(folder, &rel_author, key_of);
+                listing.skipped.extend(listed.skipped.iter().cloned());
+                listed
+            }
         };
-        listing
-            .skipped
-            .extend(author_folder.skipped.iter().cloned());
         // A folder without a stamp (a platform that tells none) is listed again every time.
         let stamp = stamp.unwrap_or(FileStamp::NONE);
         folders.authors.insert(author, (stamp, author_folder));
