@@ -1,7 +1,7 @@
 //! A watched reader (a server's: the kernel tells it what changed) against one that looks at
 //! every log on every poll: whatever is done to the channel folder, both read the same entries
 //! and report the same problems. And what the watch cannot see, the session's periodic full
-//! look finds.
+//! look finds. And how often a server writes what it verified back to the state folder.
 #![cfg(target_os = "linux")]
 
 use std::fs::{self, OpenOptions};
@@ -277,4 +277,76 @@ fn a_change_no_event_tells_is_found_by_the_session_s_periodic_full_look() {
     let later = temp.clock().advance_secs(LOOK_EVERYWHERE_EVERY_S);
     session.refresh(later);
     assert_eq!(session.log_seq(&ada, &ada_key.public_key()), seen + 1);
+}
+
+#[test]
+fn a_server_writes_a_large_verified_state_again_only_as_often_as_100_kb_a_second_allows() {
+    use ferry_mcp_core::channel::session::LazySession;
+    use ferry_mcp_core::time::Timestamp;
+    use ferry_mcp_core::tool::ChannelAccess as _;
+    use std::os::unix::fs::MetadataExt as _;
+
+    // About 0.5 MB kept: written at most every 5 s, not every 2 s.
+    let bulk = ferry_mcp_testkit::bulk::builder().entries(3_000).build();
+    drop(bulk.warm());
+    let path = bulk.verified_path();
+    let written = || fs::metadata(&path).unwrap().ino();
+    let writer = bulk.agents()[3].name.clone();
+    let start = bulk.now().as_millis();
+    let at = |ms: u64| Timestamp::from_millis(start + ms);
+    let mut server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
+    let new_entry_then_flush = |server: &mut LazySession, ms: u64| {
+        append(&bulk, writer.as_str(), ms);
+        server.session(at(ms)).unwrap().refresh(at(ms));
+        server.flush(at(ms));
+    };
+
+    let before = written();
+    new_entry_then_flush(&mut server, 0);
+    let first = written();
+    assert_ne!(first, before, "the first flush with something new writes");
+    assert!(fs::metadata(&path).unwrap().len() > 400_000);
+    new_entry_then_flush(&mut server, 3_000);
+    assert_eq!(written(), first, "written again 3 s later");
+    new_entry_then_flush(&mut server, 6_000);
+    assert_ne!(written(), first, "not written again 6 s later");
+}
+
+#[test]
+fn a_server_holding_more_than_a_thousand_orders_whole_writes_them_back_after_two_seconds_whatever_its_size()
+ {
+    use ferry_mcp_core::channel::session::LazySession;
+    use ferry_mcp_core::time::Timestamp;
+    use ferry_mcp_core::tool::ChannelAccess as _;
+    use std::os::unix::fs::MetadataExt as _;
+
+    // 1,200 orders, about 2 MB kept: by its size alone written at most every 20 s.
+    let bulk = ferry_mcp_testkit::bulk::builder().entries(12_000).build();
+    drop(bulk.warm());
+    let path = bulk.verified_path();
+    let written = || fs::metadata(&path).unwrap().ino();
+    let writer = bulk.agents()[3].name.clone();
+    let start = bulk.now().as_millis();
+    let at = |ms: u64| Timestamp::from_millis(start + ms);
+    let mut server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
+    append(&bulk, writer.as_str(), 0);
+    server.session(at(0)).unwrap().refresh(at(0));
+    server.flush(at(0));
+    let first = written();
+    assert!(fs::metadata(&path).unwrap().len() > 1_000_000);
+
+    // Something reads every order whole (as a handover's judging again does).
+    let session = server.session(at(1_000)).unwrap();
+    let orders = session.state().orders();
+    assert!(orders.len() > 1_000);
+    for order in orders.iter() {
+        order.whole();
+    }
+    assert_eq!(orders.resident(), orders.len());
+    append(&bulk, writer.as_str(), 1);
+    session.refresh(at(3_000));
+    server.flush(at(3_000));
+    assert_ne!(written(), first, "not written back 3 s later");
+    let session = server.session(at(3_000)).unwrap();
+    assert_eq!(session.state().orders().resident(), 0);
 }
