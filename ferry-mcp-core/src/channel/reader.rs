@@ -189,6 +189,13 @@ impl Reader {
         self.watch.start(&self.dir)
     }
 
+    /// Whether a poll since the last call could trust the stamp of a folder it could not
+    /// before (it had changed just before the look that last listed it): keeping the state
+    /// spares the next open listing it again.
+    pub fn take_settled(&mut self) -> bool {
+        self.folders.take_settled()
+    }
+
     /// Whether the kernel tells this reader what changes.
     pub fn is_watching(&self) -> bool {
         self.watch.is_watching()

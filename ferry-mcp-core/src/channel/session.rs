@@ -359,6 +359,7 @@ impl Session {
             self.dirty = true;
         }
         self.keep_problems(folded.problems);
+        self.dirty |= self.reader.take_settled();
         self.take_kept_failures(now);
         let folded = self.state.counter().saturating_sub(before);
         if folded > 0 {

@@ -68,4 +68,52 @@ impl FileStamp {
     pub(crate) fn of(_meta: &std::fs::Metadata) -> Option<Self> {
         None
     }
+
+    /// Whether this stamp of a folder, taken by a look that began at `looked_from`, will
+    /// change with the folder's next change: its times lie at least [`SETTLE_NS`] before the
+    /// look, so any later change falls in a later tick of the file system's clock. A stamp
+    /// taken in the tick of the folder's last change may stay the same after another change in
+    /// that tick (a file added changes a folder's times, not its length).
+    pub(crate) fn settled(&self, looked_from: std::time::SystemTime) -> bool {
+        let Ok(since_epoch) = looked_from.duration_since(std::time::UNIX_EPOCH) else {
+            return false;
+        };
+        let from = i128::try_from(since_epoch.as_nanos()).unwrap_or(i128::MAX);
+        self.modified_ns
+            .max(self.changed_ns)
+            .saturating_add(SETTLE_NS)
+            <= from
+    }
+}
+
+/// How long before a look a folder's times must lie for its stamp to be trusted: the coarsest
+/// tick of the file systems a channel lives on (Linux before 6.13 stamps with a clock moving
+/// every 1-10 ms, FAT every 2 s).
+pub(crate) const SETTLE_NS: i128 = 2_000_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn changed_at(secs: i128) -> FileStamp {
+        FileStamp {
+            len: 4096,
+            modified_ns: secs * 1_000_000_000 - 5,
+            changed_ns: secs * 1_000_000_000,
+            inode: 7,
+            device: 1,
+        }
+    }
+
+    #[test]
+    fn a_folder_s_stamp_settles_two_seconds_after_its_last_change() {
+        let stamp = changed_at(100);
+        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
+        assert!(!stamp.settled(at(100_000)));
+        assert!(!stamp.settled(at(101_999)));
+        assert!(stamp.settled(at(102_000)));
+        // Times from the future (another machine's clock, through a network file system).
+        assert!(!changed_at(200).settled(at(102_000)));
+    }
 }

@@ -2311,3 +2311,38 @@ fn problems_past_the_thousand_kept_are_counted_once_and_not_again_at_every_open(
         assert_eq!(again.integrity_problems().1, 5);
     });
 }
+
+#[test]
+fn an_open_two_seconds_after_the_folders_last_changed_keeps_their_stamps_once_and_the_opens_after_write_nothing()
+ {
+    let temp = member_fang();
+    fs::write(temp.channel_dir().join("README"), b"hi").unwrap();
+    let mut first = temp.view();
+    first.save().unwrap();
+    drop(first);
+    // The folders changed just before that look: their stamps were not kept, so each open
+    // lists them again until one can trust them (a coarse clock could hide a change made in
+    // the same tick). Nothing else is new, so none of those opens writes.
+    assert_opens_write_nothing(&temp, |again| {
+        assert_eq!(
+            problem_paths(again),
+            vec![(PathBuf::from("README"), ProblemKind::UnknownFile)]
+        );
+    });
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let before = kept_file_now(&temp);
+    let mut settled = temp.view();
+    settled.save().unwrap();
+    drop(settled);
+    assert_ne!(
+        kept_file_now(&temp),
+        before,
+        "the settled stamps were not kept"
+    );
+    assert_opens_write_nothing(&temp, |again| {
+        assert_eq!(
+            problem_paths(again),
+            vec![(PathBuf::from("README"), ProblemKind::UnknownFile)]
+        );
+    });
+}

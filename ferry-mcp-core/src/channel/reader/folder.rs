@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,10 @@ pub(super) struct Looked {
 #[derive(Debug)]
 pub(super) struct ChannelFolder {
     path: PathBuf,
+    /// The system clock before this look's first stat (the stats taken ahead included): what
+    /// a folder's times are compared with to tell whether its stamp can be trusted
+    /// ([`FileStamp::settled`]). The file system's own times, never the session's.
+    looked_from: SystemTime,
     /// Stats already taken during this open (see [`Prelook`]).
     ahead: Prelooked,
     #[cfg(target_os = "linux")]
@@ -72,6 +77,7 @@ impl ChannelFolder {
             .ok();
             Self {
                 path: path.to_owned(),
+                looked_from: SystemTime::now(),
                 ahead: Prelooked::default(),
                 handle,
             }
@@ -79,6 +85,7 @@ impl ChannelFolder {
         #[cfg(not(target_os = "linux"))]
         Self {
             path: path.to_owned(),
+            looked_from: SystemTime::now(),
             ahead: Prelooked::default(),
         }
     }
@@ -86,6 +93,21 @@ impl ChannelFolder {
     /// Answers the stats in `ahead` from it (each was taken during this same open).
     pub(super) fn with_ahead(mut self, ahead: Option<Prelooked>) -> Self {
         self.ahead = ahead.unwrap_or_default();
+        if let Some(earlier) = self.ahead.looked_from {
+            self.looked_from = self.looked_from.min(earlier);
+        }
+        self
+    }
+
+    /// When this look began: the system clock before its first stat.
+    pub(super) fn looked_from(&self) -> SystemTime {
+        self.looked_from
+    }
+
+    /// The same folder, as if the look had begun at `at` (tests of what a later look trusts).
+    #[cfg(test)]
+    pub(super) fn looked_from_at(mut self, at: SystemTime) -> Self {
+        self.looked_from = at;
         self
     }
 
@@ -150,6 +172,8 @@ impl ChannelFolder {
 pub struct Prelooked {
     paths: String,
     looked: Vec<Stat>,
+    /// When the first of them was taken, at the latest.
+    looked_from: Option<SystemTime>,
 }
 
 impl Prelooked {
@@ -158,14 +182,18 @@ impl Prelooked {
     fn take(folder: &ChannelFolder, paths: String) -> Self {
         let lines = Lines::of(paths);
         let looked = lines.look(folder, &AtomicUsize::new(0));
-        Self::sorted(lines.paths, looked)
+        Self::sorted(lines.paths, looked, folder.looked_from)
     }
 
-    fn sorted(paths: String, mut looked: Vec<Stat>) -> Self {
+    fn sorted(paths: String, mut looked: Vec<Stat>, looked_from: SystemTime) -> Self {
         looked.sort_unstable_by(|a, b| {
             paths[a.0 as usize..a.1 as usize].cmp(&paths[b.0 as usize..b.1 as usize])
         });
-        Self { paths, looked }
+        Self {
+            paths,
+            looked,
+            looked_from: Some(looked_from),
+        }
     }
 
     fn get(&self, rel: &Path) -> Option<Looked> {
@@ -323,8 +351,10 @@ impl Prelook {
         // A thread that failed leaves every stat to the poll.
         let mut looked = thread.join().ok()?;
         looked.extend(mine);
-        let lines = Arc::into_inner(shared)?.lines.into_inner()?;
-        Some(Prelooked::sorted(lines.paths, looked))
+        let shared = Arc::into_inner(shared)?;
+        let looked_from = shared.folder.looked_from;
+        let lines = shared.lines.into_inner()?;
+        Some(Prelooked::sorted(lines.paths, looked, looked_from))
     }
 }
 
@@ -407,7 +437,8 @@ mod tests {
         assert!(
             std::thread::scope(|scope| scope.spawn(|| shared.look()).join().unwrap()).is_empty()
         );
-        let ahead = Prelooked::sorted(shared.lines.into_inner().unwrap().paths, mine);
+        let looked_from = shared.folder.looked_from;
+        let ahead = Prelooked::sorted(shared.lines.into_inner().unwrap().paths, mine, looked_from);
         let folder = ChannelFolder::open(dir.path());
         for path in &paths {
             let path = Path::new(path);

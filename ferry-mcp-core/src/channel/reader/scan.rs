@@ -93,16 +93,42 @@ fn entries(dir: &Path) -> std::io::Result<Names> {
 }
 
 /// The folders of the channel as last listed, with their stamps: a folder whose stamp did not
-/// change is not listed (nor its names parsed) again, and what it holds that is not a log was
-/// reported when it was listed (and kept in the problems then), so it is not reported again:
-/// a file the format does not name costs one report, not one at every open.
+/// change is not listed (nor its names parsed) again. What a folder holds that is not a log is
+/// reported when a listing first finds it (and kept in the problems then), never again while
+/// it stays: a file the format does not name costs one report, not one at every open.
+///
+/// A stamp is kept only once it has settled ([`FileStamp::settled`]); until then the folder is
+/// kept with [`FileStamp::NONE`], which no stamp equals, so the next look lists it again.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Folders {
-    /// The channel folder's own stamp, taken before its names were last listed.
-    top: Option<FileStamp>,
+    /// The channel folder: its stamp, taken before its names were last listed, and what that
+    /// listing reported.
+    top: Option<(FileStamp, Vec<IntegrityProblem>)>,
     logs: Option<(FileStamp, Vec<(String, Kind)>)>,
     /// By author folder name: what listing it found.
     authors: BTreeMap<AgentName, (FileStamp, AuthorFolder)>,
+    /// Whether a look since the last [`Folders::take_settled`] could trust a stamp it could
+    /// not before (so the state is worth writing: the next open need not list it again).
+    #[serde(skip)]
+    settled: bool,
+}
+
+/// The stamp to keep of a folder a look that began at `looked_from` stamped `stamp`: itself once
+/// it has settled, else [`FileStamp::NONE`] (listed again by the next look).
+fn kept_stamp(stamp: FileStamp, looked_from: std::time::SystemTime) -> FileStamp {
+    if stamp.settled(looked_from) {
+        stamp
+    } else {
+        FileStamp::NONE
+    }
+}
+
+/// The entries of `logs/` for one look.
+struct LogsEntries {
+    stamp: Option<FileStamp>,
+    names: Names,
+    /// The entries of the listing before, when `logs/` was listed again.
+    before: Option<Names>,
 }
 
 /// What one author's folder holds: its logs, by key (a log's file is named by its key, in
@@ -136,23 +162,43 @@ impl Folders {
     }
 
     /// The sorted entries of `logs/`, listed again only if it changed: taken out of the kept
-    /// listing (put back by [`list`] once it has gone through them, never copied).
-    /// Also says whether they are the kept ones (so what they hold that is not an author's
-    /// folder was reported when they were listed).
+    /// listing (put back by [`list`] once it has gone through them, never copied). When listed
+    /// again, also the entries of the listing before (what it reported was reported then).
+    /// `None` when `logs` is a link: never listed through.
     fn take_logs_entries(
         &mut self,
         folder: &ChannelFolder,
-    ) -> std::io::Result<(Option<FileStamp>, Names, bool)> {
-        let stamp = folder_stamp(folder, Path::new(LOGS_DIR));
-        if let (Some(stamp), Some((kept, _))) = (stamp, &self.logs)
-            && *kept == stamp
-        {
-            let (_, names) = self.logs.take().expect("matched just above");
-            return Ok((Some(stamp), names, true));
+    ) -> std::io::Result<Option<LogsEntries>> {
+        let looked = folder.look(Path::new(LOGS_DIR))?;
+        if looked.kind == Kind::Link {
+            return Ok(None);
         }
-        self.logs = None;
-        let names = entries(&folder.join(Path::new(LOGS_DIR)))?;
-        Ok((stamp, names, false))
+        let stamp = looked.stamp.filter(|_| looked.kind == Kind::Folder);
+        match (stamp, self.logs.take()) {
+            (Some(stamp), Some((kept, names))) if kept == stamp => Ok(Some(LogsEntries {
+                stamp: Some(stamp),
+                names,
+                before: None,
+            })),
+            (_, kept) => {
+                self.settled |= kept
+                    .as_ref()
+                    .is_some_and(|(kept, _)| *kept == FileStamp::NONE)
+                    && stamp.is_some_and(|stamp| stamp.settled(folder.looked_from()));
+                let names = entries(&folder.join(Path::new(LOGS_DIR)))?;
+                let before = kept.map(|(_, names)| names).unwrap_or_default();
+                Ok(Some(LogsEntries {
+                    stamp,
+                    names,
+                    before: Some(before),
+                }))
+            }
+        }
+    }
+
+    /// Whether a look since the last call could trust a folder's stamp it could not before.
+    pub(super) fn take_settled(&mut self) -> bool {
+        std::mem::take(&mut self.settled)
     }
 }
 
@@ -207,8 +253,9 @@ fn link(rel_path: PathBuf, what: &str) -> IntegrityProblem {
 }
 
 /// Lists the channel folder `dir` into `folders` (whose [`Folders::logs`] then gives the logs)
-/// and returns what to report. `key_of` decodes the hex key of a log's file name (the reader
-/// answers known keys without decoding them again: a decode is a point decompression).
+/// and returns what to report: what this listing found that the last listing of the same
+/// folder did not. `key_of` decodes the hex key of a log's file name (the reader answers known
+/// keys without decoding them again: a decode is a point decompression).
 pub(super) fn list(
     folder: &ChannelFolder,
     folders: &mut Folders,
@@ -216,6 +263,7 @@ pub(super) fn list(
     watch: &mut Watch,
 ) -> Listing {
     let dir = folder.path();
+    let looked_from = folder.looked_from();
     let mut listing = Listing::default();
     // Until `logs/` is listed, no log is known to be there.
     let mut before = std::mem::take(&mut folders.authors);
@@ -223,37 +271,42 @@ pub(super) fn list(
     // compares. Unchanged, its names are those listed then (`logs/` among them, and not a link:
     // putting one in its place changes the folder), and were reported then.
     let top = folder_stamp(folder, Path::new("."));
-    let top_listed = top.is_some() && top == folders.top;
-    folders.top = None;
-    match if top_listed {
-        Ok(Vec::new())
-    } else {
-        entries(dir)
-    } {
-        Ok(top) => {
-            for (name, kind) in top {
-                if !KNOWN_TOP_LEVEL.contains(&name.as_str()) {
-                    listing.skipped.push(skipped(
-                        PathBuf::from(&name),
-                        "not part of the channel format",
-                    ));
-                } else if kind == Kind::Link && (name == LOGS_DIR || name == BLOBS_DIR) {
-                    // A link here would make readers and writers work outside the channel.
-                    listing
-                        .skipped
-                        .push(link(PathBuf::from(&name), &format!("the {name} folder")));
-                    if name == LOGS_DIR {
-                        return listing;
-                    }
-                }
+    let top_reported = match (top, folders.top.take()) {
+        (Some(stamp), Some((kept, reported))) if kept == stamp => reported,
+        (_, kept) => {
+            folders.settled |= kept
+                .as_ref()
+                .is_some_and(|(kept, _)| *kept == FileStamp::NONE)
+                && top.is_some_and(|stamp| stamp.settled(looked_from));
+            let (found, logs_linked) = list_top(dir);
+            let before = kept.map(|(_, reported)| reported).unwrap_or_default();
+            listing.skipped.extend(
+                found
+                    .iter()
+                    .filter(|problem| !before.contains(problem))
+                    .cloned(),
+            );
+            if logs_linked {
+                // Listed again every time: nothing under it is read.
+                return listing;
             }
+            found
         }
-        Err(e) => listing.skipped.push(unreadable(PathBuf::new(), &e)),
-    }
-    folders.top = top;
+    };
+    folders.top = top.map(|stamp| (kept_stamp(stamp, looked_from), top_reported));
     watch.follow_logs(dir);
-    let (logs_stamp, authors, logs_listed) = match folders.take_logs_entries(folder) {
-        Ok(authors) => authors,
+    let LogsEntries {
+        stamp: logs_stamp,
+        names: authors,
+        before: logs_before,
+    } = match folders.take_logs_entries(folder) {
+        Ok(Some(entries)) => entries,
+        Ok(None) => {
+            listing
+                .skipped
+                .push(link(PathBuf::from(LOGS_DIR), "the logs folder"));
+            return listing;
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
         Err(e) => {
             listing
@@ -262,11 +315,19 @@ pub(super) fn list(
             return listing;
         }
     };
+    // An entry of `logs/` that is not an author's folder is reported by the listing that
+    // first finds it.
+    let new_in_logs = |entry: &(String, Kind)| {
+        logs_before
+            .as_ref()
+            .is_some_and(|before| before.binary_search(entry).is_err())
+    };
     let mut rel_author = PathBuf::from(LOGS_DIR);
-    for (author_name, kind) in &authors {
+    for entry in &authors {
+        let (author_name, kind) = entry;
         rel_author.push(author_name);
         if *kind == Kind::Link {
-            if !logs_listed {
+            if new_in_logs(entry) {
                 listing
                     .skipped
                     .push(link(rel_author.clone(), "an author's folder"));
@@ -283,7 +344,7 @@ pub(super) fn list(
                 .filter(|a| a.as_str() == author_name),
         };
         let (Some(author), Kind::Folder) = (author, kind) else {
-            if !logs_listed {
+            if new_in_logs(entry) {
                 listing.skipped.push(skipped(
                     rel_author.clone(),
                     "not a folder named by an author",
@@ -296,20 +357,61 @@ pub(super) fn list(
         watch.follow(dir, author_name);
         let stamp = folder_stamp(folder, &rel_author);
         let author_folder = match (stamp, kept) {
-            (Some(stamp), Some((_, (kept_stamp, kept)))) if kept_stamp == stamp => kept,
-            _ => {
+            (Some(stamp), Some((_, (kept, listed)))) if kept == stamp => listed,
+            (_, kept) => {
+                let kept = kept.map(|(_, kept)| kept);
+                folders.settled |= kept
+                    .as_ref()
+                    .is_some_and(|(kept, _)| *kept == FileStamp::NONE)
+                    && stamp.is_some_and(|stamp| stamp.settled(looked_from));
                 let listed = list_author(folder, &rel_author, key_of);
-                listing.skipped.extend(listed.skipped.iter().cloned());
+                report_new(&mut listing, &listed, kept.as_ref().map(|(_, kept)| kept));
                 listed
             }
         };
         // A folder without a stamp (a platform that tells none) is listed again every time.
-        let stamp = stamp.unwrap_or(FileStamp::NONE);
+        let stamp = stamp.map_or(FileStamp::NONE, |stamp| kept_stamp(stamp, looked_from));
         folders.authors.insert(author, (stamp, author_folder));
         rel_author.pop();
     }
-    folders.logs = logs_stamp.map(|stamp| (stamp, authors));
+    folders.logs = logs_stamp.map(|stamp| (kept_stamp(stamp, looked_from), authors));
     listing
+}
+
+/// What the channel folder holds that is not part of the format, to report; and whether
+/// `logs` is a link (then nothing under it is read).
+fn list_top(dir: &Path) -> (Vec<IntegrityProblem>, bool) {
+    let mut found = Vec::new();
+    let top = match entries(dir) {
+        Ok(top) => top,
+        Err(e) => return (vec![unreadable(PathBuf::new(), &e)], false),
+    };
+    for (name, kind) in top {
+        if !KNOWN_TOP_LEVEL.contains(&name.as_str()) {
+            found.push(skipped(
+                PathBuf::from(&name),
+                "not part of the channel format",
+            ));
+        } else if kind == Kind::Link && (name == LOGS_DIR || name == BLOBS_DIR) {
+            // A link here would make readers and writers work outside the channel.
+            found.push(link(PathBuf::from(&name), &format!("the {name} folder")));
+            if name == LOGS_DIR {
+                return (found, true);
+            }
+        }
+    }
+    (found, false)
+}
+
+/// Reports what an author's folder listed again holds that its listing `before` did not.
+fn report_new(listing: &mut Listing, listed: &AuthorFolder, before: Option<&AuthorFolder>) {
+    listing.skipped.extend(
+        listed
+            .skipped
+            .iter()
+            .filter(|problem| before.is_none_or(|before| !before.skipped.contains(problem)))
+            .cloned(),
+    );
 }
 
 /// Lists again only the author folders in `authors` (a watch said their files changed; the
@@ -336,12 +438,114 @@ pub(super) fn relist(
             folders.authors.remove(author_name.as_str());
             continue;
         };
-        let stamp = looked.stamp.unwrap_or(FileStamp::NONE);
+        let stamp = looked.stamp.map_or(FileStamp::NONE, |stamp| {
+            kept_stamp(stamp, folder.looked_from())
+        });
         let author_folder = list_author(folder, &rel_author, key_of);
-        listing
-            .skipped
-            .extend(author_folder.skipped.iter().cloned());
-        folders.authors.insert(author, (stamp, author_folder));
+        let before = folders.authors.insert(author, (stamp, author_folder));
+        let (_, (_, listed)) = folders
+            .authors
+            .get_key_value(author_name.as_str())
+            .expect("inserted just above");
+        report_new(
+            &mut listing,
+            listed,
+            before.as_ref().map(|(_, before)| before),
+        );
     }
     listing
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::channel::keys::SecretKey;
+
+    /// A channel folder holding `logs/alice/` with one log and one file that is not a log.
+    fn channel_with_alice() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = dir.path().join("logs/alice");
+        fs::create_dir_all(&alice).unwrap();
+        let key = SecretKey::from_bytes(&[1; 32]).public_key();
+        fs::write(alice.join(format!("{key}.jsonl")), b"").unwrap();
+        fs::write(alice.join("notes.txt"), b"hi").unwrap();
+        (dir, alice)
+    }
+
+    /// One full look at `dir`, begun `later` after now.
+    fn look(dir: &Path, folders: &mut Folders, later: Duration) -> Vec<PathBuf> {
+        let folder = ChannelFolder::open(dir).looked_from_at(SystemTime::now() + later);
+        let listing = list(
+            &folder,
+            folders,
+            &mut |hex| PublicKey::from_hex(hex).ok(),
+            &mut Watch::default(),
+        );
+        listing.skipped.into_iter().map(|p| p.path).collect()
+    }
+
+    fn alice_stamp(folders: &Folders) -> FileStamp {
+        folders.authors.values().next().expect("alice is listed").0
+    }
+
+    #[test]
+    fn a_folder_listed_just_after_it_changed_is_listed_again_by_the_next_look_which_reports_only_what_is_new()
+     {
+        let (dir, alice) = channel_with_alice();
+        let mut folders = Folders::default();
+        assert_eq!(
+            look(dir.path(), &mut folders, Duration::ZERO),
+            vec![PathBuf::from("logs/alice/notes.txt")]
+        );
+        // Changed less than 2 s before the look: a change in the same tick of a coarse clock
+        // would leave the stamp as it is, so it is not kept.
+        assert_eq!(alice_stamp(&folders), FileStamp::NONE);
+        assert!(!folders.take_settled());
+
+        let second = SecretKey::from_bytes(&[2; 32]).public_key();
+        fs::write(alice.join(format!("{second}.jsonl")), b"").unwrap();
+        fs::write(alice.join("more.txt"), b"hi").unwrap();
+        assert_eq!(
+            look(dir.path(), &mut folders, Duration::ZERO),
+            vec![PathBuf::from("logs/alice/more.txt")]
+        );
+        assert_eq!(folders.logs().count(), 2, "the new log is found");
+    }
+
+    #[test]
+    fn a_folder_looked_at_two_seconds_after_its_last_change_keeps_its_stamp_and_says_so_once() {
+        let (dir, _alice) = channel_with_alice();
+        let mut folders = Folders::default();
+        look(dir.path(), &mut folders, Duration::ZERO);
+        assert_eq!(alice_stamp(&folders), FileStamp::NONE);
+
+        assert_eq!(
+            look(dir.path(), &mut folders, Duration::from_secs(3)),
+            Vec::<PathBuf>::new()
+        );
+        let settled = alice_stamp(&folders);
+        assert_ne!(settled, FileStamp::NONE);
+        assert!(folders.take_settled(), "the state is worth keeping now");
+        assert!(
+            folders
+                .top
+                .as_ref()
+                .is_some_and(|(stamp, _)| *stamp != FileStamp::NONE)
+        );
+        assert!(
+            folders
+                .logs
+                .as_ref()
+                .is_some_and(|(stamp, _)| *stamp != FileStamp::NONE)
+        );
+
+        assert_eq!(
+            look(dir.path(), &mut folders, Duration::from_secs(3)),
+            Vec::<PathBuf>::new()
+        );
+        assert_eq!(alice_stamp(&folders), settled);
+        assert!(!folders.take_settled());
+    }
 }
