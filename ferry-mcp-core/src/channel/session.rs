@@ -716,6 +716,16 @@ const SAVE_BYTES_PER_MS: u64 = 100;
 /// them all until the next save).
 const SAVE_WHEN_RESIDENT: usize = 1_000;
 
+/// What of the identity a server writes within [`SAVE_EVERY_MS`] of its changing, whatever the
+/// size of the state: who holds which name, and how far the master's entries were folded. The
+/// kept state is also this machine's witness of what it verified (ADR 0004): a grant, a
+/// demotion or a handover deleted from the channel after it was folded here keeps counting
+/// here only once it is kept.
+fn identity_marks(session: &Session) -> (u64, MasterPos) {
+    let identity = session.identity();
+    (identity.seat_epoch(), identity.master_position())
+}
+
 /// How long after writing `written` bytes of the verified state a server writes it again, at
 /// the earliest.
 fn save_interval_ms(written: u64) -> u64 {
@@ -737,6 +747,8 @@ pub struct LazySession {
     saved_at: Option<Timestamp>,
     /// The length of the verified state last written (what the next save waits for).
     saved_len: u64,
+    /// The identity's marks at the last save ([`identity_marks`]).
+    saved_identity: Option<(u64, MasterPos)>,
     machine: Option<String>,
 }
 
@@ -771,6 +783,7 @@ impl LazySession {
             queue: None,
             saved_at: None,
             saved_len: 0,
+            saved_identity: None,
             machine: None,
         }
     }
@@ -813,6 +826,14 @@ impl LazySession {
         }
     }
 
+    /// Whether the open session's identity moved since the last save ([`identity_marks`]).
+    fn identity_moved(&self) -> bool {
+        match &self.slot {
+            Slot::Open(session) => Some(identity_marks(session)) != self.saved_identity,
+            _ => false,
+        }
+    }
+
     /// Whether the open session's board holds more than [`SAVE_WHEN_RESIDENT`] orders whole.
     fn holds_many_orders_whole(&self) -> bool {
         match &self.slot {
@@ -827,7 +848,10 @@ impl LazySession {
     fn save(&mut self, now: Timestamp) {
         if let Slot::Open(session) = &mut self.slot {
             match session.save() {
-                Ok(()) => self.saved_len = session.written_len.unwrap_or(self.saved_len),
+                Ok(()) => {
+                    self.saved_len = session.written_len.unwrap_or(self.saved_len);
+                    self.saved_identity = Some(identity_marks(session));
+                }
                 Err(err) => session
                     .local_problems
                     .push(format!("the verified state was not written: {err}")),
@@ -888,7 +912,8 @@ impl ChannelAccess for LazySession {
             Some(at) => {
                 let elapsed = now.as_millis().saturating_sub(at.as_millis());
                 elapsed >= save_interval_ms(self.saved_len)
-                    || (elapsed >= SAVE_EVERY_MS && self.holds_many_orders_whole())
+                    || (elapsed >= SAVE_EVERY_MS
+                        && (self.identity_moved() || self.holds_many_orders_whole()))
             }
         };
         if due {

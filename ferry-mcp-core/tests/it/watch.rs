@@ -350,3 +350,46 @@ fn a_server_holding_more_than_a_thousand_orders_whole_writes_them_back_after_two
     let session = server.session(at(3_000)).unwrap();
     assert_eq!(session.state().orders().resident(), 0);
 }
+
+#[test]
+fn a_server_writes_within_two_seconds_a_master_entry_it_folded_whatever_the_size_of_its_state() {
+    use ferry_mcp_core::channel::session::LazySession;
+    use ferry_mcp_core::time::Timestamp;
+    use ferry_mcp_core::tool::ChannelAccess as _;
+    use std::os::unix::fs::MetadataExt as _;
+
+    // About 0.5 MB kept: by its size written at most every 5 s.
+    let bulk = ferry_mcp_testkit::bulk::builder().entries(3_000).build();
+    drop(bulk.warm());
+    let path = bulk.verified_path();
+    let written = || fs::metadata(&path).unwrap().ino();
+    let writer = bulk.agents()[3].name.clone();
+    let start = bulk.now().as_millis();
+    let at = |ms: u64| Timestamp::from_millis(start + ms);
+    let mut server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
+    append(&bulk, writer.as_str(), 0);
+    server.session(at(0)).unwrap().refresh(at(0));
+    server.flush(at(0));
+    let first = written();
+
+    // The kept state is this machine's witness: a master entry folded here is kept within
+    // 2 s, so deleting its line later cannot take it back here.
+    let master_key = bulk
+        .home()
+        .load_key(bulk.project(), &KeyHolder::Master, bulk.now())
+        .unwrap();
+    Channel::open(bulk.channel_dir())
+        .unwrap()
+        .writer(&AgentName::master(), &master_key)
+        .unwrap()
+        .append("note", json!({ "n": 1 }), bulk.now())
+        .unwrap();
+    let session = server.session(at(3_000)).unwrap();
+    session.refresh(at(3_000));
+    server.flush(at(3_000));
+    assert_ne!(
+        written(),
+        first,
+        "the master's entry was not kept 3 s later"
+    );
+}
