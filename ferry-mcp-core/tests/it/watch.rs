@@ -279,101 +279,115 @@ fn a_change_no_event_tells_is_found_by_the_session_s_periodic_full_look() {
     assert_eq!(session.log_seq(&ada, &ada_key.public_key()), seen + 1);
 }
 
+/// A server's session over a bulk channel, on a clock counted in ms from the start, and what
+/// it has written of the verified state.
+struct Served {
+    bulk: ferry_mcp_testkit::bulk::BulkChannel,
+    server: ferry_mcp_core::channel::session::LazySession,
+    start: u64,
+}
+
+impl Served {
+    /// A server on a bulk channel of `entries` kept here; it has folded one new entry and
+    /// written the state once.
+    fn on(entries: u64) -> Self {
+        use ferry_mcp_core::channel::session::LazySession;
+        let bulk = ferry_mcp_testkit::bulk::builder().entries(entries).build();
+        drop(bulk.warm());
+        let server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
+        let start = bulk.now().as_millis();
+        let mut served = Self {
+            bulk,
+            server,
+            start,
+        };
+        let before = served.written();
+        served.agent_writes_then_flush(0);
+        assert_ne!(
+            served.written(),
+            before,
+            "the first flush with something new writes"
+        );
+        served
+    }
+
+    fn at(&self, ms: u64) -> ferry_mcp_core::time::Timestamp {
+        ferry_mcp_core::time::Timestamp::from_millis(self.start + ms)
+    }
+
+    /// The verified state as it is on disk now: every write replaces it (a new inode).
+    fn written(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt as _;
+        fs::metadata(self.bulk.verified_path()).unwrap().ino()
+    }
+
+    fn kept_len(&self) -> u64 {
+        fs::metadata(self.bulk.verified_path()).unwrap().len()
+    }
+
+    fn session(&mut self, ms: u64) -> &mut Session {
+        use ferry_mcp_core::tool::ChannelAccess as _;
+        let at = self.at(ms);
+        self.server.session(at).unwrap()
+    }
+
+    /// The server folds what is new at `ms` and flushes, as after a batch of calls.
+    fn refresh_then_flush(&mut self, ms: u64) {
+        use ferry_mcp_core::tool::ChannelAccess as _;
+        let at = self.at(ms);
+        self.session(ms).refresh(at);
+        self.server.flush(at);
+    }
+
+    /// An agent writes an entry; the server folds it at `ms` and flushes.
+    fn agent_writes_then_flush(&mut self, ms: u64) {
+        let writer = self.bulk.agents()[3].name.clone();
+        append(&self.bulk, writer.as_str(), ms);
+        self.refresh_then_flush(ms);
+    }
+}
+
 #[test]
 fn a_server_writes_a_large_verified_state_again_only_as_often_as_100_kb_a_second_allows() {
-    use ferry_mcp_core::channel::session::LazySession;
-    use ferry_mcp_core::time::Timestamp;
-    use ferry_mcp_core::tool::ChannelAccess as _;
-    use std::os::unix::fs::MetadataExt as _;
-
     // About 0.5 MB kept: written at most every 5 s, not every 2 s.
-    let bulk = ferry_mcp_testkit::bulk::builder().entries(3_000).build();
-    drop(bulk.warm());
-    let path = bulk.verified_path();
-    let written = || fs::metadata(&path).unwrap().ino();
-    let writer = bulk.agents()[3].name.clone();
-    let start = bulk.now().as_millis();
-    let at = |ms: u64| Timestamp::from_millis(start + ms);
-    let mut server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
-    let new_entry_then_flush = |server: &mut LazySession, ms: u64| {
-        append(&bulk, writer.as_str(), ms);
-        server.session(at(ms)).unwrap().refresh(at(ms));
-        server.flush(at(ms));
-    };
-
-    let before = written();
-    new_entry_then_flush(&mut server, 0);
-    let first = written();
-    assert_ne!(first, before, "the first flush with something new writes");
-    assert!(fs::metadata(&path).unwrap().len() > 400_000);
-    new_entry_then_flush(&mut server, 3_000);
-    assert_eq!(written(), first, "written again 3 s later");
-    new_entry_then_flush(&mut server, 6_000);
-    assert_ne!(written(), first, "not written again 6 s later");
+    let mut served = Served::on(3_000);
+    let first = served.written();
+    assert!(served.kept_len() > 400_000);
+    served.agent_writes_then_flush(3_000);
+    assert_eq!(served.written(), first, "written again 3 s later");
+    served.agent_writes_then_flush(6_000);
+    assert_ne!(served.written(), first, "not written again 6 s later");
 }
 
 #[test]
 fn a_server_holding_more_than_a_thousand_orders_whole_writes_them_back_after_two_seconds_whatever_its_size()
  {
-    use ferry_mcp_core::channel::session::LazySession;
-    use ferry_mcp_core::time::Timestamp;
-    use ferry_mcp_core::tool::ChannelAccess as _;
-    use std::os::unix::fs::MetadataExt as _;
-
     // 1,200 orders, about 2 MB kept: by its size alone written at most every 20 s.
-    let bulk = ferry_mcp_testkit::bulk::builder().entries(12_000).build();
-    drop(bulk.warm());
-    let path = bulk.verified_path();
-    let written = || fs::metadata(&path).unwrap().ino();
-    let writer = bulk.agents()[3].name.clone();
-    let start = bulk.now().as_millis();
-    let at = |ms: u64| Timestamp::from_millis(start + ms);
-    let mut server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
-    append(&bulk, writer.as_str(), 0);
-    server.session(at(0)).unwrap().refresh(at(0));
-    server.flush(at(0));
-    let first = written();
-    assert!(fs::metadata(&path).unwrap().len() > 1_000_000);
+    let mut served = Served::on(12_000);
+    let first = served.written();
+    assert!(served.kept_len() > 1_000_000);
 
     // Something reads every order whole (as a handover's judging again does).
-    let session = server.session(at(1_000)).unwrap();
-    let orders = session.state().orders();
+    let orders = served.session(1_000).state().orders();
     assert!(orders.len() > 1_000);
     for order in orders.iter() {
         order.whole();
     }
     assert_eq!(orders.resident(), orders.len());
-    append(&bulk, writer.as_str(), 1);
-    session.refresh(at(3_000));
-    server.flush(at(3_000));
-    assert_ne!(written(), first, "not written back 3 s later");
-    let session = server.session(at(3_000)).unwrap();
-    assert_eq!(session.state().orders().resident(), 0);
+    served.agent_writes_then_flush(3_000);
+    assert_ne!(served.written(), first, "not written back 3 s later");
+    assert_eq!(served.session(3_000).state().orders().resident(), 0);
 }
 
 #[test]
 fn a_server_writes_within_two_seconds_a_master_entry_it_folded_whatever_the_size_of_its_state() {
-    use ferry_mcp_core::channel::session::LazySession;
-    use ferry_mcp_core::time::Timestamp;
-    use ferry_mcp_core::tool::ChannelAccess as _;
-    use std::os::unix::fs::MetadataExt as _;
-
     // About 0.5 MB kept: by its size written at most every 5 s.
-    let bulk = ferry_mcp_testkit::bulk::builder().entries(3_000).build();
-    drop(bulk.warm());
-    let path = bulk.verified_path();
-    let written = || fs::metadata(&path).unwrap().ino();
-    let writer = bulk.agents()[3].name.clone();
-    let start = bulk.now().as_millis();
-    let at = |ms: u64| Timestamp::from_millis(start + ms);
-    let mut server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
-    append(&bulk, writer.as_str(), 0);
-    server.session(at(0)).unwrap().refresh(at(0));
-    server.flush(at(0));
-    let first = written();
+    let mut served = Served::on(3_000);
+    let first = served.written();
 
     // The kept state is this machine's witness: a master entry folded here is kept within
     // 2 s, so deleting its line later cannot take it back here.
+    let bulk = &served.bulk;
     let master_key = bulk
         .home()
         .load_key(bulk.project(), &KeyHolder::Master, bulk.now())
@@ -384,11 +398,9 @@ fn a_server_writes_within_two_seconds_a_master_entry_it_folded_whatever_the_size
         .unwrap()
         .append("note", json!({ "n": 1 }), bulk.now())
         .unwrap();
-    let session = server.session(at(3_000)).unwrap();
-    session.refresh(at(3_000));
-    server.flush(at(3_000));
+    served.refresh_then_flush(3_000);
     assert_ne!(
-        written(),
+        served.written(),
         first,
         "the master's entry was not kept 3 s later"
     );
