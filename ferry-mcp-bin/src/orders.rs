@@ -162,7 +162,7 @@ pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
         Some(agent) => Actor::Agent(agent.clone()),
         None => Actor::Master,
     };
-    Ok(Session::open(&home, &acting.project, actor, clock::now())?)
+    Ok(Session::open(&home, &acting.project, actor, clock::now())?.for_one_operation())
 }
 
 /// Runs `work` on a session of `acting`, saves what was verified, and prints its text (or

@@ -88,6 +88,8 @@ pub struct Session {
     looked_everywhere: Option<Timestamp>,
     /// The length of the verified state this session last wrote.
     written_len: Option<u64>,
+    /// Opened for one operation: its first refresh is the open's own look.
+    looked_for_operation: bool,
 }
 
 /// What a fold of the new entries found.
@@ -200,6 +202,7 @@ impl Session {
             records_file: None,
             looked_everywhere: None,
             written_len: None,
+            looked_for_operation: false,
         };
         if let Some(file) = session.state.kept_file() {
             let (dir, project) = (channel_dir.clone(), project.clone());
@@ -338,9 +341,23 @@ impl Session {
         &self.local_problems
     }
 
+    /// The same session, for one operation that starts now (a command; a server's first call
+    /// when it opens the session for it): the look the open took is that operation's look, so
+    /// its first [`Session::refresh`] does not look again. The open and the operation are
+    /// microseconds apart, and a write that lands between them is one that landed just after
+    /// the look. A session that waits between its open and its first operation (a server's
+    /// opened ahead of its first call) never takes this.
+    pub fn for_one_operation(mut self) -> Self {
+        self.looked_for_operation = true;
+        self
+    }
+
     /// Reads and folds what is new in the channel. It cannot fail: what does not read is
     /// kept in the problems. Returns how many entries were folded.
     pub fn refresh(&mut self, now: Timestamp) -> u64 {
+        if std::mem::take(&mut self.looked_for_operation) {
+            return 0;
+        }
         self.take_kept_failures(now);
         if self.reader.is_watching() {
             let due = self
@@ -881,7 +898,8 @@ impl ChannelAccess for LazySession {
         }
         if let Slot::Closed = self.slot {
             let mut session = Session::open(&self.home, &self.project, self.actor.clone(), now)
-                .map_err(|err| unavailable(&err))?;
+                .map_err(|err| unavailable(&err))?
+                .for_one_operation();
             if let Some(machine) = &self.machine {
                 session.set_machine(machine.clone());
             }

@@ -405,3 +405,24 @@ fn a_server_writes_within_two_seconds_a_master_entry_it_folded_whatever_the_size
         "the master's entry was not kept 3 s later"
     );
 }
+
+#[test]
+fn an_operation_on_a_session_opened_for_it_takes_the_open_s_look_and_the_refresh_after_looks_again()
+{
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Member)
+        .build()
+        .unwrap();
+    let open = || Session::open(temp.home(), temp.project(), Actor::Observer, temp.now()).unwrap();
+    let mut for_one = open().for_one_operation();
+    let mut kept_open = open();
+    // Lands after both opens looked.
+    append(&temp, "fang", 1);
+    assert_eq!(
+        for_one.refresh(temp.now()),
+        0,
+        "the operation's first refresh is the open's own look"
+    );
+    assert_eq!(for_one.refresh(temp.now()), 1);
+    assert_eq!(kept_open.refresh(temp.now()), 1);
+}
