@@ -12,6 +12,7 @@ pub mod levels;
 pub mod names;
 pub mod ops;
 pub mod reader;
+pub(crate) mod records;
 pub mod secret;
 pub mod session;
 pub mod stamp;

@@ -24,6 +24,7 @@ use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
 use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
+use super::records;
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
@@ -86,8 +87,11 @@ pub struct Session {
     records_file: Option<Arc<KeptFile>>,
     /// When a watched session last looked at every log (see [`Session::watch_channel`]).
     looked_everywhere: Option<Timestamp>,
-    /// The length of the verified state this session last wrote.
+    /// How many bytes this session's last save wrote (the state, and the records it
+    /// appended).
     written_len: Option<u64>,
+    /// The tag of the records file the kept board's records are in (ADR 0010).
+    kept_records: Option<u64>,
     /// Opened for one operation: its first refresh is the open's own look.
     looked_for_operation: bool,
 }
@@ -170,6 +174,7 @@ impl Session {
             problems: Vec::new(),
             dropped_problems: 0,
             pinned: None,
+            records: None,
         };
         let kept = match verified::load(&verified_path).of_genesis(&genesis) {
             Loaded::Kept(kept) => *kept,
@@ -202,6 +207,7 @@ impl Session {
             records_file: None,
             looked_everywhere: None,
             written_len: None,
+            kept_records: kept.records,
             looked_for_operation: false,
         };
         if let Some(file) = session.state.kept_file() {
@@ -424,10 +430,77 @@ impl Session {
 
     /// Writes the verified state to the state folder if it changed. Failing costs only time
     /// on the next open, so the caller may report it and go on.
+    ///
+    /// Under the records lock: the records that changed are appended to the records file (all
+    /// of them into a new one when that is worth it, or when the board's records are in
+    /// another file) and synced, then the state naming them is written (ADR 0010).
     pub fn save(&mut self) -> Result<(), OpsError> {
         if !self.dirty {
             return Ok(());
         }
+        let verified_path = self.home.verified_path(&self.project);
+        let records_path = records::path_beside(&verified_path);
+        let io = |cause| HomeError::Io {
+            path: records_path.clone(),
+            cause,
+        };
+        let _locked = records::lock(&verified_path).map_err(io)?;
+        // A board with no order has no records, and a board never read whose records are in
+        // the records file as it is appends nothing.
+        let has_records = if self.state.orders_loaded() {
+            !self.state.orders().is_empty()
+        } else {
+            self.kept_records.is_some()
+        };
+        let mut records = None;
+        if has_records {
+            let mut out = records::Appender::open(&records_path).map_err(io)?;
+            let in_place = !self.state.orders_loaded() && self.kept_records == Some(out.tag());
+            if !in_place {
+                if records::worth_compacting(out.len(), self.state.orders().live_record_bytes()) {
+                    out = records::Appender::new_file(&records_path).map_err(io)?;
+                }
+                self.state.append_order_records(&mut out).map_err(io)?;
+                out.finish().map_err(io)?;
+            }
+            records = Some(out);
+        }
+        let tag = records.as_ref().map(records::Appender::tag);
+        let file = match self.write_state(tag) {
+            Ok(file) => file,
+            Err(_) => {
+                // A section that changed in its file since it was loaded: read now (it is
+                // rebuilt from the channel if it does not read), then written from memory.
+                self.state.talk();
+                self.state.identity().master_times();
+                self.state.orders();
+                if let Some(out) = &mut records {
+                    self.state.append_order_records(out).map_err(io)?;
+                    out.finish().map_err(io)?;
+                }
+                self.write_state(tag)?
+            }
+        };
+        self.dirty = false;
+        self.kept_records = tag;
+        let appended = records.as_ref().map_or(0, records::Appender::written);
+        self.written_len = file.metadata().ok().map(|meta| meta.len() + appended);
+        // The board moves to the records file just appended to and keeps no order whole:
+        // memory holds the briefs again, whatever was read or changed since the open.
+        if let Some(out) = &records
+            && self.state.orders_loaded()
+        {
+            let reader = out.reader().map_err(io)?;
+            let (kept, section) = verified::records_written(reader, out.tag(), out.len());
+            self.state.move_orders_to(section);
+            self.records_file = Some(kept);
+        }
+        Ok(())
+    }
+
+    /// Writes the verified state, naming the records file of `tag` (which holds every record
+    /// the board names; none when it names no record).
+    fn write_state(&self, tag: Option<u64>) -> Result<std::fs::File, HomeError> {
         let reader = self.reader.state();
         let kept = KeptRef {
             genesis: &self.genesis,
@@ -437,33 +510,10 @@ impl Session {
             problems: &self.problems,
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
+            records: tag,
         };
-        let mut written = None;
-        let mut fill = |out: &mut dyn std::io::Write| {
-            verified::write(&kept, out).map(|layout| written = Some(layout))
-        };
-        let file = match self.home.write_verified_with(&self.project, &mut fill) {
-            Ok(file) => file,
-            Err(_) => {
-                // A section that changed in its file since it was loaded: read now (it is
-                // rebuilt from the channel if it does not read), then written from memory.
-                self.state.orders().read_every_record();
-                self.state.talk();
-                self.home.write_verified_with(&self.project, &mut fill)?
-            }
-        };
-        self.dirty = false;
-        self.written_len = file.metadata().ok().map(|meta| meta.len());
-        // The board moves to the records just written and keeps no order whole: memory holds
-        // the briefs again, whatever was read or changed since the open (ADR 0009).
-        if let Some(written) = written
-            && self.state.orders_loaded()
-        {
-            let (kept, records) = written.records_in(file);
-            self.state.move_orders_to(records);
-            self.records_file = Some(kept);
-        }
-        Ok(())
+        let mut fill = |out: &mut dyn std::io::Write| verified::write(&kept, out);
+        self.home.write_verified_with(&self.project, &mut fill)
     }
 
     /// The key of the acting agent on this machine.
@@ -721,10 +771,11 @@ pub const LOOK_EVERYWHERE_EVERY_S: u64 = 60;
 const SAVE_EVERY_MS: u64 = 2_000;
 
 /// How many bytes a millisecond a long-running server writes of the verified state, at most
-/// on average (100 KB/s). A save writes the whole state (17 MB at 100,000 entries of work on
-/// 10,000 orders, most of it the orders' records): every two seconds, an active fleet's
-/// server would write 8 MB/s. What a later save leaves unwritten costs only time (another
-/// process on this machine verifies the entries since again), never an entry.
+/// on average (100 KB/s). A save writes the state but the records (1.5 MB at 100,000 entries
+/// of work on 10,000 orders) and appends the records that changed (all of them at its first
+/// save, or when it compacts: 16 MB there): every two seconds, an active fleet's server would
+/// write close to 1 MB/s. What a later save leaves unwritten costs only time (another process
+/// on this machine verifies the entries since again), never an entry.
 const SAVE_BYTES_PER_MS: u64 = 100;
 
 /// A server holding more orders whole than this writes the verified state as soon as

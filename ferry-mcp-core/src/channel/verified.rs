@@ -21,6 +21,9 @@
 //! - the section table: for each lazy section, its length (u64) and SHA-256 (32 bytes);
 //! - the SHA-256 of everything above (header, core and table);
 //! - the sections' bytes, one after another, in table order.
+//!
+//! The orders' records are in a file of their own beside it (`records.bin`, ADR 0010), whose
+//! tag the core names.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -37,13 +40,13 @@ use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 9;
+pub const FORMAT: u32 = 10;
 /// Bytes before the looks: magic, format, core length, looks length.
 const HEADER: usize = MAGIC.len() + 4 + 8 + 8;
 /// The longest looks this build reads (a path a line, for every log and author folder).
 const MAX_LOOKS: u64 = 64 << 20;
 /// The lazy sections, in file order.
-const SECTIONS: usize = 4;
+const SECTIONS: usize = 3;
 /// One entry of the section table: length and digest.
 const TABLE_ENTRY: usize = 8 + 32;
 /// The longest core this build reads (it holds the identity and the reader's logs, never the
@@ -65,6 +68,8 @@ pub struct Kept {
     /// The roster as this machine last pinned it: while it has not changed, an open need not
     /// read the pins again.
     pub pinned: Option<Pinned>,
+    /// The tag of the records file the board's records are in (ADR 0010).
+    pub records: Option<u64>,
 }
 
 /// The last pinning of the seated names (`Session` pins on open).
@@ -104,12 +109,24 @@ pub enum Loaded {
 /// Reads the kept state at `path`: the core now, the lazy sections when asked for. Of any
 /// channel: [`Loaded::of_genesis`] refuses one kept for another.
 pub fn load(path: &Path) -> Loaded {
+    match load_once(path) {
+        // Another process may have just compacted the records and written a state naming the
+        // new file: one more try.
+        Loaded::Rejected(Rejected::Corrupt(why)) if why == NO_RECORDS => load_once(path),
+        loaded => loaded,
+    }
+}
+
+/// Why a state whose records file is gone, or is another one, is not used.
+const NO_RECORDS: &str = "its records file is missing or another one";
+
+fn load_once(path: &Path) -> Loaded {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
         Err(e) => return Loaded::Rejected(Rejected::Unreadable(e.to_string())),
     };
-    match decode(file) {
+    match decode(file, path) {
         Ok(kept) => Loaded::Kept(Box::new(kept)),
         Err(rejected) => Loaded::Rejected(rejected),
     }
@@ -180,7 +197,7 @@ fn corrupt(why: &str) -> Rejected {
     Rejected::Corrupt(why.to_owned())
 }
 
-fn decode(mut file: File) -> Result<Kept, Rejected> {
+fn decode(mut file: File, path: &Path) -> Result<Kept, Rejected> {
     let unreadable = |e: std::io::Error| Rejected::Unreadable(e.to_string());
     let file_len = file.metadata().map_err(unreadable)?.len();
     let mut header = [0u8; HEADER];
@@ -224,7 +241,13 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
         return Err(corrupt("cut short or grown"));
     }
     let mut kept: Kept = decode_value(core).map_err(|e| Rejected::Corrupt(e.to_string()))?;
-    let source = KeptFile::new(file, None);
+    let source = KeptFile::new(file);
+    if let Some(tag) = kept.records {
+        let (records, len) = super::records::open_tagged(&super::records::path_beside(path), tag)
+            .ok_or_else(|| corrupt(NO_RECORDS))?;
+        let (_, section) = records_in(records, tag, len, Arc::clone(&source.recovery));
+        let _ = source.records.set(section);
+    }
     let mut at = sections.into_iter().map(|(offset, len, digest)| {
         Arc::new(KeptSection {
             file: source.clone(),
@@ -238,11 +261,36 @@ fn decode(mut file: File) -> Result<Kept, Rejected> {
         at.next().expect("talk"),
         at.next().expect("master times"),
     );
-    let records = at.next().expect("order records");
-    let _ = source
-        .records
-        .set((records.offset, records.len, records.digest));
     Ok(kept)
+}
+
+/// The records file `file` (of `tag`, `len` bytes long) as the section a board reads its
+/// records from, failing over through `recovery`.
+fn records_in(
+    file: File,
+    tag: u64,
+    len: u64,
+    recovery: Arc<Recovery>,
+) -> (Arc<KeptFile>, Arc<KeptSection>) {
+    let kept = Arc::new(KeptFile {
+        file: Mutex::new(file),
+        recovery,
+        records: OnceLock::new(),
+        tag: Some(tag),
+    });
+    let section = Arc::new(KeptSection {
+        file: Arc::clone(&kept),
+        offset: 0,
+        len,
+        digest: [0; 32],
+    });
+    (kept, section)
+}
+
+/// The records file a save just appended to (`file`, of `tag`, `len` bytes long): what the
+/// board reads its records from once it has moved to it.
+pub(crate) fn records_written(file: File, tag: u64, len: u64) -> (Arc<KeptFile>, Arc<KeptSection>) {
+    records_in(file, tag, len, Arc::default())
 }
 
 /// Decodes one value kept whole (an order's record), through the same memos, refusing bytes
@@ -276,6 +324,7 @@ pub struct KeptRef<'a> {
     pub problems: &'a [IntegrityProblem],
     pub dropped_problems: u64,
     pub pinned: &'a Option<Pinned>,
+    pub records: Option<u64>,
 }
 
 impl Kept {
@@ -288,8 +337,24 @@ impl Kept {
             problems: &self.problems,
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
+            records: self.records,
         }
     }
+}
+
+/// Appends the records of `kept`'s board to the records file beside the verified state at
+/// `verified` (made if there is none) and names that file in `kept`: what [`encode`] needs
+/// first when the board holds orders whose records are not in that file.
+pub fn keep_records(kept: &mut Kept, verified: &Path) -> std::io::Result<()> {
+    if kept.state.orders().is_empty() {
+        kept.records = None;
+        return Ok(());
+    }
+    let mut out = super::records::Appender::open(&super::records::path_beside(verified))?;
+    kept.state.append_order_records(&mut out)?;
+    out.finish()?;
+    kept.records = Some(out.tag());
+    Ok(())
 }
 
 /// The bytes of a kept state (see [`write`]).
@@ -323,11 +388,6 @@ impl std::io::Write for Measure {
 enum Source<'a> {
     Copy(&'a KeptSection),
     Encode(&'a dyn erased::Encode),
-    /// The orders' records as they are in their file: never checked whole (each record is
-    /// checked when it is read), so copied as they are.
-    CopyRecords(Arc<KeptSection>),
-    /// The orders' records from the board: those in memory encoded, the rest copied.
-    Records(&'a OrderBoard),
 }
 
 /// Object-safe postcard encoding, so the sections (of different types) are written alike.
@@ -351,24 +411,10 @@ impl Source<'_> {
         }
     }
 
-    /// The records section of `state`: copied when the board was never read, else from it.
-    fn records(state: &ChannelState) -> Source<'_> {
-        let lazy = state.orders_lazy();
-        match (lazy.section(), lazy.is_loaded()) {
-            (Some(section), false) => match section.records() {
-                Some(records) => Source::CopyRecords(records),
-                None => Source::Records(lazy.get()),
-            },
-            _ => Source::Records(lazy.get()),
-        }
-    }
-
     /// Length and digest, without holding the bytes.
     fn measure(&self) -> std::io::Result<(u64, [u8; 32])> {
         match self {
             Source::Copy(section) => Ok((section.len, section.digest)),
-            Source::CopyRecords(section) => Ok((section.len, section.digest)),
-            Source::Records(board) => board.measure_records(),
             Source::Encode(value) => {
                 let mut measure = Measure::default();
                 value
@@ -382,8 +428,6 @@ impl Source<'_> {
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         match self {
             Source::Copy(section) => section.copy_to(out),
-            Source::CopyRecords(section) => section.copy_raw_to(out),
-            Source::Records(board) => board.write_records(out),
             Source::Encode(value) => value.encode_to(out).map_err(std::io::Error::other),
         }
     }
@@ -392,15 +436,16 @@ impl Source<'_> {
 /// Writes a kept state to `out`, streamed: sections never read since they were loaded are
 /// copied from their file (checked against their digest on the way; a section that changed
 /// there fails the write, so the caller reads it, which rebuilds it, and writes again), the
-/// others encoded twice (once to measure, once to write) rather than held in memory.
-pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Result<Written> {
+/// others encoded twice (once to measure, once to write) rather than held in memory. The
+/// board's records must be in the records file `kept.records` names already (see
+/// [`OrderBoard::append_records`]).
+pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let core = postcard::to_stdvec(kept).map_err(std::io::Error::other)?;
     let looks = kept.reader.look_paths().join("\n");
     let sections = [
         Source::of(kept.state.orders_lazy()),
         Source::of(kept.state.talk_lazy()),
         Source::of(kept.state.identity().master_times_lazy()),
-        Source::records(kept.state),
     ];
     let mut head = MAGIC.to_vec();
     head.extend_from_slice(&FORMAT.to_le_bytes());
@@ -408,12 +453,10 @@ pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Resul
     head.extend_from_slice(&(looks.len() as u64).to_le_bytes());
     head.extend_from_slice(looks.as_bytes());
     head.extend_from_slice(&core);
-    let mut measured = Vec::with_capacity(SECTIONS);
     for section in &sections {
         let (len, digest) = section.measure()?;
         head.extend_from_slice(&len.to_le_bytes());
         head.extend_from_slice(&digest);
-        measured.push((len, digest));
     }
     let digest = Sha256::digest(&head);
     head.extend_from_slice(&digest);
@@ -421,44 +464,34 @@ pub fn write(kept: &KeptRef<'_>, out: &mut dyn std::io::Write) -> std::io::Resul
     for section in &sections {
         section.write_to(out)?;
     }
-    let before_records: u64 = measured[..SECTIONS - 1].iter().map(|(len, _)| len).sum();
-    let (len, digest) = measured[SECTIONS - 1];
-    Ok(Written {
-        records: (head.len() as u64 + before_records, len, digest),
-    })
-}
-
-/// Where a written kept state put what a session reads from it later.
-#[derive(Debug, Clone, Copy)]
-pub struct Written {
-    /// The orders' records: offset in the file, length, table digest.
-    records: (u64, u64, [u8; 32]),
-}
-
-impl Written {
-    /// The records section of `file`, the kept state just written as `self` says: what the
-    /// board reads its orders from once it has moved to it.
-    pub(crate) fn records_in(&self, file: File) -> (Arc<KeptFile>, Arc<KeptSection>) {
-        let kept = KeptFile::new(file, Some(self.records));
-        let section = kept.records_section().expect("made with its records");
-        (kept, section)
-    }
+    Ok(())
 }
 
 /// Folds the channel from nothing: what a section that does not read is taken from.
 pub type Rebuild = Box<dyn Fn() -> ChannelState + Send>;
 
-/// The verified-state file a state was loaded from, kept open for its lazy sections.
+/// A file a state was loaded from (the verified state, or its records file), kept open for
+/// what is read from it later.
 pub struct KeptFile {
     file: Mutex<File>,
+    /// How what does not read is taken from the channel; shared by a verified state and its
+    /// records file.
+    recovery: Arc<Recovery>,
+    /// Where the orders' records are (ADR 0010): a section of the records file, never of this
+    /// one (which it would hold and never let go).
+    records: OnceLock<Arc<KeptSection>>,
+    /// For a records file: its tag.
+    tag: Option<u64>,
+}
+
+/// What a section or record that does not read is taken from, and the failures to report.
+#[derive(Default)]
+pub(crate) struct Recovery {
     rebuild: Mutex<Option<Rebuild>>,
     /// The state folded from nothing, once a section did not read.
     rebuilt: Mutex<Option<ChannelState>>,
     /// Sections that did not read, as problems to report.
     failures: Mutex<Vec<String>>,
-    /// Where the orders' records are (ADR 0009): offset, length and table digest. Not a
-    /// section, which would hold this file and never let it go.
-    records: OnceLock<(u64, u64, [u8; 32])>,
 }
 
 impl std::fmt::Debug for KeptFile {
@@ -468,41 +501,34 @@ impl std::fmt::Debug for KeptFile {
 }
 
 impl KeptFile {
-    /// A kept state read through `file`, whose orders' records are at `records` (offset,
-    /// length, table digest) when known.
-    fn new(file: File, records: Option<(u64, u64, [u8; 32])>) -> Arc<Self> {
-        let kept = Self {
+    /// A kept state read through `file`.
+    fn new(file: File) -> Arc<Self> {
+        Arc::new(Self {
             file: Mutex::new(file),
-            rebuild: Mutex::new(None),
-            rebuilt: Mutex::new(None),
-            failures: Mutex::new(Vec::new()),
+            recovery: Arc::default(),
             records: OnceLock::new(),
-        };
-        if let Some(records) = records {
-            let _ = kept.records.set(records);
-        }
-        Arc::new(kept)
+            tag: None,
+        })
     }
 
-    /// The orders' records section of this file, if it has one.
-    fn records_section(self: &Arc<Self>) -> Option<Arc<KeptSection>> {
-        let (offset, len, digest) = *self.records.get()?;
-        Some(Arc::new(KeptSection {
-            file: self.clone(),
-            offset,
-            len,
-            digest,
-        }))
+    /// The orders' records section of this state, if it has one.
+    fn records_section(&self) -> Option<Arc<KeptSection>> {
+        self.records.get().cloned()
+    }
+
+    /// For a records file: its tag.
+    pub(crate) fn tag(&self) -> Option<u64> {
+        self.tag
     }
 
     /// How a section that does not read is rebuilt (the session sets it: it knows the channel).
     pub fn set_rebuild(&self, rebuild: Rebuild) {
-        *lock(&self.rebuild) = Some(rebuild);
+        *lock(&self.recovery.rebuild) = Some(rebuild);
     }
 
     /// Takes the problems of sections that did not read since the last call.
     pub fn take_failures(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.failures))
+        std::mem::take(&mut *lock(&self.recovery.failures))
     }
 }
 
@@ -565,7 +591,7 @@ impl KeptSection {
         &self.file
     }
 
-    /// The orders' records section of the same file, if it has one.
+    /// The orders' records section of the state this section is in, if it has one.
     fn records(&self) -> Option<Arc<KeptSection>> {
         self.file.records_section()
     }
@@ -630,18 +656,6 @@ impl KeptSection {
         }
     }
 
-    /// Streams the section's bytes to `out` as they are (the records section: its records
-    /// are checked one by one when read).
-    fn copy_raw_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut file = lock(&self.file.file);
-        file.seek(SeekFrom::Start(self.offset))?;
-        let copied = std::io::copy(&mut (&mut *file).take(self.len), out)?;
-        if copied != self.len {
-            return Err(std::io::Error::other("the order records were cut short"));
-        }
-        Ok(())
-    }
-
     /// The `len` bytes at `offset` in this section, if they hash to `digest`.
     pub(crate) fn read_at(
         &self,
@@ -676,10 +690,11 @@ impl KeptSection {
         failure: String,
         take: impl FnOnce(&ChannelState) -> R,
     ) -> Option<R> {
-        lock(&self.file.failures).push(failure);
-        let mut rebuilt = lock(&self.file.rebuilt);
+        let recovery = &self.file.recovery;
+        lock(&recovery.failures).push(failure);
+        let mut rebuilt = lock(&recovery.rebuilt);
         if rebuilt.is_none()
-            && let Some(rebuild) = lock(&self.file.rebuild).as_ref()
+            && let Some(rebuild) = lock(&recovery.rebuild).as_ref()
         {
             *rebuilt = Some(rebuild());
         }
@@ -844,7 +859,7 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, b"head:").unwrap();
         std::io::Write::write_all(&mut file, &stored).unwrap();
-        let kept = KeptFile::new(File::open(file.path()).unwrap(), None);
+        let kept = KeptFile::new(File::open(file.path()).unwrap());
         let section = KeptSection {
             file: kept,
             offset: 5,

@@ -610,9 +610,9 @@ struct Frame {
     table: usize,
 }
 
-/// The lazy sections a verified state holds: the order board, talk, the master's times, the
-/// orders' records.
-const KEPT_SECTIONS: usize = 4;
+/// The lazy sections a verified state holds: the order board, talk, the master's times (the
+/// orders' records are in a file of their own, ADR 0010).
+const KEPT_SECTIONS: usize = 3;
 
 fn frame(bytes: &[u8]) -> Frame {
     let header = b"ferry-verified\n".len() + 4;
@@ -835,7 +835,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     // through the file must not be what is compared.
     let session = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert!(!problems.is_empty() && !session.state().problems().is_empty());
-    let kept = Kept {
+    let mut kept = Kept {
         genesis: [7; 32],
         generation: 42,
         reader: reader.state(),
@@ -847,9 +847,12 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
             pins_file: None,
             changed: vec![name("member")],
         }),
+        records: None,
     };
-    let bytes = verified::encode(&kept);
     let path = temp.root().join("roundtrip.bin");
+    verified::keep_records(&mut kept, &path).unwrap();
+    assert!(kept.records.is_some(), "the rich state has orders");
+    let bytes = verified::encode(&kept);
     fs::write(&path, &bytes).unwrap();
     let Loaded::Kept(back) = verified::load(&path).of_genesis(&[7; 32]) else {
         panic!("the state written does not read back");
@@ -901,6 +904,7 @@ fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
         problems,
         dropped_problems: 0,
         pinned: None,
+        records: None,
     };
     let bytes = verified::encode(&kept);
     let path = temp.root().join("roundtrip.bin");
@@ -1705,6 +1709,21 @@ fn flip_kept_bit(
     fs::write(&path, &bytes).unwrap();
 }
 
+/// Flips `bit` of one byte of this machine's records file (ADR 0010), the byte `at` picks in
+/// the range its records take; written in place (the same file, which a session that loaded
+/// it still reads).
+fn flip_record_bit(temp: &TempChannel, bit: u8, at: impl FnOnce(std::ops::Range<usize>) -> usize) {
+    let path = temp
+        .home()
+        .verified_path(temp.project())
+        .with_file_name("records.bin");
+    let mut bytes = fs::read(&path).unwrap();
+    let header = b"ferry-records\n".len() + 8;
+    let at = at(header..bytes.len());
+    bytes[at] ^= bit;
+    fs::write(&path, &bytes).unwrap();
+}
+
 /// Posts `text` to everyone as `session`'s agent.
 fn post_to_all(session: &mut Session, temp: &TempChannel, text: &str) {
     let request = ops::talk::PostRequest {
@@ -1813,14 +1832,14 @@ fn the_last_kept_section_cut_short_refuses_the_whole_file() {
     let (temp, _) = board_with_talk();
     let path = temp.home().verified_path(temp.project());
     let bytes = fs::read(&path).unwrap();
-    let records = section_range(&bytes, 3);
+    let last = section_range(&bytes, KEPT_SECTIONS - 1);
     assert_eq!(
-        records.end,
+        last.end,
         bytes.len(),
-        "the orders' records are the last section"
+        "the master's times are the last section"
     );
-    assert!(!records.is_empty());
-    fs::write(&path, &bytes[..records.end - 1]).unwrap();
+    assert!(!last.is_empty());
+    fs::write(&path, &bytes[..last.end - 1]).unwrap();
     let view = temp.view();
     assert_eq!(
         view.local_problems().len(),
@@ -2051,7 +2070,8 @@ fn a_warm_open_lists_every_order_from_the_briefs_without_reading_a_record() {
 #[test]
 fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported() {
     let (temp, _) = board_with_talk();
-    flip_kept_bit(&temp, 3, 0x01, |section| section.start + section.len() / 2);
+    // In the record appended last, which the board names.
+    flip_record_bit(&temp, 0x01, |records| records.end - 2);
 
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
@@ -2071,17 +2091,28 @@ fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported()
 }
 
 #[test]
-fn an_order_record_changed_under_an_open_session_is_not_copied_into_the_next_state() {
+fn an_order_record_changed_in_its_file_under_an_open_session_is_never_trusted_and_is_rebuilt_where_it_is_read()
+ {
     let (temp, _) = board_with_talk();
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    // A session that reads the board's briefs and no record: its save copies the records.
+    // A session that reads the board's briefs and no record: its save appends no record.
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
     assert_eq!(member.state().orders().resident(), 0);
     // In place, so the session's handle reads the changed bytes.
-    flip_kept_bit(&temp, 3, 0x01, |section| section.start + 1);
+    flip_record_bit(&temp, 0x01, |records| records.end - 2);
     post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
+
+    // The next open that reads it finds it changed: the channel's order instead, reported.
+    let mut next = temp.view();
+    assert_eq!(order_views(&next), order_views(&fresh));
+    next.refresh(temp.now());
+    let local = next.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(local[0].contains("record of order"), "{local:?}");
+    // Written again: the next open reads every record without a problem.
+    next.save().unwrap();
     assert_reads_back_whole(&temp, &fresh);
 }
 

@@ -180,6 +180,14 @@ impl ChannelState {
         self.orders.is_loaded()
     }
 
+    /// Appends to `out` the board's records it does not hold yet (reading the board first).
+    pub(crate) fn append_order_records(
+        &mut self,
+        out: &mut crate::channel::records::Appender,
+    ) -> std::io::Result<()> {
+        self.orders.get_mut().append_records(out)
+    }
+
     /// Points the board at the records section just written, keeping no order whole.
     pub(crate) fn move_orders_to(&mut self, records: Arc<KeptSection>) {
         self.orders.get_mut().move_to(records);

@@ -25,6 +25,7 @@ use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::Level;
 use crate::channel::names::AgentName;
+use crate::channel::records::Appender;
 use crate::channel::verified::KeptSection;
 use crate::time::Timestamp;
 
@@ -575,7 +576,7 @@ impl Brief {
     }
 }
 
-/// Where an order's record is in the kept state's records section: offset, length, SHA-256.
+/// Where an order's record is in the records file (ADR 0010): offset, length, SHA-256.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct RecordAt {
     offset: u64,
@@ -686,15 +687,21 @@ struct KeptBoard {
 }
 
 impl Serialize for OrderBoard {
+    /// The briefs and where each record is: every record must be in the records file
+    /// ([`OrderBoard::append_records`] first).
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let plan = self.record_plan().map_err(serde::ser::Error::custom)?;
+        let orders = self
+            .orders
+            .iter()
+            .map(|(id, slot)| match slot.record {
+                Some(at) => Ok((id, &slot.brief, at)),
+                None => Err(serde::ser::Error::custom(format!(
+                    "order {id} has no record: its records were not appended"
+                ))),
+            })
+            .collect::<Result<Vec<_>, S::Error>>()?;
         KeptBoardRef {
-            orders: self
-                .orders
-                .iter()
-                .zip(plan)
-                .map(|((id, slot), at)| (id, &slot.brief, at))
-                .collect(),
+            orders,
             by_change: &self.by_change,
             index: &self.index,
             waiting: &self.waiting,
@@ -777,61 +784,18 @@ const MAX_PROBLEMS: usize = 500;
 /// At most this many entries wait for an order that is not issued here.
 const MAX_WAITING: usize = 10_000;
 
-/// Records that follow one another in their section, to copy with one read.
-#[derive(Default)]
-struct CopyRun {
-    records: Vec<RecordAt>,
-}
-
-impl CopyRun {
-    /// A run is read whole: at most this many bytes.
-    const MAX: u64 = 1 << 20;
-
-    fn extends(&self, at: RecordAt) -> bool {
-        match (self.records.first(), self.records.last()) {
-            (Some(first), Some(last)) => {
-                last.offset + last.len == at.offset
-                    && at.offset + at.len - first.offset <= Self::MAX
-            }
-            _ => true,
-        }
-    }
-
-    fn push(&mut self, at: RecordAt) {
-        self.records.push(at);
-    }
-
-    fn flush(
-        &mut self,
-        section: Option<&KeptSection>,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
-        let (Some(first), Some(last), Some(section)) =
-            (self.records.first(), self.records.last(), section)
-        else {
-            return Ok(());
-        };
-        let bytes = section
-            .read_span(first.offset, last.offset + last.len - first.offset)
-            .map_err(std::io::Error::other)?;
-        for at in &self.records {
-            let start = usize::try_from(at.offset - first.offset).expect("within the run");
-            let record = &bytes[start..start + usize::try_from(at.len).expect("within the run")];
-            if <[u8; 32]>::from(Sha256::digest(record)) != at.digest {
-                return Err(std::io::Error::other(
-                    "an order record changed in its file; read them again",
-                ));
-            }
-        }
-        out.write_all(&bytes)?;
-        self.records.clear();
-        Ok(())
-    }
-}
-
 /// Bytes of one order's record.
 fn encode_record(order: &Order) -> Vec<u8> {
     postcard::to_stdvec(order).expect("an order always encodes")
+}
+
+/// Appends one record's `bytes` to `out`: where it is now.
+fn append_one(out: &mut Appender, bytes: &[u8]) -> std::io::Result<RecordAt> {
+    Ok(RecordAt {
+        offset: out.append(bytes)?,
+        len: bytes.len() as u64,
+        digest: Sha256::digest(bytes).into(),
+    })
 }
 
 impl OrderBoard {
@@ -894,88 +858,75 @@ impl OrderBoard {
         rebuilt.flatten().unwrap_or_else(|| Order::gone(id, brief))
     }
 
-    /// Where each order's record goes in a records section written now (by id): those in
-    /// memory encoded, the others as their record is.
-    fn record_plan(&self) -> Result<Vec<RecordAt>, String> {
-        let mut offset = 0u64;
-        let mut plan = Vec::with_capacity(self.orders.len());
-        for (id, slot) in &self.orders {
-            let (len, digest) = match (slot.whole.get(), slot.record) {
-                (Some(order), _) => {
+    /// Appends to `out` (the records file a save writes) every record it does not hold yet:
+    /// an order in memory whose encoding is not its record there, and, when the board's
+    /// records are in another file (another tag: compacted, or this is a new file), every
+    /// other record too, copied as it is (checked against its digest; one that does not read
+    /// is taken from the channel). Afterwards every slot names its record in `out`.
+    pub(crate) fn append_records(&mut self, out: &mut Appender) -> std::io::Result<()> {
+        let from = self.records.clone();
+        let same_file = from
+            .as_ref()
+            .is_some_and(|records| records.file().tag() == Some(out.tag()));
+        let mut unread = Vec::new();
+        for (id, slot) in &mut self.orders {
+            let kept_here = slot.record.filter(|_| same_file);
+            let bytes = match (slot.whole.get(), kept_here) {
+                (Some(order), kept) => {
                     let bytes = encode_record(order);
-                    (bytes.len() as u64, Sha256::digest(&bytes).into())
-                }
-                (None, Some(at)) => (at.len, at.digest),
-                (None, None) => {
-                    return Err(format!("order {id} has neither a record nor its whole"));
-                }
-            };
-            plan.push(RecordAt {
-                offset,
-                len,
-                digest,
-            });
-            offset += len;
-        }
-        Ok(plan)
-    }
-
-    /// The records section's length and digest (the SHA-256 of every record's digest, in
-    /// order: records are checked one by one when read, never the section whole).
-    pub(crate) fn measure_records(&self) -> std::io::Result<(u64, [u8; 32])> {
-        let plan = self.record_plan().map_err(std::io::Error::other)?;
-        let mut hasher = Sha256::new();
-        for at in &plan {
-            hasher.update(at.digest);
-        }
-        Ok((plan.iter().map(|at| at.len).sum(), hasher.finalize().into()))
-    }
-
-    /// Writes the records section: each order in memory encoded, each other copied from the
-    /// section it was read from (checked against its digest; one that changed there fails the
-    /// write, and the caller reads every order and writes again).
-    pub(crate) fn write_records(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        // Records not in memory follow one another in their file as they do here (both by
-        // id): copied a run at a time, each checked against its digest.
-        let mut run = CopyRun::default();
-        for (id, slot) in &self.orders {
-            match (slot.whole.get(), slot.record, &self.records) {
-                (Some(order), _, _) => {
-                    run.flush(self.records.as_deref(), out)?;
-                    out.write_all(&encode_record(order))?;
-                }
-                (None, Some(at), Some(_)) => {
-                    if !run.extends(at) {
-                        run.flush(self.records.as_deref(), out)?;
+                    let digest: [u8; 32] = Sha256::digest(&bytes).into();
+                    if kept.is_some_and(|at| at.digest == digest) {
+                        continue;
                     }
-                    run.push(at);
+                    bytes
                 }
-                _ => {
-                    return Err(std::io::Error::other(format!(
-                        "order {id} has neither a record nor its whole"
-                    )));
-                }
-            }
+                (None, Some(_)) => continue,
+                (None, None) => match (&from, slot.record) {
+                    (Some(records), Some(at)) => {
+                        match records.read_at(at.offset, at.len, &at.digest) {
+                            Ok(bytes) => bytes,
+                            Err(_) => {
+                                unread.push(id.clone());
+                                continue;
+                            }
+                        }
+                    }
+                    _ => {
+                        unread.push(id.clone());
+                        continue;
+                    }
+                },
+            };
+            slot.record = Some(append_one(out, &bytes)?);
         }
-        run.flush(self.records.as_deref(), out)
+        for id in unread {
+            let order = {
+                let slot = self.orders.get(&id).expect("listed above");
+                self.read_record(&id, slot)
+            };
+            let bytes = encode_record(&order);
+            let at = append_one(out, &bytes)?;
+            self.orders.get_mut(&id).expect("listed above").record = Some(at);
+        }
+        Ok(())
     }
 
-    /// Reads every order whole (before a write that could not copy their records).
-    pub(crate) fn read_every_record(&self) {
-        for (id, slot) in &self.orders {
-            self.whole(id, slot);
-        }
+    /// The bytes the records this board names take.
+    pub(crate) fn live_record_bytes(&self) -> u64 {
+        self.orders
+            .values()
+            .filter_map(|slot| slot.record)
+            .map(|at| at.len)
+            .sum()
     }
 
-    /// Moves the board to `records`, a records section written from it just now (so each
-    /// order's record is where the plan says), and drops every order whole from memory.
+    /// Moves the board to `records`, the records file a save just appended every record to,
+    /// and drops every order whole from memory.
     pub(crate) fn move_to(&mut self, records: Arc<KeptSection>) {
-        let Ok(plan) = self.record_plan() else {
-            return;
-        };
-        for (slot, at) in self.orders.values_mut().zip(plan) {
-            slot.record = Some(at);
-            slot.whole.take();
+        for slot in self.orders.values_mut() {
+            if slot.record.is_some() {
+                slot.whole.take();
+            }
         }
         self.records = Some(records);
     }
