@@ -2377,3 +2377,139 @@ fn an_open_two_seconds_after_the_folders_last_changed_keeps_their_stamps_once_an
         );
     });
 }
+
+// ---- 9. order records appended to a file of their own (ADR 0010) ----
+
+fn records_path(temp: &TempChannel) -> PathBuf {
+    temp.home()
+        .verified_path(temp.project())
+        .with_file_name("records.bin")
+}
+
+fn records_len(temp: &TempChannel) -> u64 {
+    fs::metadata(records_path(temp)).unwrap().len()
+}
+
+#[test]
+fn a_save_after_a_progress_line_appends_that_order_s_record_and_no_other() {
+    use ferry_mcp_testkit::bulk;
+
+    let bulk = bulk::builder().entries(2_000).build();
+    drop(bulk.warm());
+    let before = records_len(&bulk);
+    let mut view = bulk.view();
+    let orders = list_all(&mut view, bulk.now());
+    assert!(orders > 100, "{orders}");
+    let (order, holder) = view
+        .state()
+        .orders()
+        .iter()
+        .find_map(|order| {
+            use ferry_mcp_core::channel::state::orders::OrderState;
+            let brief = order.brief();
+            let working = matches!(
+                brief.state,
+                OrderState::Claimed | OrderState::InProgress | OrderState::ChangesRequested
+            );
+            Some((
+                order.id().to_string(),
+                brief.holder.clone().filter(|_| working)?,
+            ))
+        })
+        .expect("some order is being worked on");
+    drop(view);
+
+    let mut session = bulk.agent_session(holder.as_str());
+    ops::orders::progress(&mut session, &order, "halfway", bulk.now()).unwrap();
+    session.save().unwrap();
+    let grown = records_len(&bulk) - before;
+    let one = {
+        let view = bulk.view();
+        let order = view
+            .state()
+            .orders()
+            .iter()
+            .find(|o| o.id().to_string() == order)
+            .unwrap();
+        postcard::to_stdvec(order.whole()).unwrap().len() as u64
+    };
+    assert_eq!(
+        grown, one,
+        "the save appended more than the changed order's record"
+    );
+    assert!(grown * 50 < before, "{grown} of {before} bytes");
+    let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
+    assert_reads_back_whole(&bulk, &fresh);
+}
+
+#[test]
+fn a_session_whose_records_file_was_replaced_under_it_writes_every_record_it_names_into_the_new_one()
+ {
+    let (temp, order) = board_with_talk();
+    let fresh_before = open(&other_machine(&temp, "before"), &temp, Actor::Observer);
+    // Loaded, its board read and its records file open: then the file is replaced (as another
+    // process's compaction replaces it).
+    let mut member = temp.agent_session("member");
+    assert_eq!(list_all(&mut member, temp.now()), 2);
+    let old = fs::read(records_path(&temp)).unwrap();
+    fs::remove_file(records_path(&temp)).unwrap();
+    ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
+    member.save().unwrap();
+    assert_ne!(
+        fs::read(records_path(&temp)).unwrap()[..22],
+        old[..22],
+        "a new tag"
+    );
+
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_ne!(order_views(&fresh), order_views(&fresh_before));
+    assert_reads_back_whole(&temp, &fresh);
+}
+
+#[test]
+fn a_records_file_missing_or_of_another_tag_is_reported_and_the_state_rebuilt() {
+    for replace in [false, true] {
+        let (temp, _) = board_with_talk();
+        let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+        let path = records_path(&temp);
+        if replace {
+            // Another records file: the same records under another tag.
+            let mut bytes = fs::read(&path).unwrap();
+            bytes[b"ferry-records\n".len()] ^= 0xff;
+            fs::write(&path, bytes).unwrap();
+        } else {
+            fs::remove_file(&path).unwrap();
+        }
+        let mut view = temp.view();
+        let local = view.local_problems().to_vec();
+        assert_eq!(local.len(), 1, "{local:?}");
+        assert!(local[0].contains("records file"), "{local:?}");
+        assert_eq!(order_views(&view), order_views(&fresh));
+        view.save().unwrap();
+        assert_reads_back_whole(&temp, &fresh);
+    }
+}
+
+#[test]
+fn a_records_file_mostly_dead_is_compacted_by_the_next_save_that_reads_the_board() {
+    let (temp, _) = board_with_talk();
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let live = records_len(&temp);
+    // Bytes no state names (a save that did not finish leaves such): 9 MB of them.
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(records_path(&temp))
+        .unwrap();
+    std::io::Write::write_all(&mut file, &vec![0u8; 9 << 20]).unwrap();
+    drop(file);
+    let old_tag = fs::read(records_path(&temp)).unwrap()[..22].to_vec();
+
+    let mut member = temp.agent_session("member");
+    assert_eq!(list_all(&mut member, temp.now()), 2);
+    post_to_all(&mut member, &temp, "a change to save");
+    member.save().unwrap();
+    let compacted = fs::read(records_path(&temp)).unwrap();
+    assert_ne!(compacted[..22], old_tag[..], "a new file");
+    assert!(compacted.len() as u64 <= live, "{} bytes", compacted.len());
+    assert_reads_back_whole(&temp, &fresh);
+}
