@@ -114,7 +114,9 @@ impl Appender {
     pub(crate) fn new_file(path: &Path) -> io::Result<Self> {
         let tag = new_tag();
         let temp = path.with_file_name(format!(".{FILE}.{tag:016x}.tmp"));
+        // Readable too: the board reads its records through this handle after the save.
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .open(&temp)?;

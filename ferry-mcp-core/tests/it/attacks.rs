@@ -2460,6 +2460,10 @@ fn a_session_whose_records_file_was_replaced_under_it_writes_every_record_it_nam
         old[..22],
         "a new tag"
     );
+    // It reads its records from the new file from then on.
+    ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
+    member.refresh(temp.now());
+    assert_eq!(member.local_problems(), &[] as &[String]);
 
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_ne!(order_views(&fresh), order_views(&fresh_before));
@@ -2492,7 +2496,7 @@ fn a_records_file_missing_or_of_another_tag_is_reported_and_the_state_rebuilt() 
 
 #[test]
 fn a_records_file_mostly_dead_is_compacted_by_the_next_save_that_reads_the_board() {
-    let (temp, _) = board_with_talk();
+    let (temp, order) = board_with_talk();
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let live = records_len(&temp);
     // Bytes no state names (a save that did not finish leaves such): 9 MB of them.
@@ -2511,5 +2515,11 @@ fn a_records_file_mostly_dead_is_compacted_by_the_next_save_that_reads_the_board
     let compacted = fs::read(records_path(&temp)).unwrap();
     assert_ne!(compacted[..22], old_tag[..], "a new file");
     assert!(compacted.len() as u64 <= live, "{} bytes", compacted.len());
+    // The session that compacted reads its records from the new file.
+    let shown = ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
+    assert_eq!(shown.row.id, order);
+    member.refresh(temp.now());
+    assert_eq!(member.local_problems(), &[] as &[String]);
+    assert_eq!(order_views(&member), order_views(&fresh));
     assert_reads_back_whole(&temp, &fresh);
 }
