@@ -110,10 +110,12 @@ impl Appender {
     }
 
     /// A new records file with a new tag, written beside `path` and put in its place by
-    /// [`Appender::finish`].
+    /// [`Appender::finish`]. Called under the records lock: a temporary file of an earlier
+    /// compaction that did not finish (its process died) is removed first.
     pub(crate) fn new_file(path: &Path) -> io::Result<Self> {
+        remove_unfinished(path);
         let tag = new_tag();
-        let temp = path.with_file_name(format!(".{FILE}.{tag:016x}.tmp"));
+        let temp = path.with_file_name(format!("{TEMP_PREFIX}{tag:016x}.tmp"));
         // Readable too: the board reads its records through this handle after the save.
         let file = OpenOptions::new()
             .read(true)
@@ -176,6 +178,26 @@ impl Appender {
     }
 }
 
+/// How a compaction's file is named until it takes the records file's place.
+const TEMP_PREFIX: &str = ".records.bin.";
+
+/// Removes what compactions that did not finish left beside `path`.
+fn remove_unfinished(path: &Path) {
+    let Some(dir) = path.parent() else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(TEMP_PREFIX) && name.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Whether a records file of `len` bytes, of which `live` are records a state names, is worth
 /// writing anew.
 pub(crate) fn worth_compacting(len: u64, live: u64) -> bool {
@@ -229,6 +251,13 @@ mod tests {
         // One dropped before it is finished leaves the old file and no temporary one.
         let unfinished = Appender::new_file(&path).unwrap();
         drop(unfinished);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        // One whose process died leaves its file, which the next compaction removes.
+        let died = Appender::new_file(&path).unwrap();
+        std::mem::forget(died);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+        Appender::new_file(&path).unwrap().finish().unwrap();
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
