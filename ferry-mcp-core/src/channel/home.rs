@@ -3,8 +3,8 @@
 //! `$XDG_STATE_HOME/ferry`, else `~/.local/state/ferry`), the core never reads the
 //! environment.
 //!
-//! Layout (all files written atomically: temp file + fsync + rename + folder fsync; key
-//! files 0600):
+//! Layout (all files written atomically: temp file + fsync + rename + folder fsync, but
+//! `records.bin`, which is appended to; key files 0600):
 //!
 //! ```text
 //! <home>/pause.json                        the machine-wide pause switch, with its reason
@@ -13,6 +13,10 @@
 //! <home>/projects/<project>/keys/<agent>.key      an agent's key (`master` is reserved)
 //! <home>/projects/<project>/pins.json      first-seen roster keys, and the genesis master
 //! <home>/projects/<project>/pins.lock      held while pins are updated
+//! <home>/projects/<project>/verified.bin   what this machine verified and folded (ADR 0004)
+//! <home>/projects/<project>/records.bin    the orders' records it names, appended (ADR 0010)
+//! <home>/projects/<project>/records.lock   held while records are appended and the state
+//!                                          naming them is written
 //! <home>/channels/<project>/              the channel `ferry init` makes when none is named
 //! <runtime>/<project>/<agent>.key          an unlocked copy of a sealed key (see below)
 //! ```
