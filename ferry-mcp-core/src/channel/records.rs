@@ -160,6 +160,13 @@ impl Appender {
     /// may name it.
     pub(crate) fn finish(&mut self) -> io::Result<()> {
         self.out.flush()?;
+        // Only this appender writes while the records lock is held: a file longer than what it
+        // wrote was written by someone else at once, and these records are not where it says.
+        if self.out.get_ref().metadata()?.len() != self.len {
+            return Err(io::Error::other(
+                "the records file grew under this save (another writer without the lock)",
+            ));
+        }
         self.out.get_ref().sync_data()?;
         if let Some((temp, path)) = self.rename_to.take() {
             fs::rename(&temp, &path)?;
@@ -259,6 +266,33 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
         Appender::new_file(&path).unwrap().finish().unwrap();
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_appender_whose_file_grew_under_it_fails_rather_than_name_records_where_they_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        Appender::open(&path).unwrap().finish().unwrap();
+        let mut first = Appender::open(&path).unwrap();
+        let mut second = Appender::open(&path).unwrap();
+        first.append(b"one").unwrap();
+        first.finish().unwrap();
+        second.append(b"two").unwrap();
+        assert!(second.finish().is_err());
+    }
+
+    #[test]
+    fn the_records_lock_is_held_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let verified = dir.path().join("verified.bin");
+        let held = lock(&verified).unwrap();
+        let other = File::options()
+            .write(true)
+            .open(verified.with_file_name(LOCK_FILE))
+            .unwrap();
+        assert!(other.try_lock().is_err(), "a second saver got the lock");
+        drop(held);
+        assert!(other.try_lock().is_ok());
     }
 
     #[test]

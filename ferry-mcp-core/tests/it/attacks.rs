@@ -2523,3 +2523,31 @@ fn a_records_file_mostly_dead_is_compacted_by_the_next_save_that_reads_the_board
     assert_eq!(order_views(&member), order_views(&fresh));
     assert_reads_back_whole(&temp, &fresh);
 }
+
+#[test]
+fn two_sessions_saving_at_once_on_one_machine_leave_every_record_readable() {
+    let (temp, order) = board_with_talk();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for n in 0..12 {
+                let mut member = temp.agent_session("member");
+                let text = format!("step {n}");
+                ops::orders::progress(&mut member, &order, &text, temp.now()).unwrap();
+                member.save().unwrap();
+            }
+        });
+        scope.spawn(|| {
+            for n in 0..12 {
+                let mut orchestrator = temp.agent_session("orchestrator");
+                let title = format!("more {n}");
+                ops::orders::issue(&mut orchestrator, &issue_request(&title), temp.now()).unwrap();
+                // Every record read and written again by this save's board.
+                assert!(list_all(&mut orchestrator, temp.now()) >= 2);
+                orchestrator.save().unwrap();
+            }
+        });
+    });
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(list_all(&mut temp.view(), temp.now()), 2 + 12);
+    assert_reads_back_whole(&temp, &fresh);
+}
