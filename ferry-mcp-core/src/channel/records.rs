@@ -48,6 +48,17 @@ fn read_tag(file: &mut File) -> io::Result<u64> {
     ))
 }
 
+/// Files made here are the owner's alone, like the verified state: records hold the orders'
+/// texts.
+fn private(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options
+}
+
 /// A new tag: random (the time and the process when no random bytes are to be had).
 fn new_tag() -> u64 {
     let mut bytes = [0u8; 8];
@@ -68,11 +79,7 @@ pub(crate) struct Locked {
 /// Takes the records lock beside `verified` (waiting for another saver on this machine).
 pub(crate) fn lock(verified: &Path) -> io::Result<Locked> {
     let path = verified.with_file_name(LOCK_FILE);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)?;
+    let file = private(OpenOptions::new().create(true).truncate(false).write(true)).open(&path)?;
     file.lock()?;
     Ok(Locked { _file: file })
 }
@@ -117,11 +124,8 @@ impl Appender {
         let tag = new_tag();
         let temp = path.with_file_name(format!("{TEMP_PREFIX}{tag:016x}.tmp"));
         // Readable too: the board reads its records through this handle after the save.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
+        let file =
+            private(OpenOptions::new().read(true).write(true).create_new(true)).open(&temp)?;
         let mut out = BufWriter::with_capacity(256 << 10, file);
         out.write_all(MAGIC)?;
         out.write_all(&tag.to_le_bytes())?;
@@ -293,6 +297,17 @@ mod tests {
         assert!(other.try_lock().is_err(), "a second saver got the lock");
         drop(held);
         assert!(other.try_lock().is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_records_file_is_the_owner_s_alone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        Appender::open(&path).unwrap().finish().unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]
