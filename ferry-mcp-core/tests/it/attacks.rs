@@ -1713,13 +1713,9 @@ fn flip_kept_bit(
 /// the range its records take; written in place (the same file, which a session that loaded
 /// it still reads).
 fn flip_record_bit(temp: &TempChannel, bit: u8, at: impl FnOnce(std::ops::Range<usize>) -> usize) {
-    let path = temp
-        .home()
-        .verified_path(temp.project())
-        .with_file_name("records.bin");
+    let path = records_path(temp);
     let mut bytes = fs::read(&path).unwrap();
-    let header = b"ferry-records\n".len() + 8;
-    let at = at(header..bytes.len());
+    let at = at(RECORDS_MAGIC.len() + 8..bytes.len());
     bytes[at] ^= bit;
     fs::write(&path, &bytes).unwrap();
 }
@@ -1814,12 +1810,10 @@ fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
     // The board read is the channel's, never the damaged bytes nor an empty board.
     assert_eq!(order_views(&view), order_views(&fresh));
     assert_eq!(order_views(&fresh).len(), 2);
-    view.refresh(temp.now());
-    let local = view.local_problems().to_vec();
-    assert_eq!(local.len(), 1, "{local:?}");
+    let local = one_local_problem(&mut view, &temp);
     assert!(
-        local[0].contains("order board section does not read"),
-        "{local:?}"
+        local.contains("order board section does not read"),
+        "{local}"
     );
     assert_eq!(order_views(&view), order_views(&fresh));
     // Written whole again: the next open reads it without a problem.
@@ -2080,11 +2074,9 @@ fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported()
     assert_eq!(view.local_problems(), &[] as &[String]);
     // Every order whole: the damaged record is the channel's order, never the changed bytes.
     assert_eq!(order_views(&view), order_views(&fresh));
-    view.refresh(temp.now());
-    let local = view.local_problems().to_vec();
-    assert_eq!(local.len(), 1, "{local:?}");
-    assert!(local[0].contains("record of order"), "{local:?}");
-    assert!(local[0].contains("does not read"), "{local:?}");
+    let local = one_local_problem(&mut view, &temp);
+    assert!(local.contains("record of order"), "{local}");
+    assert!(local.contains("does not read"), "{local}");
     // Written again: the next open reads every record without a problem.
     view.save().unwrap();
     assert_reads_back_whole(&temp, &fresh);
@@ -2107,10 +2099,8 @@ fn an_order_record_changed_in_its_file_under_an_open_session_is_never_trusted_an
     // The next open that reads it finds it changed: the channel's order instead, reported.
     let mut next = temp.view();
     assert_eq!(order_views(&next), order_views(&fresh));
-    next.refresh(temp.now());
-    let local = next.local_problems().to_vec();
-    assert_eq!(local.len(), 1, "{local:?}");
-    assert!(local[0].contains("record of order"), "{local:?}");
+    let local = one_local_problem(&mut next, &temp);
+    assert!(local.contains("record of order"), "{local}");
     // Written again: the next open reads every record without a problem.
     next.save().unwrap();
     assert_reads_back_whole(&temp, &fresh);
@@ -2390,6 +2380,26 @@ fn records_len(temp: &TempChannel) -> u64 {
     fs::metadata(records_path(temp)).unwrap().len()
 }
 
+/// The records file's magic line; its tag follows.
+const RECORDS_MAGIC: &[u8] = b"ferry-records\n";
+
+/// The tag of this machine's records file: a new file has a new one.
+fn records_tag(temp: &TempChannel) -> [u8; 8] {
+    let bytes = fs::read(records_path(temp)).unwrap();
+    assert!(bytes.starts_with(RECORDS_MAGIC));
+    bytes[RECORDS_MAGIC.len()..RECORDS_MAGIC.len() + 8]
+        .try_into()
+        .unwrap()
+}
+
+/// Refreshes `session` and returns the one local problem it then reports.
+fn one_local_problem(session: &mut Session, temp: &TempChannel) -> String {
+    session.refresh(temp.now());
+    let local = session.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    local.into_iter().next().unwrap()
+}
+
 #[test]
 fn a_save_after_a_progress_line_appends_that_order_s_record_and_no_other() {
     use ferry_mcp_testkit::bulk;
@@ -2451,15 +2461,11 @@ fn a_session_whose_records_file_was_replaced_under_it_writes_every_record_it_nam
     // process's compaction replaces it).
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
-    let old = fs::read(records_path(&temp)).unwrap();
+    let old = records_tag(&temp);
     fs::remove_file(records_path(&temp)).unwrap();
     ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
     member.save().unwrap();
-    assert_ne!(
-        fs::read(records_path(&temp)).unwrap()[..22],
-        old[..22],
-        "a new tag"
-    );
+    assert_ne!(records_tag(&temp), old, "a new tag");
     // It reads its records from the new file from then on.
     ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
     member.refresh(temp.now());
@@ -2479,7 +2485,7 @@ fn a_records_file_missing_or_of_another_tag_is_reported_and_the_state_rebuilt() 
         if replace {
             // Another records file: the same records under another tag.
             let mut bytes = fs::read(&path).unwrap();
-            bytes[b"ferry-records\n".len()] ^= 0xff;
+            bytes[RECORDS_MAGIC.len()] ^= 0xff;
             fs::write(&path, bytes).unwrap();
         } else {
             fs::remove_file(&path).unwrap();
@@ -2506,15 +2512,14 @@ fn a_records_file_mostly_dead_is_compacted_by_the_next_save_that_reads_the_board
         .unwrap();
     std::io::Write::write_all(&mut file, &vec![0u8; 9 << 20]).unwrap();
     drop(file);
-    let old_tag = fs::read(records_path(&temp)).unwrap()[..22].to_vec();
+    let old_tag = records_tag(&temp);
 
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
     post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
-    let compacted = fs::read(records_path(&temp)).unwrap();
-    assert_ne!(compacted[..22], old_tag[..], "a new file");
-    assert!(compacted.len() as u64 <= live, "{} bytes", compacted.len());
+    assert_ne!(records_tag(&temp), old_tag, "a new file");
+    assert!(records_len(&temp) <= live, "{} bytes", records_len(&temp));
     // The session that compacted reads its records from the new file.
     let shown = ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
     assert_eq!(shown.row.id, order);
@@ -2550,4 +2555,24 @@ fn two_sessions_saving_at_once_on_one_machine_leave_every_record_readable() {
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(list_all(&mut temp.view(), temp.now()), 2 + 12);
     assert_reads_back_whole(&temp, &fresh);
+}
+
+#[test]
+fn a_folder_of_five_thousand_junk_files_listed_again_after_one_more_reports_only_that_one() {
+    let temp = member_fang();
+    let fang_dir = agent_log(&temp, "fang").parent().unwrap().to_owned();
+    for i in 0..5_000 {
+        fs::write(fang_dir.join(format!("junk-{i:05}.txt")), b"x").unwrap();
+    }
+    let mut first = temp.view();
+    first.save().unwrap();
+    let (kept, dropped) = first.integrity_problems();
+    assert_eq!((kept.len(), dropped), (1_000, 4_000));
+    drop(first);
+
+    fs::write(fang_dir.join("one-more.txt"), b"x").unwrap();
+    let mut again = temp.view();
+    assert_eq!(again.integrity_problems().1, 4_001);
+    again.save().unwrap();
+    assert_eq!(temp.view().integrity_problems().1, 4_001);
 }

@@ -95,7 +95,7 @@ impl fmt::Display for ProblemKind {
 }
 
 /// One skipped line or file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct IntegrityProblem {
     /// Relative to the channel folder.
     pub path: PathBuf,

@@ -181,10 +181,11 @@ impl Folders {
                 before: None,
             })),
             (_, kept) => {
-                self.settled |= kept
-                    .as_ref()
-                    .is_some_and(|(kept, _)| *kept == FileStamp::NONE)
-                    && stamp.is_some_and(|stamp| stamp.settled(folder.looked_from()));
+                self.settled |= settles(
+                    kept.as_ref().map(|(kept, _)| kept),
+                    stamp,
+                    folder.looked_from(),
+                );
                 let names = entries(&folder.join(Path::new(LOGS_DIR)))?;
                 let before = kept.map(|(_, names)| names).unwrap_or_default();
                 Ok(Some(LogsEntries {
@@ -274,18 +275,10 @@ pub(super) fn list(
     let top_reported = match (top, folders.top.take()) {
         (Some(stamp), Some((kept, reported))) if kept == stamp => reported,
         (_, kept) => {
-            folders.settled |= kept
-                .as_ref()
-                .is_some_and(|(kept, _)| *kept == FileStamp::NONE)
-                && top.is_some_and(|stamp| stamp.settled(looked_from));
+            folders.settled |= settles(kept.as_ref().map(|(kept, _)| kept), top, looked_from);
             let (found, logs_linked) = list_top(dir);
             let before = kept.map(|(_, reported)| reported).unwrap_or_default();
-            listing.skipped.extend(
-                found
-                    .iter()
-                    .filter(|problem| !before.contains(problem))
-                    .cloned(),
-            );
+            report_new(&mut listing, &found, &before);
             if logs_linked {
                 // Listed again every time: nothing under it is read.
                 return listing;
@@ -360,12 +353,10 @@ pub(super) fn list(
             (Some(stamp), Some((_, (kept, listed)))) if kept == stamp => listed,
             (_, kept) => {
                 let kept = kept.map(|(_, kept)| kept);
-                folders.settled |= kept
-                    .as_ref()
-                    .is_some_and(|(kept, _)| *kept == FileStamp::NONE)
-                    && stamp.is_some_and(|stamp| stamp.settled(looked_from));
+                folders.settled |= settles(kept.as_ref().map(|(kept, _)| kept), stamp, looked_from);
                 let listed = list_author(folder, &rel_author, key_of);
-                report_new(&mut listing, &listed, kept.as_ref().map(|(_, kept)| kept));
+                let before = kept.as_ref().map_or(&[][..], |(_, kept)| &kept.skipped[..]);
+                report_new(&mut listing, &listed.skipped, before);
                 listed
             }
         };
@@ -403,15 +394,26 @@ fn list_top(dir: &Path) -> (Vec<IntegrityProblem>, bool) {
     (found, false)
 }
 
-/// Reports what an author's folder listed again holds that its listing `before` did not.
-fn report_new(listing: &mut Listing, listed: &AuthorFolder, before: Option<&AuthorFolder>) {
+/// Reports what a folder listed again holds (`found`) that its last listing (`before`) did
+/// not. Looked up by hash: a folder may hold as many files as anyone cares to write.
+fn report_new(listing: &mut Listing, found: &[IntegrityProblem], before: &[IntegrityProblem]) {
+    let before: std::collections::HashSet<&IntegrityProblem> = before.iter().collect();
     listing.skipped.extend(
-        listed
-            .skipped
+        found
             .iter()
-            .filter(|problem| before.is_none_or(|before| !before.skipped.contains(problem)))
+            .filter(|problem| !before.contains(problem))
             .cloned(),
     );
+}
+
+/// Whether a look that stamps a folder `now`, which the last look kept unstamped (`kept`
+/// is [`FileStamp::NONE`]: it had just changed), can keep its stamp this time.
+fn settles(
+    kept: Option<&FileStamp>,
+    now: Option<FileStamp>,
+    looked_from: std::time::SystemTime,
+) -> bool {
+    kept == Some(&FileStamp::NONE) && now.is_some_and(|stamp| stamp.settled(looked_from))
 }
 
 /// Lists again only the author folders in `authors` (a watch said their files changed; the
@@ -442,16 +444,12 @@ pub(super) fn relist(
             kept_stamp(stamp, folder.looked_from())
         });
         let author_folder = list_author(folder, &rel_author, key_of);
-        let before = folders.authors.insert(author, (stamp, author_folder));
-        let (_, (_, listed)) = folders
+        let before = folders
             .authors
-            .get_key_value(author_name.as_str())
-            .expect("inserted just above");
-        report_new(
-            &mut listing,
-            listed,
-            before.as_ref().map(|(_, before)| before),
-        );
+            .get(author_name.as_str())
+            .map_or(&[][..], |(_, before)| &before.skipped[..]);
+        report_new(&mut listing, &author_folder.skipped, before);
+        folders.authors.insert(author, (stamp, author_folder));
     }
     listing
 }
