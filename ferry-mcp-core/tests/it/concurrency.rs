@@ -17,7 +17,8 @@ const TAG_VAR: &str = "FERRY_TEST_APPENDER_TAG";
 const COUNT_VAR: &str = "FERRY_TEST_APPENDER_COUNT";
 const GO_FILE: &str = "go";
 
-/// Appends notes as alice once the parent creates the `go` file next to the channel.
+/// Says it is ready (a `ready-<tag>` file), then appends notes as alice once the parent creates
+/// the `go` file next to the channel.
 /// Ignored in normal runs; does nothing unless the parent test set its variables.
 #[test]
 #[ignore = "child process of two_processes_of_one_agent_append_one_intact_chain"]
@@ -33,6 +34,7 @@ fn appender_child() {
     let count: u64 = count.parse().unwrap();
     let channel = Channel::open(&dir.join("channel")).unwrap();
     let mut writer = channel.writer(&name("alice"), &key(1)).unwrap();
+    std::fs::write(dir.join(format!("ready-{tag}")), b"").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !dir.join(GO_FILE).exists() {
         assert!(Instant::now() < deadline, "the parent never said go");
@@ -69,6 +71,16 @@ fn two_processes_of_one_agent_append_one_intact_chain() {
         spawn_appender(dir.path(), "a", 1000),
         spawn_appender(dir.path(), "b", 1000),
     ];
+    // Go only once both are waiting for it: a process that starts late would otherwise find
+    // the other one done, and the writers would never overlap.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !["a", "b"]
+        .iter()
+        .all(|tag| dir.path().join(format!("ready-{tag}")).exists())
+    {
+        assert!(Instant::now() < deadline, "a child never got ready");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     std::fs::write(dir.path().join(GO_FILE), b"").unwrap();
     for mut child in children {
         assert!(child.wait().unwrap().success(), "a child process failed");
