@@ -3,8 +3,8 @@
 //! `$XDG_STATE_HOME/ferry`, else `~/.local/state/ferry`), the core never reads the
 //! environment.
 //!
-//! Layout (all files written atomically: temp file + fsync + rename + folder fsync, but
-//! `records.bin`, which is appended to; key files 0600):
+//! Layout (all files written atomically: temp file + fsync + rename + folder fsync, but the
+//! kept state, a SQLite database that commits its own way; key files 0600):
 //!
 //! ```text
 //! <home>/pause.json                        the machine-wide pause switch, with its reason
@@ -13,10 +13,9 @@
 //! <home>/projects/<project>/keys/<agent>.key      an agent's key (`master` is reserved)
 //! <home>/projects/<project>/pins.json      first-seen roster keys, and the genesis master
 //! <home>/projects/<project>/pins.lock      held while pins are updated
-//! <home>/projects/<project>/verified.bin   what this machine verified and folded (ADR 0004)
-//! <home>/projects/<project>/records.bin    the orders' records it names, appended (ADR 0010)
-//! <home>/projects/<project>/records.lock   held while records are appended and the state
-//!                                          naming them is written
+//! <home>/projects/<project>/kept.db        what this machine verified and folded, and the
+//!                                          orders' records (ADR 0004, 0011; SQLite, with
+//!                                          its `kept.db-wal` and `kept.db-shm` beside it)
 //! <home>/channels/<project>/              the channel `ferry init` makes when none is named
 //! <runtime>/<project>/<agent>.key          an unlocked copy of a sealed key (see below)
 //! ```
@@ -75,6 +74,9 @@ pub enum HomeError {
     #[error(transparent)]
     Seal(#[from] SealError),
 }
+
+/// The kept state's database, in a project's folder.
+pub const KEPT_FILE: &str = "kept.db";
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> HomeError + '_ {
     move |cause| HomeError::Io {
@@ -536,24 +538,9 @@ impl Home {
         })))
     }
 
-    /// Where the machine's verified state of `project` is kept (ADR 0004).
+    /// Where the machine's kept state of `project` is (ADR 0004, 0011): a SQLite database.
     pub fn verified_path(&self, project: &ProjectId) -> PathBuf {
-        self.project_dir(project).join("verified.bin")
-    }
-
-    /// Writes the verified state of `project` (atomically; 0600).
-    pub fn write_verified(&self, project: &ProjectId, bytes: &[u8]) -> Result<(), HomeError> {
-        atomic::write(&self.verified_path(project), bytes)
-    }
-
-    /// Replaces this machine's verified state of `project` with what `fill` writes, streamed
-    /// (the file can be large); a `fill` that fails leaves the old one.
-    pub fn write_verified_with(
-        &self,
-        project: &ProjectId,
-        fill: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
-    ) -> Result<std::fs::File, HomeError> {
-        atomic::write_with(&self.verified_path(project), fill)
+        self.project_dir(project).join(KEPT_FILE)
     }
 
     // ---- pins ----

@@ -41,7 +41,7 @@ use super::entry::{self, EntryHash, VerifiedEntry};
 use super::keys::{PublicKey, SecretKey, Signature};
 use super::levels::Level;
 use super::names::{AgentName, ProjectId};
-use super::verified::{KeptSection, Lazy};
+use super::state::lazy::{self, Lazy};
 use crate::time::Timestamp;
 
 /// Entry kinds that this fold interprets.
@@ -309,9 +309,13 @@ struct Era {
 /// `(seq, time)` of every master entry folded, by era, each in seq order: the master's own
 /// times bound everyone's backdating (ADR 0005). It grows with the master's history, and only
 /// judging a new entry reads it, so the verified state keeps it in a section of its own
-/// (`verified::Lazy`): an open that finds nothing new never decodes it.
+/// ([`Lazy`]): an open that finds nothing new never decodes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MasterTimes(Vec<EraTimes>);
+
+impl lazy::Section for MasterTimes {
+    const NAME: &'static str = "master times";
+}
 
 /// One era's times, kept as deltas (see [`delta_times`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -510,9 +514,14 @@ impl Identity {
         &self.times
     }
 
-    /// Points the master's times at the section of the verified state they were kept in.
-    pub(crate) fn attach_kept_times(&mut self, times: std::sync::Arc<KeptSection>) {
+    /// Points the master's times at the bytes they were kept in.
+    pub(crate) fn attach_kept_times(&mut self, times: std::sync::Arc<[u8]>) {
         self.times = Lazy::kept(times);
+    }
+
+    /// The master's times count as kept (a save wrote them).
+    pub(crate) fn master_times_kept(&mut self) {
+        self.times.mark_kept();
     }
 
     /// Bumped whenever who holds a name may have changed.

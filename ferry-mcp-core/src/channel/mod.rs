@@ -7,15 +7,14 @@
 pub mod entry;
 pub mod home;
 pub mod identity;
+pub mod kept;
 pub mod keys;
 pub mod levels;
 pub mod names;
 pub mod ops;
 pub mod reader;
-pub(crate) mod records;
 pub mod secret;
 pub mod session;
 pub mod stamp;
 pub mod state;
 pub mod store;
-pub mod verified;

@@ -11,7 +11,6 @@
 //! [`Session::save`] when something changed.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -24,11 +23,10 @@ use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
 use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
-use super::records;
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
-use super::verified::{self, Kept, KeptFile, KeptRef, Loaded, Pinned};
+use super::kept::{Kept, KeptRef, Loaded, Pinned, Store};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 use crate::tool::{ChannelAccess, Unavailable};
@@ -81,17 +79,12 @@ pub struct Session {
     pinned: Option<Pinned>,
     /// This machine's name, as the binary found it (for `ferry_join`).
     machine: String,
-    /// The verified-state file the lazy folds are still read from.
-    kept_file: Option<Arc<KeptFile>>,
-    /// The kept state this session last wrote, once the board moved to its records.
-    records_file: Option<Arc<KeptFile>>,
+    /// The machine's kept state of this project (none when its path was refused).
+    store: Option<Store>,
     /// When a watched session last looked at every log (see [`Session::watch_channel`]).
     looked_everywhere: Option<Timestamp>,
-    /// How many bytes this session's last save wrote (the state, and the records it
-    /// appended).
+    /// How many bytes this session's last save wrote (the rows that changed).
     written_len: Option<u64>,
-    /// The tag of the records file the kept board's records are in (ADR 0010).
-    kept_records: Option<u64>,
     /// Opened for one operation: its first refresh is the open's own look.
     looked_for_operation: bool,
 }
@@ -149,14 +142,20 @@ impl Session {
         now: Timestamp,
     ) -> Result<Self, OpsError> {
         let channel_dir = home.channel_dir(project)?;
-        let verified_path = home.verified_path(project);
+        let mut local_problems = Vec::new();
+        let mut store = match Store::open(&home.verified_path(project)) {
+            Ok((store, rebuilt)) => {
+                local_problems.extend(rebuilt.map(|why| why.to_string()));
+                Some(store)
+            }
+            Err(why) => {
+                local_problems.push(why.to_string());
+                None
+            }
+        };
         // What the first poll will stat, stat'ed on another core while the kept state is read.
-        let looks = verified::Looks::open(&verified_path);
-        let ahead = Prelook::start(
-            &channel_dir,
-            looks.as_ref().map_or(0, verified::Looks::len),
-            move || looks.map(verified::Looks::read).unwrap_or_default(),
-        );
+        let looks = store.as_ref().map(Store::looks).unwrap_or_default();
+        let ahead = Prelook::start(&channel_dir, looks.len() as u64, move || looks);
         let channel = Channel::open(&channel_dir)?;
         if channel.project() != project {
             return Err(OpsError::WrongProject {
@@ -165,7 +164,6 @@ impl Session {
             });
         }
         let genesis = channel.genesis_digest();
-        let mut local_problems = Vec::new();
         let fresh = |local_problems: &mut Vec<String>| Kept {
             genesis,
             generation: new_generation(local_problems),
@@ -174,9 +172,11 @@ impl Session {
             problems: Vec::new(),
             dropped_problems: 0,
             pinned: None,
-            records: None,
         };
-        let kept = match verified::load(&verified_path).of_genesis(&genesis) {
+        let loaded = store
+            .as_mut()
+            .map_or(Loaded::Missing, |store| store.load(&genesis));
+        let kept = match loaded {
             Loaded::Kept(kept) => *kept,
             Loaded::Missing => fresh(&mut local_problems),
             Loaded::Rejected(why) => {
@@ -203,24 +203,21 @@ impl Session {
             pin_changed: Vec::new(),
             pinned: kept.pinned,
             machine: "this-machine".to_owned(),
-            kept_file: None,
-            records_file: None,
+            store,
             looked_everywhere: None,
             written_len: None,
-            kept_records: kept.records,
             looked_for_operation: false,
         };
-        if let Some(file) = session.state.kept_file() {
+        if let Some(store) = &session.store {
             let (dir, project) = (channel_dir.clone(), project.clone());
             let master = *session.channel.genesis_master();
-            file.set_rebuild(Box::new(move || {
+            store.set_rebuild(Box::new(move || {
                 let mut state = ChannelState::new(project.clone(), master);
                 if let Ok(channel) = Channel::open(&dir) {
                     fold_new(&mut channel.reader(), &mut state, now);
                 }
                 state
             }));
-            session.kept_file = Some(file);
         }
         session.refresh(now);
         session.pin(home)?;
@@ -394,20 +391,18 @@ impl Session {
     /// A section of the verified state that did not read was taken from the channel folded
     /// from nothing: reported, and everything folded again here so the state is one whole.
     fn take_kept_failures(&mut self, now: Timestamp) {
-        let failures: Vec<String> = self
-            .kept_file
+        let mut failures: Vec<String> = self
+            .store
             .iter()
-            .chain(&self.records_file)
-            .flat_map(|file| file.take_failures())
+            .flat_map(Store::take_failures)
             .collect();
+        failures.extend(self.state.kept_failures());
         if failures.is_empty() {
             return;
         }
         self.local_problems.extend(failures);
         refold_all(&mut self.reader, &mut self.state, now);
         self.pinned = None;
-        self.kept_file = None;
-        self.records_file = None;
         self.dirty = true;
     }
 
@@ -428,92 +423,35 @@ impl Session {
         }
     }
 
-    /// Writes the verified state to the state folder if it changed. Failing costs only time
-    /// on the next open, so the caller may report it and go on.
-    ///
-    /// Under the records lock: the records that changed are appended to the records file (all
-    /// of them into a new one when that is worth it, or when the board's records are in
-    /// another file) and synced, then the state naming them is written (ADR 0010).
+    /// Writes the kept state to the state folder if it changed: one transaction of the rows
+    /// that changed (ADR 0011), after which the board keeps no order whole. Failing costs only
+    /// time on the next open, so the caller may report it and go on. A kept state whose path
+    /// was refused at open (reported then) is not written.
     pub fn save(&mut self) -> Result<(), OpsError> {
         if !self.dirty {
             return Ok(());
         }
-        let verified_path = self.home.verified_path(&self.project);
-        let records_path = records::path_beside(&verified_path);
-        let io = |cause| HomeError::Io {
-            path: records_path.clone(),
-            cause,
+        let Some(store) = &mut self.store else {
+            return Ok(());
         };
-        let _locked = records::lock(&verified_path).map_err(io)?;
-        // A board with no order has no records, and a board never read whose records are in
-        // the records file as it is appends nothing.
-        let has_records = if self.state.orders_loaded() {
-            !self.state.orders().is_empty()
-        } else {
-            self.kept_records.is_some()
-        };
-        let mut records = None;
-        if has_records {
-            let mut out = records::Appender::open(&records_path).map_err(io)?;
-            let in_place = !self.state.orders_loaded() && self.kept_records == Some(out.tag());
-            if !in_place {
-                if records::worth_compacting(out.len(), self.state.orders().live_record_bytes()) {
-                    out = records::Appender::new_file(&records_path).map_err(io)?;
-                }
-                self.state.append_order_records(&mut out).map_err(io)?;
-                out.finish().map_err(io)?;
-            }
-            records = Some(out);
-        }
-        let tag = records.as_ref().map(records::Appender::tag);
-        let file = match self.write_state(tag) {
-            Ok(file) => file,
-            Err(_) => {
-                // A section that changed in its file since it was loaded: read now (it is
-                // rebuilt from the channel if it does not read), then written from memory.
-                self.state.talk();
-                self.state.identity().master_times();
-                self.state.orders();
-                if let Some(out) = &mut records {
-                    self.state.append_order_records(out).map_err(io)?;
-                    out.finish().map_err(io)?;
-                }
-                self.write_state(tag)?
-            }
-        };
-        self.dirty = false;
-        self.kept_records = tag;
-        let appended = records.as_ref().map_or(0, records::Appender::written);
-        self.written_len = file.metadata().ok().map(|meta| meta.len() + appended);
-        // The board moves to the records file just appended to and keeps no order whole:
-        // memory holds the briefs again, whatever was read or changed since the open.
-        if let Some(out) = &records
-            && self.state.orders_loaded()
-        {
-            let reader = out.reader().map_err(io)?;
-            let (kept, section) = verified::records_written(reader, out.tag(), out.len());
-            self.state.move_orders_to(section);
-            self.records_file = Some(kept);
-        }
-        Ok(())
-    }
-
-    /// Writes the verified state, naming the records file of `tag` (which holds every record
-    /// the board names; none when it names no record).
-    fn write_state(&self, tag: Option<u64>) -> Result<std::fs::File, HomeError> {
         let reader = self.reader.state();
         let kept = KeptRef {
             genesis: &self.genesis,
             generation: self.generation,
             reader: &reader,
-            state: &self.state,
             problems: &self.problems,
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
-            records: tag,
         };
-        let mut fill = |out: &mut dyn std::io::Write| verified::write(&kept, out);
-        self.home.write_verified_with(&self.project, &mut fill)
+        let written = store
+            .save(&kept, &mut self.state)
+            .map_err(|why| HomeError::Io {
+                path: self.home.verified_path(&self.project),
+                cause: std::io::Error::other(why),
+            })?;
+        self.dirty = false;
+        self.written_len = Some(written);
+        Ok(())
     }
 
     /// The key of the acting agent on this machine.

@@ -569,11 +569,11 @@ fn a_new_master_s_entries_read_with_the_handover_are_folded_once() {
     assert_eq!(kept.state().counter(), everything.state().counter());
 }
 
-// ---- 3. the verified state file ----
+// ---- 3. the kept state (a SQLite database, ADR 0011) ----
 
 /// A channel of project demo in another folder (another genesis), with the same master and
-/// agent keys as `temp`, where fang is an orchestrator; returns the bytes of the verified
-/// state a machine keeps for it.
+/// agent keys as `temp`, where fang is an orchestrator; returns the bytes of the kept state
+/// a machine keeps for it (its database, whole once its session is gone).
 fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
     let dir = temp.root().join("foreign-channel");
     let master = master_key(temp.home(), temp);
@@ -600,58 +600,61 @@ fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
     let mut session = open(&home, temp, Actor::Observer);
     assert_eq!(level_of(&session, temp, "fang"), Level::Orchestrator);
     session.save().unwrap();
+    drop(session);
     fs::read(home.verified_path(temp.project())).unwrap()
 }
 
-/// Where the parts of a verified-state file are (see `verified.rs` for the layout): the core,
-/// and the section table after it.
-struct Frame {
-    core: std::ops::Range<usize>,
-    table: usize,
+/// Runs `sql` on the kept state at `path`, as another program of this machine could.
+fn tamper(path: &Path, sql: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(sql).unwrap();
 }
 
-/// The lazy sections a verified state holds: the order board, talk, the master's times (the
-/// orders' records are in a file of their own, ADR 0010).
-const KEPT_SECTIONS: usize = 3;
-
-fn frame(bytes: &[u8]) -> Frame {
-    let header = b"ferry-verified\n".len() + 4;
-    let field = |at: usize| {
-        usize::try_from(u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())).unwrap()
-    };
-    let (core_len, looks_len) = (field(header), field(header + 8));
-    let core = header + 16 + looks_len;
-    Frame {
-        core: core..core + core_len,
-        table: core + core_len,
-    }
+/// Changes one row of the kept state at `path` through `change` (the row `select` picks:
+/// its rowid and the blob it holds), written back by `update` (`?1` the blob, `?2` the rowid).
+fn change_row(path: &Path, select: &str, update: &str, change: impl FnOnce(&mut Vec<u8>)) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let (rowid, mut bytes): (i64, Vec<u8>) = conn
+        .query_row(select, [], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap();
+    change(&mut bytes);
+    conn.execute(update, rusqlite::params![bytes, rowid])
+        .unwrap();
 }
 
-/// Seals an edited verified-state file again: the checksum after the header, the looks, the
-/// core and the section table.
-fn fix_checksum(bytes: &mut [u8]) {
-    use sha2::Digest as _;
-    let covered = frame(bytes).table + KEPT_SECTIONS * (8 + 32);
-    let digest = sha2::Sha256::digest(&bytes[..covered]);
-    bytes[covered..covered + 32].copy_from_slice(&digest);
+/// Flips `bit` of one byte of the section row `name` (`core`, `board`, `talk`,
+/// `master_times`) of the kept state at `path`, the byte `at` picks in its length; its digest
+/// is left as it was.
+fn flip_section_bit(path: &Path, name: &str, bit: u8, at: impl FnOnce(usize) -> usize) {
+    change_row(
+        path,
+        &format!("SELECT rowid, value FROM sections WHERE name = '{name}'"),
+        "UPDATE sections SET value = ?1 WHERE rowid = ?2",
+        |bytes| {
+            let at = at(bytes.len());
+            bytes[at] ^= bit;
+        },
+    );
 }
 
-/// The foreign state with this channel's genesis digest written in: a forgery whose frame
-/// is valid.
+/// The foreign state with this channel's genesis digest written in: a forgery whose rows
+/// all match their digests.
 fn forged_verified_state(temp: &TempChannel) -> Vec<u8> {
-    use ferry_mcp_core::channel::verified::{self, Loaded};
     let bytes = foreign_verified_state(temp);
-    let path = temp.root().join("forged.bin");
+    let path = temp.root().join("forged.db");
     fs::write(&path, &bytes).unwrap();
-    let foreign = Channel::open(&temp.root().join("foreign-channel")).unwrap();
-    let Loaded::Kept(mut kept) = verified::load(&path).of_genesis(&foreign.genesis_digest()) else {
-        panic!("the foreign state loads for its own channel");
-    };
-    kept.genesis = Channel::open(temp.channel_dir()).unwrap().genesis_digest();
-    verified::encode(&kept)
+    let genesis = Channel::open(temp.channel_dir()).unwrap().genesis_digest();
+    tamper(
+        &path,
+        &format!(
+            "UPDATE meta SET value = X'{}' WHERE name = 'genesis'",
+            hex::encode(genesis)
+        ),
+    );
+    fs::read(&path).unwrap()
 }
 
-/// `temp` with fang a member, its verified state replaced by `bytes`: fang's level and the
+/// `temp` with fang a member, its kept state replaced by `bytes`: fang's level and the
 /// local problems a new session reports.
 fn open_with_verified_state(temp: &TempChannel, bytes: &[u8]) -> (Level, Vec<String>) {
     fs::write(temp.home().verified_path(temp.project()), bytes).unwrap();
@@ -672,7 +675,7 @@ fn member_fang() -> TempChannel {
 #[test]
 fn a_forged_verified_state_with_a_valid_frame_is_trusted_which_is_why_the_frame_is_checked() {
     // The state folder is this machine's own: what it holds is trusted, so every test below
-    // shows that only the frame (checksum, genesis, format) keeps these bytes out.
+    // shows that only the frame (digests, genesis, format) keeps these bytes out.
     let temp = member_fang();
     let forged = forged_verified_state(&temp);
     let (level, local) = open_with_verified_state(&temp, &forged);
@@ -682,15 +685,16 @@ fn a_forged_verified_state_with_a_valid_frame_is_trusted_which_is_why_the_frame_
 #[test]
 fn a_corrupt_verified_state_is_reported_and_rebuilt_never_trusted() {
     let temp = member_fang();
-    let mut forged = forged_verified_state(&temp);
-    // One bit of the state's tag (the varint after the 32-byte genesis digest, at the start
-    // of the core): the rest still decodes, so only the checksum tells the change.
-    let tag = frame(&forged).core.start + 32;
-    forged[tag] ^= 0x01;
-    let (level, local) = open_with_verified_state(&temp, &forged);
+    let forged = forged_verified_state(&temp);
+    let path = temp.root().join("corrupt.db");
+    fs::write(&path, &forged).unwrap();
+    // One bit of the core row (its last byte: the rest still decodes), its digest left as it
+    // was: only the digest tells the change.
+    flip_section_bit(&path, "core", 0x01, |len| len - 1);
+    let (level, local) = open_with_verified_state(&temp, &fs::read(&path).unwrap());
     assert_eq!(level, Level::Member);
     assert_eq!(local.len(), 1, "{local:?}");
-    assert!(local[0].contains("checksum"), "{local:?}");
+    assert!(local[0].contains("digest"), "{local:?}");
     // Rebuilt: the next session loads what this one saved, without a problem.
     ops::status(temp.home(), temp.project(), temp.now()).unwrap();
     assert_eq!(temp.view().local_problems(), &[] as &[String]);
@@ -710,13 +714,18 @@ fn a_foreign_verified_state_is_reported_and_rebuilt_never_trusted() {
 #[test]
 fn a_stale_verified_state_is_reported_and_rebuilt_never_trusted() {
     let temp = member_fang();
-    let mut forged = forged_verified_state(&temp);
-    let magic = b"ferry-verified\n".len();
-    assert!(forged.starts_with(b"ferry-verified\n"));
-    let format = u32::from_le_bytes(forged[magic..magic + 4].try_into().unwrap());
-    forged[magic..magic + 4].copy_from_slice(&(format + 1).to_le_bytes());
-    fix_checksum(&mut forged);
-    let (level, local) = open_with_verified_state(&temp, &forged);
+    let forged = forged_verified_state(&temp);
+    let path = temp.root().join("stale.db");
+    fs::write(&path, &forged).unwrap();
+    let format = ferry_mcp_core::channel::kept::FORMAT;
+    tamper(
+        &path,
+        &format!(
+            "UPDATE meta SET value = X'{}' WHERE name = 'format'",
+            hex::encode((format + 1).to_le_bytes())
+        ),
+    );
+    let (level, local) = open_with_verified_state(&temp, &fs::read(&path).unwrap());
     assert_eq!(level, Level::Member);
     assert_eq!(local.len(), 1, "{local:?}");
     assert!(
@@ -729,7 +738,8 @@ fn a_stale_verified_state_is_reported_and_rebuilt_never_trusted() {
 fn a_verified_state_cut_short_or_emptied_is_reported_and_rebuilt() {
     let temp = member_fang();
     let forged = forged_verified_state(&temp);
-    for bytes in [&forged[..forged.len() / 2], &forged[..10], &[][..]] {
+    // Every page past the first gone, the header alone, nothing.
+    for bytes in [&forged[..4096], &forged[..10], &[][..]] {
         let (level, local) = open_with_verified_state(&temp, bytes);
         assert_eq!(level, Level::Member);
         assert_eq!(local.len(), 1, "{local:?}");
@@ -765,7 +775,7 @@ fn deleting_the_verified_state_costs_only_time() {
 
 #[test]
 fn a_rich_verified_state_reads_back_as_it_was_written() {
-    use ferry_mcp_core::channel::verified::{self, Kept, Loaded};
+    use ferry_mcp_core::channel::kept::{self, Kept, Loaded, Store};
     // Everything the state can hold: grants with scopes and expiry, a handover, a void
     // grant, orders at every step, hand-ins, blobs, fold and integrity problems.
     let temp = TempChannel::with_each_level();
@@ -842,19 +852,17 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
         state: session.state().clone(),
         problems,
         dropped_problems: 3,
-        pinned: Some(ferry_mcp_core::channel::verified::Pinned {
+        pinned: Some(kept::Pinned {
             seat_epoch: 9,
             pins_file: None,
             changed: vec![name("member")],
         }),
-        records: None,
     };
-    let path = temp.root().join("roundtrip.bin");
-    verified::keep_records(&mut kept, &path).unwrap();
-    assert!(kept.records.is_some(), "the rich state has orders");
-    let bytes = verified::encode(&kept);
-    fs::write(&path, &bytes).unwrap();
-    let Loaded::Kept(back) = verified::load(&path).of_genesis(&[7; 32]) else {
+    assert!(!kept.state.orders().is_empty(), "the rich state has orders");
+    let path = temp.root().join("roundtrip.db");
+    Store::open(&path).unwrap().0.write(&mut kept).unwrap();
+    let bytes = kept::encode(&kept).unwrap();
+    let Loaded::Kept(back) = Store::open(&path).unwrap().0.load(&[7; 32]) else {
         panic!("the state written does not read back");
     };
     assert_eq!(back.state, kept.state);
@@ -866,16 +874,16 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     assert_eq!(back.pinned, kept.pinned);
     assert_eq!(back.reader.len(), kept.reader.len());
     // What the reader keeps reads back whole (only what it rebuilds after loading is left out).
-    assert_eq!(verified::encode(&back), bytes);
+    assert_eq!(kept::encode(&back).unwrap(), bytes);
 }
 
-/// The verified state keeps of a log neither its path (its id gives it) nor its highest
+/// The kept state keeps of a log neither its path (its id gives it) nor its highest
 /// verified entry when that is the last one read (format 8): a log read to its end and one
 /// rolled back under this machine both read back as they were, and a warm open after a
 /// rollback still reports nothing vanished and keeps what was verified.
 #[test]
 fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
-    use ferry_mcp_core::channel::verified::{self, Kept, Loaded};
+    use ferry_mcp_core::channel::kept::{self, Kept, Loaded, Store};
     let temp = TempChannel::builder()
         .agent("fang", Level::Member)
         .agent("scout", Level::Member)
@@ -896,7 +904,7 @@ fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
         "{problems:?}"
     );
     let session = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    let kept = Kept {
+    let mut kept = Kept {
         genesis: [7; 32],
         generation: 1,
         reader: reader.state(),
@@ -904,15 +912,14 @@ fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
         problems,
         dropped_problems: 0,
         pinned: None,
-        records: None,
     };
-    let bytes = verified::encode(&kept);
-    let path = temp.root().join("roundtrip.bin");
-    fs::write(&path, &bytes).unwrap();
-    let Loaded::Kept(back) = verified::load(&path).of_genesis(&[7; 32]) else {
+    let path = temp.root().join("roundtrip.db");
+    Store::open(&path).unwrap().0.write(&mut kept).unwrap();
+    let bytes = kept::encode(&kept).unwrap();
+    let Loaded::Kept(back) = Store::open(&path).unwrap().0.load(&[7; 32]) else {
         panic!("the state written does not read back");
     };
-    assert_eq!(verified::encode(&back), bytes);
+    assert_eq!(kept::encode(&back).unwrap(), bytes);
     assert_eq!(back.reader.look_paths(), kept.reader.look_paths());
     let logs = |reader: &ferry_mcp_core::channel::reader::ReaderState| -> Vec<_> {
         reader
@@ -1678,46 +1685,24 @@ fn a_line_problem_is_kept_once_when_its_log_is_read_again_after_a_rollback() {
 
 // ---- 8. the kept state read in parts, and files told unchanged by their stamps ----
 
-/// Where lazy section `index` (0: the order board, 1: talk) is in a verified-state file (see
-/// `verified.rs` for the layout).
-fn section_range(bytes: &[u8], index: usize) -> std::ops::Range<usize> {
-    let table = frame(bytes).table;
-    let len_of = |i: usize| {
-        let at = table + i * (8 + 32);
-        usize::try_from(u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())).unwrap()
-    };
-    let mut start = table + KEPT_SECTIONS * (8 + 32) + 32;
-    for i in 0..index {
-        start += len_of(i);
-    }
-    start..start + len_of(index)
+/// This machine's kept state of `temp`'s project.
+fn kept_path(temp: &TempChannel) -> PathBuf {
+    temp.home().verified_path(temp.project())
 }
 
-/// Flips `bit` of one byte of lazy section `index` of this machine's verified state, the byte
-/// `at` picks in the section's range; written in place (the same file, which a session that
-/// loaded it still reads).
-fn flip_kept_bit(
-    temp: &TempChannel,
-    index: usize,
-    bit: u8,
-    at: impl FnOnce(std::ops::Range<usize>) -> usize,
-) {
-    let path = temp.home().verified_path(temp.project());
-    let mut bytes = fs::read(&path).unwrap();
-    let at = at(section_range(&bytes, index));
-    bytes[at] ^= bit;
-    fs::write(&path, &bytes).unwrap();
-}
-
-/// Flips `bit` of one byte of this machine's records file (ADR 0010), the byte `at` picks in
-/// the range its records take; written in place (the same file, which a session that loaded
-/// it still reads).
-fn flip_record_bit(temp: &TempChannel, bit: u8, at: impl FnOnce(std::ops::Range<usize>) -> usize) {
-    let path = records_path(temp);
-    let mut bytes = fs::read(&path).unwrap();
-    let at = at(RECORDS_MAGIC.len() + 8..bytes.len());
-    bytes[at] ^= bit;
-    fs::write(&path, &bytes).unwrap();
+/// Flips `bit` of one byte of the record of the order written last to this machine's kept
+/// state (the one the board names), the byte `at` picks in its length; its digest is left as
+/// it was.
+fn flip_record_bit(temp: &TempChannel, bit: u8, at: impl FnOnce(usize) -> usize) {
+    change_row(
+        &kept_path(temp),
+        "SELECT rowid, record FROM orders WHERE superseded IS NULL ORDER BY rowid DESC LIMIT 1",
+        "UPDATE orders SET record = ?1 WHERE rowid = ?2",
+        |bytes| {
+            let at = at(bytes.len());
+            bytes[at] ^= bit;
+        },
+    );
 }
 
 /// Posts `text` to everyone as `session`'s agent.
@@ -1795,45 +1780,36 @@ fn a_warm_open_that_needs_no_order_reads_no_order_board() {
 }
 
 #[test]
-fn a_corrupt_order_board_section_is_reported_and_rebuilt_from_the_channel() {
+fn a_corrupt_order_board_row_is_reported_and_rebuilt_from_the_channel() {
     let (temp, _) = board_with_talk();
-    // One bit in the middle of the board: the core's checksum still holds, so the open
-    // succeeds and only reading the board finds it.
-    flip_kept_bit(&temp, 0, 0x01, |section| {
-        assert!(section.len() > 100, "the board section holds the orders");
-        section.start + section.len() / 2
+    // One bit in the middle of the board, its digest left as it was: it still decodes, so
+    // only the digest tells.
+    flip_section_bit(&kept_path(&temp), "board", 0x01, |len| {
+        assert!(len > 100, "the board row holds the orders' briefs");
+        len / 2
     });
 
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
-    assert_eq!(view.local_problems(), &[] as &[String]);
+    let local = view.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(local[0].contains("board row does not match"), "{local:?}");
     // The board read is the channel's, never the damaged bytes nor an empty board.
     assert_eq!(order_views(&view), order_views(&fresh));
     assert_eq!(order_views(&fresh).len(), 2);
-    let local = one_local_problem(&mut view, &temp);
-    assert!(
-        local.contains("order board section does not read"),
-        "{local}"
-    );
-    assert_eq!(order_views(&view), order_views(&fresh));
     // Written whole again: the next open reads it without a problem.
+    view.refresh(temp.now());
     view.save().unwrap();
     assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]
-fn the_last_kept_section_cut_short_refuses_the_whole_file() {
+fn a_kept_row_missing_refuses_the_whole_state() {
     let (temp, _) = board_with_talk();
-    let path = temp.home().verified_path(temp.project());
-    let bytes = fs::read(&path).unwrap();
-    let last = section_range(&bytes, KEPT_SECTIONS - 1);
-    assert_eq!(
-        last.end,
-        bytes.len(),
-        "the master's times are the last section"
+    tamper(
+        &kept_path(&temp),
+        "DELETE FROM sections WHERE name = 'master_times'",
     );
-    assert!(!last.is_empty());
-    fs::write(&path, &bytes[..last.end - 1]).unwrap();
     let view = temp.view();
     assert_eq!(
         view.local_problems().len(),
@@ -1841,25 +1817,42 @@ fn the_last_kept_section_cut_short_refuses_the_whole_file() {
         "{:?}",
         view.local_problems()
     );
-    assert!(view.local_problems()[0].contains("cut short"));
+    assert!(view.local_problems()[0].contains("missing"));
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(view.state().talk(), fresh.state().talk());
     assert_eq!(view.state().identity(), fresh.state().identity());
 }
 
 #[test]
-fn master_times_that_do_not_read_are_rebuilt_from_the_channel_and_reported() {
+fn master_times_that_do_not_decode_are_rebuilt_from_the_channel_and_reported() {
     let (temp, _) = board_with_talk();
-    flip_kept_bit(&temp, 2, 0x40, |section| section.start + section.len() / 2);
+    // Bytes that match their digest but are no master times: only decoding finds them.
+    change_row(
+        &kept_path(&temp),
+        "SELECT rowid, value FROM sections WHERE name = 'master_times'",
+        "UPDATE sections SET value = ?1 WHERE rowid = ?2",
+        |bytes| *bytes = vec![0xff; 9],
+    );
+    {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest([0xff; 9]);
+        tamper(
+            &kept_path(&temp),
+            &format!(
+                "UPDATE sections SET digest = X'{}' WHERE name = 'master_times'",
+                hex::encode(digest)
+            ),
+        );
+    }
     let mut view = temp.view();
-    // Judging a new entry reads the master's times: the bad section is found then.
+    // Judging a new entry reads the master's times: the bad row is found then.
     let mut member = temp.agent_session("member");
     note(&mut member, &temp, 7);
     view.refresh(temp.now());
     assert!(
         view.local_problems()
             .iter()
-            .any(|problem| problem.contains("master times section does not read")),
+            .any(|problem| problem.contains("master times does not decode")),
         "{:?}",
         view.local_problems()
     );
@@ -1930,34 +1923,42 @@ fn a_file_put_in_a_known_author_folder_after_a_warm_open_is_found_and_reported()
 }
 
 #[test]
-fn a_board_section_changed_under_an_open_session_is_not_copied_into_the_next_state() {
+fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebuilt() {
     let (temp, _) = board_with_talk();
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    // A session that never reads the board, so its save would copy the section as it is.
+    // A session that never reads the board, so its save does not write it.
     let mut member = temp.agent_session("member");
     assert!(!member.state().orders_loaded());
-    // In place, so the session's handle reads the changed bytes.
-    flip_kept_bit(&temp, 0, 0x01, |section| section.start + section.len() / 2);
+    flip_section_bit(&kept_path(&temp), "board", 0x01, |len| len / 2);
     post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
-    // What was written is the channel's board, not the changed bytes: it reads back without
-    // a problem (a refresh reports a section that did not read).
+    // The changed bytes are never trusted: the next open reports them and reads the
+    // channel's board; once it saved, the state reads back whole.
+    let mut next = temp.view();
+    assert!(
+        next.local_problems()
+            .iter()
+            .any(|problem| problem.contains("board row does not match")),
+        "{:?}",
+        next.local_problems()
+    );
+    assert_eq!(order_views(&next), order_views(&fresh));
+    next.save().unwrap();
     assert_reads_back_whole(&temp, &fresh);
 }
 
 #[test]
 fn a_warm_open_of_enough_logs_to_stat_them_ahead_still_reads_what_was_appended_and_reports_what_vanished()
  {
-    use ferry_mcp_core::channel::verified::Looks;
+    use ferry_mcp_core::channel::kept::Store;
     use ferry_mcp_testkit::bulk;
 
     // Enough agents for the open to stat their logs and folders on a thread of its own (at
     // least 4 KiB of looks; that the poll answers from those stats is the folder unit tests').
     let bulk = bulk::builder().entries(400).agents(60).build();
     drop(bulk.warm());
-    let looks = Looks::open(&bulk.verified_path()).expect("the kept state names its looks");
-    assert!(looks.len() >= 4096, "{} bytes of looks", looks.len());
-    let text = looks.read();
+    let text = Store::open(&bulk.verified_path()).unwrap().0.looks();
+    assert!(text.len() >= 4096, "{} bytes of looks", text.len());
     let looks: Vec<String> = text.lines().map(str::to_owned).collect();
     let mut logs = Vec::new();
     for author in fs::read_dir(bulk.channel_dir().join("logs")).unwrap() {
@@ -2065,7 +2066,7 @@ fn a_warm_open_lists_every_order_from_the_briefs_without_reading_a_record() {
 fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported() {
     let (temp, _) = board_with_talk();
     // In the record appended last, which the board names.
-    flip_record_bit(&temp, 0x01, |records| records.end - 2);
+    flip_record_bit(&temp, 0x01, |len| len - 2);
 
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
@@ -2092,7 +2093,7 @@ fn an_order_record_changed_in_its_file_under_an_open_session_is_never_trusted_an
     assert_eq!(list_all(&mut member, temp.now()), 2);
     assert_eq!(member.state().orders().resident(), 0);
     // In place, so the session's handle reads the changed bytes.
-    flip_record_bit(&temp, 0x01, |records| records.end - 2);
+    flip_record_bit(&temp, 0x01, |len| len - 2);
     post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
 
@@ -2225,11 +2226,15 @@ fn an_author_folder_swapped_for_a_link_is_not_read_even_when_its_stats_are_taken
     assert_eq!(links[0].path, rel(&bulk, &folder));
 }
 
-/// The verified state's file as it is now: every write replaces it (a new inode).
-fn kept_file_now(temp: &TempChannel) -> (u64, std::time::SystemTime) {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = fs::metadata(temp.home().verified_path(temp.project())).unwrap();
-    (meta.ino(), meta.modified().unwrap())
+/// How many saves the kept state has seen: every save counts one.
+fn kept_file_now(temp: &TempChannel) -> u64 {
+    let conn = rusqlite::Connection::open(kept_path(temp)).unwrap();
+    let saves: Vec<u8> = conn
+        .query_row("SELECT value FROM meta WHERE name = 'saves'", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    u64::from_le_bytes(saves.try_into().unwrap())
 }
 
 /// Opens the channel three times, checking and saving each open, and asserts that none of
@@ -2368,28 +2373,27 @@ fn an_open_two_seconds_after_the_folders_last_changed_keeps_their_stamps_once_an
     });
 }
 
-// ---- 9. order records appended to a file of their own (ADR 0010) ----
+// ---- 9. order records, one row each in the kept state (ADR 0009, 0011) ----
 
-fn records_path(temp: &TempChannel) -> PathBuf {
-    temp.home()
-        .verified_path(temp.project())
-        .with_file_name("records.bin")
+/// The rows of the kept state's records: every one, and those no newer record superseded.
+fn record_rows(temp: &TempChannel) -> (u64, u64) {
+    let conn = rusqlite::Connection::open(kept_path(temp)).unwrap();
+    let count = |sql: &str| conn.query_row(sql, [], |row| row.get::<_, i64>(0)).unwrap() as u64;
+    (
+        count("SELECT count(*) FROM orders"),
+        count("SELECT count(*) FROM orders WHERE superseded IS NULL"),
+    )
 }
 
-fn records_len(temp: &TempChannel) -> u64 {
-    fs::metadata(records_path(temp)).unwrap().len()
-}
-
-/// The records file's magic line; its tag follows.
-const RECORDS_MAGIC: &[u8] = b"ferry-records\n";
-
-/// The tag of this machine's records file: a new file has a new one.
-fn records_tag(temp: &TempChannel) -> [u8; 8] {
-    let bytes = fs::read(records_path(temp)).unwrap();
-    assert!(bytes.starts_with(RECORDS_MAGIC));
-    bytes[RECORDS_MAGIC.len()..RECORDS_MAGIC.len() + 8]
-        .try_into()
-        .unwrap()
+/// The bytes of the record written last.
+fn last_record_len(temp: &TempChannel) -> u64 {
+    let conn = rusqlite::Connection::open(kept_path(temp)).unwrap();
+    conn.query_row(
+        "SELECT length(record) FROM orders ORDER BY rowid DESC LIMIT 1",
+        [],
+        |row| row.get::<_, i64>(0),
+    )
+    .unwrap() as u64
 }
 
 /// Refreshes `session` and returns the one local problem it then reports.
@@ -2401,15 +2405,16 @@ fn one_local_problem(session: &mut Session, temp: &TempChannel) -> String {
 }
 
 #[test]
-fn a_save_after_a_progress_line_appends_that_order_s_record_and_no_other() {
+fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
     use ferry_mcp_testkit::bulk;
 
     let bulk = bulk::builder().entries(2_000).build();
     drop(bulk.warm());
-    let before = records_len(&bulk);
+    let (rows, live) = record_rows(&bulk);
     let mut view = bulk.view();
     let orders = list_all(&mut view, bulk.now());
     assert!(orders > 100, "{orders}");
+    assert_eq!(live as usize, view.state().orders().iter().count());
     let (order, holder) = view
         .state()
         .orders()
@@ -2432,7 +2437,12 @@ fn a_save_after_a_progress_line_appends_that_order_s_record_and_no_other() {
     let mut session = bulk.agent_session(holder.as_str());
     ops::orders::progress(&mut session, &order, "halfway", bulk.now()).unwrap();
     session.save().unwrap();
-    let grown = records_len(&bulk) - before;
+    drop(session);
+    assert_eq!(
+        record_rows(&bulk),
+        (rows + 1, live),
+        "the save wrote more than the changed order's record"
+    );
     let one = {
         let view = bulk.view();
         let order = view
@@ -2443,30 +2453,28 @@ fn a_save_after_a_progress_line_appends_that_order_s_record_and_no_other() {
             .unwrap();
         postcard::to_stdvec(order.whole()).unwrap().len() as u64
     };
-    assert_eq!(
-        grown, one,
-        "the save appended more than the changed order's record"
-    );
-    assert!(grown * 50 < before, "{grown} of {before} bytes");
+    assert_eq!(last_record_len(&bulk), one);
     let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
     assert_reads_back_whole(&bulk, &fresh);
 }
 
 #[test]
-fn a_session_whose_records_file_was_replaced_under_it_writes_every_record_it_names_into_the_new_one()
+fn a_session_whose_kept_state_was_removed_under_it_writes_every_record_it_names_into_a_new_one()
  {
     let (temp, order) = board_with_talk();
     let fresh_before = open(&other_machine(&temp, "before"), &temp, Actor::Observer);
-    // Loaded, its board read and its records file open: then the file is replaced (as another
-    // process's compaction replaces it).
+    // Loaded, its board read and its database open: then the database is removed.
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
-    let old = records_tag(&temp);
-    fs::remove_file(records_path(&temp)).unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = kept_path(&temp).into_os_string();
+        path.push(suffix);
+        let _ = fs::remove_file(path);
+    }
     ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
     member.save().unwrap();
-    assert_ne!(records_tag(&temp), old, "a new tag");
-    // It reads its records from the new file from then on.
+    assert_eq!(record_rows(&temp).1, 2, "every record it names, in the new one");
+    // It reads its records from the new database from then on.
     ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
     member.refresh(temp.now());
     assert_eq!(member.local_problems(), &[] as &[String]);
@@ -2477,55 +2485,48 @@ fn a_session_whose_records_file_was_replaced_under_it_writes_every_record_it_nam
 }
 
 #[test]
-fn a_records_file_missing_or_of_another_tag_is_reported_and_the_state_rebuilt() {
+fn order_records_missing_or_of_another_state_are_reported_and_the_state_rebuilt() {
     for replace in [false, true] {
         let (temp, _) = board_with_talk();
         let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-        let path = records_path(&temp);
         if replace {
-            // Another records file: the same records under another tag.
-            let mut bytes = fs::read(&path).unwrap();
-            bytes[RECORDS_MAGIC.len()] ^= 0xff;
-            fs::write(&path, bytes).unwrap();
+            // Records of another state: the same ids under other digests.
+            tamper(&kept_path(&temp), "UPDATE orders SET digest = zeroblob(32)");
         } else {
-            fs::remove_file(&path).unwrap();
+            tamper(&kept_path(&temp), "DELETE FROM orders");
         }
         let mut view = temp.view();
-        let local = view.local_problems().to_vec();
-        assert_eq!(local.len(), 1, "{local:?}");
-        assert!(local[0].contains("records file"), "{local:?}");
+        assert_eq!(view.local_problems(), &[] as &[String]);
+        // Every order whole: the channel's, never nothing.
         assert_eq!(order_views(&view), order_views(&fresh));
+        let local = one_local_problem(&mut view, &temp);
+        assert!(local.contains("record of order"), "{local}");
         view.save().unwrap();
         assert_reads_back_whole(&temp, &fresh);
     }
 }
 
 #[test]
-fn a_records_file_mostly_dead_is_compacted_by_the_next_save_that_reads_the_board() {
+fn a_record_superseded_by_a_newer_one_is_removed_a_thousand_saves_later() {
     let (temp, order) = board_with_talk();
+    let (rows, live) = record_rows(&temp);
+    assert_eq!((rows, live), (3, 2), "the claim superseded the first order's record");
+    // A thousand saves later (the count is in the database), the superseded record goes.
+    tamper(
+        &kept_path(&temp),
+        &format!(
+            "UPDATE meta SET value = X'{}' WHERE name = 'saves'",
+            hex::encode((kept_file_now(&temp) + 1_000).to_le_bytes())
+        ),
+    );
     let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    let live = records_len(&temp);
-    // Bytes no state names (a save that did not finish leaves such): 9 MB of them.
-    let mut file = fs::OpenOptions::new()
-        .append(true)
-        .open(records_path(&temp))
-        .unwrap();
-    std::io::Write::write_all(&mut file, &vec![0u8; 9 << 20]).unwrap();
-    drop(file);
-    let old_tag = records_tag(&temp);
-
     let mut member = temp.agent_session("member");
-    assert_eq!(list_all(&mut member, temp.now()), 2);
-    post_to_all(&mut member, &temp, "a change to save");
+    ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
     member.save().unwrap();
-    assert_ne!(records_tag(&temp), old_tag, "a new file");
-    assert!(records_len(&temp) <= live, "{} bytes", records_len(&temp));
-    // The session that compacted reads its records from the new file.
-    let shown = ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
-    assert_eq!(shown.row.id, order);
-    member.refresh(temp.now());
-    assert_eq!(member.local_problems(), &[] as &[String]);
-    assert_eq!(order_views(&member), order_views(&fresh));
+    assert_eq!(record_rows(&temp), (3, 2), "one more superseded, one removed");
+    drop(member);
+    assert_ne!(order_views(&temp.view()), order_views(&fresh));
+    let fresh = open(&other_machine(&temp, "fresh-again"), &temp, Actor::Observer);
     assert_reads_back_whole(&temp, &fresh);
 }
 

@@ -37,38 +37,6 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, HomeError> {
     write_inner(path, bytes, false)
 }
 
-/// Replaces `path` like [`write`] with what `fill` writes (a large file is never held in
-/// memory whole). A `fill` that fails leaves `path` as it was.
-/// Returns the file written, open for reading and writing.
-pub fn write_with(
-    path: &Path,
-    fill: &mut dyn FnMut(&mut dyn io::Write) -> io::Result<()>,
-) -> Result<fs::File, HomeError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(io_err(dir))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temp.as_file()
-            .set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(io_err(temp.path()))?;
-    }
-    {
-        let mut out = io::BufWriter::with_capacity(256 * 1024, temp.as_file_mut());
-        fill(&mut out)
-            .and_then(|()| io::Write::flush(&mut out))
-            .map_err(io_err(path))?;
-    }
-    temp.as_file().sync_all().map_err(io_err(path))?;
-    let file = temp.persist(path).map_err(|err| io_err(path)(err.error))?;
-    sync_dir(dir)?;
-    Ok(file)
-}
-
 fn write_inner(path: &Path, bytes: &[u8], replace: bool) -> Result<bool, HomeError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;

@@ -14,6 +14,7 @@
 
 pub mod asks;
 pub mod ids;
+pub mod lazy;
 pub mod orders;
 pub mod primary;
 pub mod secrets;
@@ -31,9 +32,10 @@ use super::identity::{FoldProblem, FoldProblemKind, Identity, MasterEntry, Maste
 use super::keys::PublicKey;
 use super::names::{AgentName, ProjectId};
 use super::reader::LogId;
-use super::verified::{KeptFile, KeptSection, Lazy};
 use crate::time::Timestamp;
 pub use ids::EntryId;
+use lazy::Lazy;
+pub use orders::{RecordSink, Records};
 pub use orders::OrderBoard;
 pub use talk::Talk;
 
@@ -124,7 +126,7 @@ pub struct ChannelState {
     /// Stamps every change of a domain fold, each with its own number: the positions `since`
     /// cursors name (ADR 0007).
     changes: Changes,
-    /// Kept in a section of its own, read when first asked for (`verified::Lazy`).
+    /// Kept in a section of its own, decoded when first asked for ([`lazy::Lazy`]).
     #[serde(skip)]
     orders: Lazy<OrderBoard>,
     #[serde(skip)]
@@ -137,6 +139,25 @@ pub struct ChannelState {
     heard: BTreeMap<AgentName, Timestamp>,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
+    /// Where the board reads the orders whole it does not hold (the session attaches it).
+    #[serde(skip)]
+    records: RecordsLink,
+}
+
+/// The board's record source as a field of the state: never compared, never kept.
+#[derive(Clone, Default)]
+struct RecordsLink(Option<Arc<dyn Records>>);
+
+impl PartialEq for RecordsLink {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for RecordsLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "attached" } else { "none" })
+    }
 }
 
 impl ChannelState {
@@ -157,6 +178,7 @@ impl ChannelState {
             heard: BTreeMap::new(),
             problems: Vec::new(),
             dropped_problems: 0,
+            records: RecordsLink::default(),
         }
     }
 
@@ -164,33 +186,54 @@ impl ChannelState {
         &self.identity
     }
 
-    /// The order board (read from the verified state the first time it is asked for).
+    /// The order board (decoded from the kept state the first time it is asked for).
     pub fn orders(&self) -> &OrderBoard {
-        self.orders.get()
+        let board = self.orders.get();
+        if let Some(records) = &self.records.0 {
+            board.attach_records_once(records);
+        }
+        board
     }
 
-    /// Talk (read from the verified state the first time it is asked for).
+    /// The order board, to change it.
+    fn orders_mut(&mut self) -> &mut OrderBoard {
+        self.orders();
+        self.orders.get_mut()
+    }
+
+    /// Talk (decoded from the kept state the first time it is asked for).
     pub fn talk(&self) -> &Talk {
         self.talk.get()
     }
 
-    /// Whether the order board was read from the verified state yet (or made here): an open
-    /// that needs no order reads none.
+    /// Whether the order board was decoded yet (or made here): an open that needs no order
+    /// decodes none.
     pub fn orders_loaded(&self) -> bool {
         self.orders.is_loaded()
     }
 
-    /// Appends to `out` the board's records it does not hold yet (reading the board first).
-    pub(crate) fn append_order_records(
-        &mut self,
-        out: &mut crate::channel::records::Appender,
-    ) -> std::io::Result<()> {
-        self.orders.get_mut().append_records(out)
+    /// Writes to `out` the board's records it does not hold yet.
+    pub(crate) fn put_order_records(&mut self, out: &mut dyn RecordSink) -> Result<(), String> {
+        if !self.orders.is_loaded() {
+            return Ok(());
+        }
+        self.orders_mut().put_records(out)
     }
 
-    /// Points the board at the records section just written, keeping no order whole.
-    pub(crate) fn move_orders_to(&mut self, records: Arc<KeptSection>) {
-        self.orders.get_mut().move_to(records);
+    /// Reads every order whole into memory, to be written to a new kept state.
+    pub(crate) fn make_orders_resident(&mut self) {
+        self.orders_mut().make_resident();
+    }
+
+    /// After a save: the board keeps no order whole whose record is kept, and every section
+    /// counts as kept.
+    pub(crate) fn saved(&mut self) {
+        if self.orders.is_loaded() {
+            self.orders.get_mut().move_to_kept();
+        }
+        self.orders.mark_kept();
+        self.talk.mark_kept();
+        self.identity.master_times_kept();
     }
 
     pub(crate) fn orders_lazy(&self) -> &Lazy<OrderBoard> {
@@ -201,25 +244,43 @@ impl ChannelState {
         &self.talk
     }
 
-    /// The verified-state file the lazy folds are still read from, if any.
-    pub(crate) fn kept_file(&self) -> Option<Arc<KeptFile>> {
-        self.orders
-            .section()
-            .or(self.talk.section())
-            .or(self.identity.master_times_lazy().section())
-            .map(|section| section.file().clone())
+    /// Where the board reads the orders whole it does not hold.
+    pub(crate) fn attach_records(&mut self, records: Arc<dyn Records>) {
+        if self.orders.is_loaded() {
+            // A board decoded before: it reads from these from now on, and is no more
+            // changed than it was.
+            let changed = self.orders.changed();
+            self.orders.get_mut().attach_records(Arc::clone(&records));
+            if !changed {
+                self.orders.mark_kept();
+            }
+        }
+        self.records = RecordsLink(Some(records));
     }
 
-    /// Points the lazy folds at the sections of the verified state they were kept in.
+    /// Points the lazy folds at the bytes they were kept in.
     pub(crate) fn attach_kept(
         &mut self,
-        orders: Arc<KeptSection>,
-        talk: Arc<KeptSection>,
-        master_times: Arc<KeptSection>,
+        orders: Arc<[u8]>,
+        talk: Arc<[u8]>,
+        master_times: Arc<[u8]>,
     ) {
         self.orders = Lazy::kept(orders);
         self.talk = Lazy::kept(talk);
         self.identity.attach_kept_times(master_times);
+    }
+
+    /// Why a kept fold did not decode, for each that did not.
+    pub(crate) fn kept_failures(&self) -> Vec<String> {
+        [
+            self.orders.failure(),
+            self.talk.failure(),
+            self.identity.master_times_lazy().failure(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(str::to_owned)
+        .collect()
     }
 
     pub fn project(&self) -> &ProjectId {
@@ -378,6 +439,7 @@ impl ChannelState {
         // roster as it is now, and judged again whenever a seat changes. The lazy folds are
         // read only for their own kinds.
         if orders::is_kind(entry.kind()) {
+            self.orders();
             self.orders
                 .get_mut()
                 .feed(&acted, &self.identity, &mut self.changes);
@@ -421,6 +483,7 @@ impl ChannelState {
         if self.identity.seat_epoch() != epoch {
             // A roster entry or a grant changes one name's seat and levels: only the orders
             // that name appears in can change. Anything else (a handover) judges them all.
+            self.orders();
             let orders = self.orders.get_mut();
             match seat_change_of(entry) {
                 Some(name) => orders.rejudge_name(&name, &self.identity, &mut self.changes),
@@ -455,6 +518,14 @@ impl ChannelState {
             }
         }
     }
+}
+
+impl lazy::Section for OrderBoard {
+    const NAME: &'static str = "order board";
+}
+
+impl lazy::Section for Talk {
+    const NAME: &'static str = "talk";
 }
 
 /// Stamps the changes of the domain folds: every change gets its own, increasing number.

@@ -25,8 +25,6 @@ use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::Level;
 use crate::channel::names::AgentName;
-use crate::channel::records::Appender;
-use crate::channel::verified::KeptSection;
 use crate::time::Timestamp;
 
 /// The entry kinds of orders.
@@ -576,12 +574,28 @@ impl Brief {
     }
 }
 
-/// Where an order's record is in the records file (ADR 0010): offset, length, SHA-256.
+/// Which record of an order the kept state holds: its length and SHA-256 (records are kept
+/// by digest, so a record is never changed where it is: ADR 0011).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct RecordAt {
-    offset: u64,
     len: u64,
     digest: [u8; 32],
+}
+
+/// Where the orders whole are read from when they are not in memory: the kept state, as the
+/// session attached it. The board names no store; the session hands it one.
+pub trait Records: Send + Sync + std::fmt::Debug {
+    /// The bytes of order `id`'s record whose SHA-256 is `digest` (the caller checks them).
+    fn read(&self, id: &EntryId, digest: &[u8; 32]) -> Result<Vec<u8>, String>;
+    /// The order `id` as the channel folded from nothing has it, after `failure` kept its
+    /// record from being read (reported; the session then folds everything again). `None`:
+    /// the channel no longer holds it.
+    fn rebuilt(&self, failure: String, id: &EntryId) -> Option<Order>;
+}
+
+/// What a save writes the records that changed to.
+pub trait RecordSink {
+    fn put(&mut self, id: &EntryId, digest: &[u8; 32], bytes: &[u8]) -> Result<(), String>;
 }
 
 /// One order of the board: its brief, and the order whole when it is in memory.
@@ -659,8 +673,8 @@ pub struct OrderBoard {
     /// its issue arrives (logs are read in any order).
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
     problems: Vec<FoldProblem>,
-    /// The records section the briefs' records are in.
-    records: Option<Arc<KeptSection>>,
+    /// Where the briefs' records are read from.
+    records: OnceLock<Arc<dyn Records>>,
 }
 
 /// The board as the kept state holds it: every order's brief and where its record is in the
@@ -720,7 +734,7 @@ impl<'de> Deserialize<'de> for OrderBoard {
             index: kept.index,
             waiting: kept.waiting,
             problems: kept.problems,
-            records: None,
+            records: OnceLock::new(),
         })
     }
 }
@@ -789,14 +803,6 @@ fn encode_record(order: &Order) -> Vec<u8> {
     postcard::to_stdvec(order).expect("an order always encodes")
 }
 
-/// Appends one record's `bytes` to `out`: where it is now.
-fn append_one(out: &mut Appender, bytes: &[u8]) -> std::io::Result<RecordAt> {
-    Ok(RecordAt {
-        offset: out.append(bytes)?,
-        len: bytes.len() as u64,
-        digest: Sha256::digest(bytes).into(),
-    })
-}
 
 impl OrderBoard {
     fn refs(&self) -> impl Iterator<Item = OrderRef<'_>> {
@@ -823,12 +829,15 @@ impl OrderBoard {
     }
 
     fn read_record(&self, id: &EntryId, slot: &Slot) -> Order {
-        let read = match (&self.records, slot.record) {
+        let read = match (self.records.get(), slot.record) {
             (Some(records), Some(at)) => records
-                .read_at(at.offset, at.len, &at.digest)
+                .read(id, &at.digest)
                 .and_then(|bytes| {
-                    crate::channel::verified::decode_kept::<Order>(&bytes)
-                        .map_err(|e| e.to_string())
+                    if <[u8; 32]>::from(Sha256::digest(&bytes)) == at.digest {
+                        super::lazy::decode::<Order>(&bytes)
+                    } else {
+                        Err("checksum mismatch".into())
+                    }
                 })
                 .and_then(|order| {
                     if order.id == *id {
@@ -849,91 +858,72 @@ impl OrderBoard {
     /// read (reported; the session then folds everything again). One the channel no longer
     /// holds (its log is gone) stands as an order that does not count.
     fn rebuilt_order(&self, id: &EntryId, brief: &Brief, why: String) -> Order {
-        let rebuilt = self.records.as_ref().and_then(|records| {
-            records.rebuilt_with(
-                format!("the verified state's record of order {id} does not read ({why}); rebuilt from the channel"),
-                |state| state.orders().get_whole(id).cloned(),
-            )
-        });
-        rebuilt.flatten().unwrap_or_else(|| Order::gone(id, brief))
+        let failure = format!(
+            "the kept state's record of order {id} does not read ({why}); rebuilt from the channel"
+        );
+        let rebuilt = self
+            .records
+            .get()
+            .and_then(|records| records.rebuilt(failure, id));
+        rebuilt.unwrap_or_else(|| Order::gone(id, brief))
     }
 
-    /// Appends to `out` (the records file a save writes) every record it does not hold yet:
-    /// an order in memory whose encoding is not its record there, and, when the board's
-    /// records are in another file (another tag: compacted, or this is a new file), every
-    /// other record too, copied as it is (checked against its digest; one that does not read
-    /// is taken from the channel). Afterwards every slot names its record in `out`.
-    pub(crate) fn append_records(&mut self, out: &mut Appender) -> std::io::Result<()> {
-        let from = self.records.clone();
-        let same_file = from
-            .as_ref()
-            .is_some_and(|records| records.file().tag() == Some(out.tag()));
-        let mut unread = Vec::new();
+    /// Writes to `out` (the kept state a save writes) the record of every order in memory
+    /// whose encoding is not the record the board names: afterwards every slot names its
+    /// record there.
+    pub(crate) fn put_records(&mut self, out: &mut dyn RecordSink) -> Result<(), String> {
         for (id, slot) in &mut self.orders {
-            let kept_here = slot.record.filter(|_| same_file);
-            let bytes = match (slot.whole.get(), kept_here) {
-                (Some(order), kept) => {
-                    let bytes = encode_record(order);
-                    let digest: [u8; 32] = Sha256::digest(&bytes).into();
-                    if kept.is_some_and(|at| at.digest == digest) {
-                        continue;
-                    }
-                    bytes
-                }
-                (None, Some(_)) => continue,
-                (None, None) => match (&from, slot.record) {
-                    (Some(records), Some(at)) => {
-                        match records.read_at(at.offset, at.len, &at.digest) {
-                            Ok(bytes) => bytes,
-                            Err(_) => {
-                                unread.push(id.clone());
-                                continue;
-                            }
-                        }
-                    }
-                    _ => {
-                        unread.push(id.clone());
-                        continue;
-                    }
-                },
+            let Some(order) = slot.whole.get() else {
+                continue;
             };
-            slot.record = Some(append_one(out, &bytes)?);
-        }
-        for id in unread {
-            let order = {
-                let slot = self.orders.get(&id).expect("listed above");
-                self.read_record(&id, slot)
-            };
-            let bytes = encode_record(&order);
-            let at = append_one(out, &bytes)?;
-            self.orders.get_mut(&id).expect("listed above").record = Some(at);
+            let bytes = encode_record(order);
+            let digest: [u8; 32] = Sha256::digest(&bytes).into();
+            if slot.record.is_some_and(|at| at.digest == digest) {
+                continue;
+            }
+            out.put(id, &digest, &bytes)?;
+            slot.record = Some(RecordAt {
+                len: bytes.len() as u64,
+                digest,
+            });
         }
         Ok(())
     }
 
-    /// The bytes the records this board names take.
-    pub(crate) fn live_record_bytes(&self) -> u64 {
-        self.orders
-            .values()
-            .filter_map(|slot| slot.record)
-            .map(|at| at.len)
-            .sum()
+    /// The orders whole not in memory whose records are named (a save to a new kept state
+    /// reads them first).
+    pub(crate) fn make_resident(&mut self) {
+        let ids: Vec<EntryId> = self
+            .orders
+            .iter()
+            .filter(|(_, slot)| slot.whole.get().is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            let _ = self.whole_mut(&id);
+            if let Some(slot) = self.orders.get_mut(&id) {
+                slot.record = None;
+            }
+        }
     }
 
-    /// Moves the board to `records`, the records file a save just appended every record to,
-    /// and drops every order whole from memory.
-    pub(crate) fn move_to(&mut self, records: Arc<KeptSection>) {
+    /// Drops every order whole from memory whose record is kept (after a save wrote them).
+    pub(crate) fn move_to_kept(&mut self) {
         for slot in self.orders.values_mut() {
             if slot.record.is_some() {
                 slot.whole.take();
             }
         }
-        self.records = Some(records);
     }
 
-    /// Points the board at the records section its briefs name.
-    pub(crate) fn attach_records(&mut self, records: Option<Arc<KeptSection>>) {
-        self.records = records;
+    /// Points the board at where the records its briefs name are read from.
+    pub(crate) fn attach_records(&mut self, records: Arc<dyn Records>) {
+        self.records = OnceLock::from(records);
+    }
+
+    /// Points the board at `records` unless it already reads from somewhere.
+    pub(crate) fn attach_records_once(&self, records: &Arc<dyn Records>) {
+        let _ = self.records.set(Arc::clone(records));
     }
 
     /// The order `id` whole, made resident to be changed.
@@ -951,7 +941,7 @@ impl OrderBoard {
     }
 
     /// The order `id` whole, counting or not (for a state folded from nothing).
-    fn get_whole(&self, id: &EntryId) -> Option<&Order> {
+    pub(crate) fn get_whole(&self, id: &EntryId) -> Option<&Order> {
         let (id, slot) = self.orders.get_key_value(id)?;
         Some(self.whole(id, slot))
     }

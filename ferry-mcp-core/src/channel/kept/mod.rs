@@ -1,0 +1,412 @@
+//! The machine's kept state of one project (ADR 0004, 0011): how far every log was verified,
+//! the folded state and the orders' records, in one SQLite database in the state folder
+//! ([`db`]), which every `ferry` process on the machine (the agents' servers, the human's
+//! commands) reads and writes at once. It is this machine's witness of what it verified and a
+//! cache, never an authority: a database that does not open, a row that does not decode, a
+//! state of another channel or of another format is reported and rebuilt from the channel. The
+//! folds never name it: the session owns the store, hands the board its records
+//! ([`Records`]), and saves through it.
+
+mod db;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::names::AgentName;
+use super::reader::{IntegrityProblem, ReaderState};
+use super::stamp::FileStamp;
+use super::state::lazy;
+use super::state::orders::Order;
+use super::state::{ChannelState, EntryId, RecordSink, Records};
+
+pub use db::FORMAT;
+
+/// What is kept of a project between processes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept {
+    /// SHA-256 of the channel's `genesis.json`: the channel this state belongs to.
+    pub genesis: [u8; 32],
+    /// A random tag of this state; `since` cursors name it (ADR 0007).
+    pub generation: u64,
+    pub reader: ReaderState,
+    pub state: ChannelState,
+    /// Integrity problems of lines, logs and files found so far, each kept when first found.
+    pub problems: Vec<IntegrityProblem>,
+    pub dropped_problems: u64,
+    /// The roster as this machine last pinned it: while it has not changed, an open need not
+    /// read the pins again.
+    pub pinned: Option<Pinned>,
+}
+
+/// The last pinning of the seated names (`Session` pins on open).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pinned {
+    /// The identity's seat epoch then: any change of who holds a name moves it.
+    pub seat_epoch: u64,
+    /// The pins file as it was after: any change to it (an edit, a deletion, another process
+    /// pinning) makes the next open read it again.
+    pub pins_file: Option<FileStamp>,
+    /// Names whose key differed from the pinned one.
+    pub changed: Vec<AgentName>,
+}
+
+/// Why a kept state was not used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    #[error("the kept state is corrupt ({0}); rebuilt from the channel")]
+    Corrupt(String),
+    #[error("the kept state belongs to another channel; rebuilt from this one")]
+    Foreign,
+    #[error("the kept state has format {0}, this build keeps {FORMAT}; rebuilt")]
+    Stale(u32),
+    #[error("the kept state could not be read ({0}); rebuilt from the channel")]
+    Unreadable(String),
+    #[error(
+        "the kept state's path {0} is not a regular file; it is neither read nor written (remove it)"
+    )]
+    NotAFile(PathBuf),
+}
+
+/// What loading found.
+#[derive(Debug)]
+pub enum Loaded {
+    /// No kept state: the first open on this machine (or it was deleted).
+    Missing,
+    Kept(Box<Kept>),
+    Rejected(Rejected),
+}
+
+/// What is written of a kept state, borrowed from where it lives.
+#[derive(Debug)]
+pub struct KeptRef<'a> {
+    pub genesis: &'a [u8; 32],
+    pub generation: u64,
+    pub reader: &'a ReaderState,
+    pub problems: &'a [IntegrityProblem],
+    pub dropped_problems: u64,
+    pub pinned: &'a Option<Pinned>,
+}
+
+/// The core row: everything but the lazy folds and the orders' records.
+#[derive(Serialize)]
+struct CoreRef<'a> {
+    reader: &'a ReaderState,
+    state: &'a ChannelState,
+    problems: &'a [IntegrityProblem],
+    dropped_problems: u64,
+    pinned: &'a Option<Pinned>,
+}
+
+#[derive(Deserialize)]
+struct Core {
+    reader: ReaderState,
+    state: ChannelState,
+    problems: Vec<IntegrityProblem>,
+    dropped_problems: u64,
+    pinned: Option<Pinned>,
+}
+
+/// Folds the channel from nothing: what a record that does not read is taken from.
+pub type Rebuild = Box<dyn Fn() -> ChannelState + Send>;
+
+/// The database of one project's kept state, owned by a session.
+#[derive(Debug)]
+pub struct Store {
+    shared: Arc<Shared>,
+    path: PathBuf,
+    /// The file the connection opened (device, inode): a database replaced or removed under
+    /// the session is opened again before a save.
+    file_id: Option<(u64, u64)>,
+    /// Digests of the rows this store last wrote or read, so a save writes only what changed.
+    written: std::collections::HashMap<&'static str, [u8; 32]>,
+    /// What the database holds is not this session's (another channel's, another format's,
+    /// or rows that did not read): the next save replaces it whole.
+    replace: bool,
+}
+
+/// What the board reads its records through: the connection, and what a record that does not
+/// read is rebuilt from.
+struct Shared {
+    db: Mutex<db::Db>,
+    rebuild: Mutex<Option<Rebuild>>,
+    /// The state folded from nothing, once a record did not read.
+    rebuilt: Mutex<Option<ChannelState>>,
+    /// Records that did not read, as problems to report.
+    failures: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+/// A poisoned lock only means another thread panicked while holding it; what it guards (a
+/// connection, a list) is still whole.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Records for Shared {
+    fn read(&self, id: &EntryId, digest: &[u8; 32]) -> Result<Vec<u8>, String> {
+        lock(&self.db).record(&id.to_string(), digest)
+    }
+
+    fn rebuilt(&self, failure: String, id: &EntryId) -> Option<Order> {
+        lock(&self.failures).push(failure);
+        let mut rebuilt = lock(&self.rebuilt);
+        if rebuilt.is_none()
+            && let Some(rebuild) = lock(&self.rebuild).as_ref()
+        {
+            *rebuilt = Some(rebuild());
+        }
+        rebuilt
+            .as_ref()
+            .and_then(|state| state.orders().get_whole(id).cloned())
+    }
+}
+
+/// The device and inode of the file at `path`, not following a link.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|meta| (meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::symlink_metadata(path).ok().map(|_| (0, 0))
+    }
+}
+
+impl Store {
+    /// Opens (or makes) the database at `path`. One that is not a database, or whose schema
+    /// does not read, is removed and made anew (the reason is returned to be reported); a path
+    /// that is not a regular file (a FIFO, a link) is refused unopened.
+    pub fn open(path: &Path) -> Result<(Self, Option<Rejected>), Rejected> {
+        let (db, why) = match db::Db::open(path) {
+            Ok(db) => (db, None),
+            Err(db::OpenError::NotAFile(path)) => return Err(Rejected::NotAFile(path)),
+            Err(db::OpenError::Sqlite(why)) => {
+                db::remove(path).map_err(|e| Rejected::Unreadable(e.to_string()))?;
+                let db = db::Db::open(path).map_err(|e| Rejected::Unreadable(e.to_string()))?;
+                (db, Some(Rejected::Corrupt(why)))
+            }
+        };
+        Ok((
+            Self {
+                shared: Arc::new(Shared {
+                    db: Mutex::new(db),
+                    rebuild: Mutex::new(None),
+                    rebuilt: Mutex::new(None),
+                    failures: Mutex::new(Vec::new()),
+                }),
+                path: path.to_owned(),
+                file_id: file_id(path),
+                written: Default::default(),
+                replace: false,
+            },
+            why,
+        ))
+    }
+
+    /// The paths the last full look stat'ed, one a line (a hint for [`super::reader::Prelook`],
+    /// trusted for nothing else).
+    pub fn looks(&self) -> String {
+        lock(&self.shared.db).looks().unwrap_or_default()
+    }
+
+    /// Reads the kept state, for the channel whose genesis digest is `genesis`: a state kept
+    /// for another channel is refused. The lazy folds stay bytes until asked for.
+    pub fn load(&mut self, genesis: &[u8; 32]) -> Loaded {
+        let read = lock(&self.shared.db).load();
+        let rows = match read {
+            Ok(Some(rows)) => rows,
+            Ok(None) => return Loaded::Missing,
+            Err(why) => return self.rejected(Rejected::Corrupt(why)),
+        };
+        if rows.format != FORMAT {
+            return self.rejected(Rejected::Stale(rows.format));
+        }
+        if rows.genesis != *genesis {
+            return self.rejected(Rejected::Foreign);
+        }
+        let core: Core = match lazy::decode(&rows.core.bytes) {
+            Ok(core) => core,
+            Err(why) => return self.rejected(Rejected::Corrupt(format!("its core: {why}"))),
+        };
+        for row in [&rows.core, &rows.looks, &rows.board, &rows.talk, &rows.times] {
+            self.written.insert(row.name, row.digest);
+        }
+        let mut state = core.state;
+        state.attach_kept(rows.board.bytes, rows.talk.bytes, rows.times.bytes);
+        state.attach_records(self.records());
+        Loaded::Kept(Box::new(Kept {
+            genesis: rows.genesis,
+            generation: rows.generation,
+            reader: core.reader,
+            state,
+            problems: core.problems,
+            dropped_problems: core.dropped_problems,
+            pinned: core.pinned,
+        }))
+    }
+
+    fn rejected(&mut self, why: Rejected) -> Loaded {
+        self.replace = true;
+        Loaded::Rejected(why)
+    }
+
+    /// Where a board reads the records of this store.
+    pub fn records(&self) -> Arc<dyn Records> {
+        Arc::clone(&self.shared) as Arc<dyn Records>
+    }
+
+    /// How a record that does not read is rebuilt (the session sets it: it knows the channel).
+    pub fn set_rebuild(&self, rebuild: Rebuild) {
+        *lock(&self.shared.rebuild) = Some(rebuild);
+    }
+
+    /// Takes the problems of records that did not read since the last call.
+    pub fn take_failures(&self) -> Vec<String> {
+        let failures = std::mem::take(&mut *lock(&self.shared.failures));
+        if !failures.is_empty() {
+            lock(&self.shared.rebuilt).take();
+        }
+        failures
+    }
+
+    /// Writes `kept` and `state` in one transaction: the rows that changed since this store
+    /// last read or wrote them, and the records of the orders in memory that changed. Returns
+    /// the bytes written. Afterwards the board keeps no order whole.
+    pub fn save(&mut self, kept: &KeptRef<'_>, state: &mut ChannelState) -> Result<u64, String> {
+        let moved = file_id(&self.path) != self.file_id;
+        if moved || self.replace {
+            // Every record is written anew: read those not in memory while the connection
+            // still reads the file they are in.
+            state.make_orders_resident();
+        }
+        if moved {
+            // Removed or replaced under this session: what it named is not there.
+            let (fresh, _) = Store::open(&self.path).map_err(|e| e.to_string())?;
+            *self = Self {
+                replace: true,
+                ..fresh
+            };
+        }
+        let replace = self.replace;
+        let shared = Arc::clone(&self.shared);
+        let mut db = lock(&shared.db);
+        let mut save = db.begin(replace)?;
+        save.meta(kept.genesis, kept.generation)?;
+        // The records first: the board's row names them.
+        state.put_order_records(&mut save)?;
+        let core = postcard::to_stdvec(&CoreRef {
+            reader: kept.reader,
+            state,
+            problems: kept.problems,
+            dropped_problems: kept.dropped_problems,
+            pinned: kept.pinned,
+        })
+        .map_err(|e| e.to_string())?;
+        let looks = kept.reader.look_paths().join("\n").into_bytes();
+        let mut rows: Vec<(&'static str, Vec<u8>)> = vec![(db::CORE, core), (db::LOOKS, looks)];
+        let encode = |value: &dyn erased::Encode| value.encode();
+        if replace || state.orders_lazy().changed() {
+            rows.push((db::BOARD, encode(state.orders())?));
+        }
+        if replace || state.talk_lazy().changed() {
+            rows.push((db::TALK, encode(state.talk())?));
+        }
+        if replace || state.identity().master_times_lazy().changed() {
+            rows.push((db::TIMES, encode(state.identity().master_times())?));
+        }
+        let mut digests = Vec::with_capacity(rows.len());
+        for (name, bytes) in &rows {
+            let digest = db::digest(bytes);
+            digests.push((*name, digest));
+            if !replace && self.written.get(name) == Some(&digest) {
+                continue;
+            }
+            save.section(name, &digest, bytes)?;
+        }
+        let bytes = save.commit()?;
+        drop(db);
+        self.written.extend(digests);
+        self.replace = false;
+        state.attach_records(self.records());
+        state.saved();
+        Ok(bytes)
+    }
+
+    /// Writes a whole kept state (for tests and tools that keep one made elsewhere).
+    pub fn write(&mut self, kept: &mut Kept) -> Result<u64, String> {
+        self.replace = true;
+        let Kept {
+            genesis,
+            generation,
+            reader,
+            state,
+            problems,
+            dropped_problems,
+            pinned,
+        } = kept;
+        self.save(
+            &KeptRef {
+                genesis,
+                generation: *generation,
+                reader,
+                problems,
+                dropped_problems: *dropped_problems,
+                pinned,
+            },
+            state,
+        )
+    }
+}
+
+/// The bytes of everything `kept` holds, as a save writes them (for tests that compare what
+/// reads back): the core, then the lazy folds. Its orders' records must be kept already.
+pub fn encode(kept: &Kept) -> Result<Vec<u8>, String> {
+    let mut bytes = postcard::to_stdvec(&CoreRef {
+        reader: &kept.reader,
+        state: &kept.state,
+        problems: &kept.problems,
+        dropped_problems: kept.dropped_problems,
+        pinned: &kept.pinned,
+    })
+    .map_err(|e| e.to_string())?;
+    for part in [
+        postcard::to_stdvec(kept.state.orders()),
+        postcard::to_stdvec(kept.state.talk()),
+        postcard::to_stdvec(kept.state.identity().master_times()),
+    ] {
+        bytes.extend(part.map_err(|e| e.to_string())?);
+    }
+    Ok(bytes)
+}
+
+impl RecordSink for db::Save<'_> {
+    fn put(&mut self, id: &EntryId, digest: &[u8; 32], bytes: &[u8]) -> Result<(), String> {
+        self.record(&id.to_string(), digest, bytes)
+    }
+}
+
+/// Object-safe postcard encoding, so the lazy folds (of different types) are written alike.
+mod erased {
+    pub trait Encode {
+        fn encode(&self) -> Result<Vec<u8>, String>;
+    }
+
+    impl<T: serde::Serialize> Encode for T {
+        fn encode(&self) -> Result<Vec<u8>, String> {
+            postcard::to_stdvec(self).map_err(|e| e.to_string())
+        }
+    }
+}
