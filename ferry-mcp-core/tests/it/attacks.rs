@@ -611,14 +611,14 @@ fn tamper(path: &Path, sql: &str) {
 }
 
 /// Changes one row of the kept state at `path` through `change` (the row `select` picks:
-/// its rowid and the blob it holds), written back by `update` (`?1` the blob, `?2` the rowid).
+/// its key and the blob it holds), written back by `update` (`?1` the blob, `?2` the key).
 fn change_row(path: &Path, select: &str, update: &str, change: impl FnOnce(&mut Vec<u8>)) {
     let conn = rusqlite::Connection::open(path).unwrap();
-    let (rowid, mut bytes): (i64, Vec<u8>) = conn
+    let (key, mut bytes): (rusqlite::types::Value, Vec<u8>) = conn
         .query_row(select, [], |row| Ok((row.get(0)?, row.get(1)?)))
         .unwrap();
     change(&mut bytes);
-    conn.execute(update, rusqlite::params![bytes, rowid])
+    conn.execute(update, rusqlite::params![bytes, key])
         .unwrap();
 }
 
@@ -628,8 +628,8 @@ fn change_row(path: &Path, select: &str, update: &str, change: impl FnOnce(&mut 
 fn flip_section_bit(path: &Path, name: &str, bit: u8, at: impl FnOnce(usize) -> usize) {
     change_row(
         path,
-        &format!("SELECT rowid, value FROM sections WHERE name = '{name}'"),
-        "UPDATE sections SET value = ?1 WHERE rowid = ?2",
+        &format!("SELECT name, value FROM sections WHERE name = '{name}'"),
+        "UPDATE sections SET value = ?1 WHERE name = ?2",
         |bytes| {
             let at = at(bytes.len());
             bytes[at] ^= bit;
@@ -1829,8 +1829,8 @@ fn master_times_that_do_not_decode_are_rebuilt_from_the_channel_and_reported() {
     // Bytes that match their digest but are no master times: only decoding finds them.
     change_row(
         &kept_path(&temp),
-        "SELECT rowid, value FROM sections WHERE name = 'master_times'",
-        "UPDATE sections SET value = ?1 WHERE rowid = ?2",
+        "SELECT name, value FROM sections WHERE name = 'master_times'",
+        "UPDATE sections SET value = ?1 WHERE name = ?2",
         |bytes| *bytes = vec![0xff; 9],
     );
     {
@@ -2491,7 +2491,7 @@ fn order_records_missing_or_of_another_state_are_reported_and_the_state_rebuilt(
         let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
         if replace {
             // Records of another state: the same ids under other digests.
-            tamper(&kept_path(&temp), "UPDATE orders SET digest = zeroblob(32)");
+            tamper(&kept_path(&temp), "UPDATE orders SET digest = randomblob(32)");
         } else {
             tamper(&kept_path(&temp), "DELETE FROM orders");
         }

@@ -380,7 +380,8 @@ impl Save<'_> {
         self.tx
             .execute(
                 "INSERT INTO orders (id, digest, record, superseded) VALUES (?1, ?2, ?3, NULL)
-                 ON CONFLICT (id, digest) DO UPDATE SET superseded = NULL",
+                 ON CONFLICT (id, digest) DO UPDATE
+                 SET record = excluded.record, superseded = NULL",
                 params![id, &digest[..], bytes],
             )
             .map_err(sqlite)?;

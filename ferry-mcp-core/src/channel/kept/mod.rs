@@ -157,8 +157,11 @@ impl Records for Shared {
     }
 
     fn rebuilt(&self, failure: String, id: &EntryId) -> Option<Order> {
-        lock(&self.failures).push(failure);
         let mut rebuilt = lock(&self.rebuilt);
+        // One report for each rebuild: the records read from it after are its own.
+        if rebuilt.is_none() {
+            lock(&self.failures).push(failure);
+        }
         if rebuilt.is_none()
             && let Some(rebuild) = lock(&self.rebuild).as_ref()
         {

@@ -26,7 +26,12 @@ pub struct Lazy<T> {
     changed: bool,
     /// Why its bytes did not decode (the session reports it and folds everything again).
     failed: OnceLock<String>,
+    /// What is done to the value once decoded (the board is handed where its records are).
+    prepare: Option<Prepare<T>>,
 }
+
+/// See [`Lazy::prepare_with`].
+pub type Prepare<T> = Arc<dyn Fn(&T) + Send + Sync>;
 
 impl<T: Section> Lazy<T> {
     /// A value made here, kept nowhere yet.
@@ -36,6 +41,7 @@ impl<T: Section> Lazy<T> {
             bytes: Mutex::new(None),
             changed: true,
             failed: OnceLock::new(),
+            prepare: None,
         }
     }
 
@@ -46,7 +52,16 @@ impl<T: Section> Lazy<T> {
             bytes: Mutex::new(Some(bytes)),
             changed: false,
             failed: OnceLock::new(),
+            prepare: None,
         }
+    }
+
+    /// Runs `prepare` on the value once it is decoded (at once if it is).
+    pub fn prepare_with(&mut self, prepare: Prepare<T>) {
+        if let Some(value) = self.value.get() {
+            prepare(value);
+        }
+        self.prepare = Some(prepare);
     }
 
     pub fn get(&self) -> &T {
@@ -57,7 +72,12 @@ impl<T: Section> Lazy<T> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             match bytes.map(|bytes| decode::<T>(&bytes)) {
-                Some(Ok(value)) => value,
+                Some(Ok(value)) => {
+                    if let Some(prepare) = &self.prepare {
+                        prepare(&value);
+                    }
+                    value
+                }
                 Some(Err(why)) => {
                     let _ = self.failed.set(format!(
                         "the kept state's {} does not decode ({why}); rebuilt from the channel",
@@ -124,6 +144,7 @@ impl<T: Section + Clone> Clone for Lazy<T> {
             bytes: Mutex::new(None),
             changed: self.changed,
             failed: self.failed.clone(),
+            prepare: self.prepare.clone(),
         }
     }
 }

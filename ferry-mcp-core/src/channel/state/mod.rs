@@ -139,25 +139,6 @@ pub struct ChannelState {
     heard: BTreeMap<AgentName, Timestamp>,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
-    /// Where the board reads the orders whole it does not hold (the session attaches it).
-    #[serde(skip)]
-    records: RecordsLink,
-}
-
-/// The board's record source as a field of the state: never compared, never kept.
-#[derive(Clone, Default)]
-struct RecordsLink(Option<Arc<dyn Records>>);
-
-impl PartialEq for RecordsLink {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for RecordsLink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "attached" } else { "none" })
-    }
 }
 
 impl ChannelState {
@@ -178,7 +159,6 @@ impl ChannelState {
             heard: BTreeMap::new(),
             problems: Vec::new(),
             dropped_problems: 0,
-            records: RecordsLink::default(),
         }
     }
 
@@ -188,16 +168,11 @@ impl ChannelState {
 
     /// The order board (decoded from the kept state the first time it is asked for).
     pub fn orders(&self) -> &OrderBoard {
-        let board = self.orders.get();
-        if let Some(records) = &self.records.0 {
-            board.attach_records_once(records);
-        }
-        board
+        self.orders.get()
     }
 
     /// The order board, to change it.
     fn orders_mut(&mut self) -> &mut OrderBoard {
-        self.orders();
         self.orders.get_mut()
     }
 
@@ -255,7 +230,10 @@ impl ChannelState {
                 self.orders.mark_kept();
             }
         }
-        self.records = RecordsLink(Some(records));
+        self.orders
+            .prepare_with(Arc::new(move |board: &OrderBoard| {
+                board.attach_records_once(&records)
+            }));
     }
 
     /// Points the lazy folds at the bytes they were kept in.
@@ -439,7 +417,6 @@ impl ChannelState {
         // roster as it is now, and judged again whenever a seat changes. The lazy folds are
         // read only for their own kinds.
         if orders::is_kind(entry.kind()) {
-            self.orders();
             self.orders
                 .get_mut()
                 .feed(&acted, &self.identity, &mut self.changes);
@@ -483,7 +460,6 @@ impl ChannelState {
         if self.identity.seat_epoch() != epoch {
             // A roster entry or a grant changes one name's seat and levels: only the orders
             // that name appears in can change. Anything else (a handover) judges them all.
-            self.orders();
             let orders = self.orders.get_mut();
             match seat_change_of(entry) {
                 Some(name) => orders.rejudge_name(&name, &self.identity, &mut self.changes),
