@@ -129,7 +129,9 @@ pub struct Store {
 /// What the board reads its records through: the connection, and what a record that does not
 /// read is rebuilt from.
 struct Shared {
-    db: Mutex<db::Db>,
+    /// The database; none until the first save when there was none (an open that writes
+    /// nothing makes no file).
+    db: Mutex<Option<db::Db>>,
     rebuild: Mutex<Option<Rebuild>>,
     /// The state folded from nothing, once a record did not read.
     rebuilt: Mutex<Option<ChannelState>>,
@@ -153,7 +155,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Records for Shared {
     fn read(&self, id: &EntryId, digest: &[u8; 32]) -> Result<Vec<u8>, String> {
-        lock(&self.db).record(&id.to_string(), digest)
+        match &*lock(&self.db) {
+            Some(db) => db.record(&id.to_string(), digest),
+            None => Err("nothing is kept".into()),
+        }
     }
 
     fn rebuilt(&self, failure: String, id: &EntryId) -> Option<Order> {
@@ -193,13 +198,20 @@ impl Store {
     /// does not read, is removed and made anew (the reason is returned to be reported); a path
     /// that is not a regular file (a FIFO, a link) is refused unopened.
     pub fn open(path: &Path) -> Result<(Self, Option<Rejected>), Rejected> {
-        let (db, why) = match db::Db::open(path) {
+        let missing = std::fs::symlink_metadata(path)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        let opened = if missing {
+            Ok(None)
+        } else {
+            db::Db::open(path).map(Some)
+        };
+        let (db, why) = match opened {
             Ok(db) => (db, None),
             Err(db::OpenError::NotAFile(path)) => return Err(Rejected::NotAFile(path)),
             Err(db::OpenError::Sqlite(why)) => {
                 db::remove(path).map_err(|e| Rejected::Unreadable(e.to_string()))?;
                 let db = db::Db::open(path).map_err(|e| Rejected::Unreadable(e.to_string()))?;
-                (db, Some(Rejected::Corrupt(why)))
+                (Some(db), Some(Rejected::Corrupt(why)))
             }
         };
         Ok((
@@ -222,14 +234,17 @@ impl Store {
     /// The paths the last full look stat'ed, one a line (a hint for [`super::reader::Prelook`],
     /// trusted for nothing else).
     pub fn looks(&self) -> String {
-        lock(&self.shared.db).looks().unwrap_or_default()
+        lock(&self.shared.db)
+            .as_ref()
+            .and_then(|db| db.looks().ok())
+            .unwrap_or_default()
     }
 
     /// Reads the kept state, for the channel whose genesis digest is `genesis`: a state kept
     /// for another channel is refused. The lazy folds stay bytes until asked for.
     pub fn load(&mut self, genesis: &[u8; 32]) -> Loaded {
-        let read = lock(&self.shared.db).load();
-        let rows = match read {
+        let read = lock(&self.shared.db).as_mut().map(db::Db::load);
+        let rows = match read.unwrap_or(Ok(None)) {
             Ok(Some(rows)) => rows,
             Ok(None) => return Loaded::Missing,
             Err(why) => return self.rejected(Rejected::Corrupt(why)),
@@ -289,7 +304,8 @@ impl Store {
     /// last read or wrote them, and the records of the orders in memory that changed. Returns
     /// the bytes written. Afterwards the board keeps no order whole.
     pub fn save(&mut self, kept: &KeptRef<'_>, state: &mut ChannelState) -> Result<u64, String> {
-        let moved = file_id(&self.path) != self.file_id;
+        // Removed or replaced under this session (a database it never had is made now).
+        let moved = self.file_id.is_some() && file_id(&self.path) != self.file_id;
         if moved || self.replace {
             // Every record is written anew: read those not in memory while the connection
             // still reads the file they are in.
@@ -306,7 +322,11 @@ impl Store {
         let replace = self.replace;
         let shared = Arc::clone(&self.shared);
         let mut db = lock(&shared.db);
-        let mut save = db.begin(replace)?;
+        if db.is_none() {
+            *db = Some(db::Db::open(&self.path).map_err(|e| e.to_string())?);
+            self.file_id = file_id(&self.path);
+        }
+        let mut save = db.as_mut().expect("opened above").begin(replace)?;
         save.meta(kept.genesis, kept.generation)?;
         // The records first: the board's row names them.
         state.put_order_records(&mut save)?;
