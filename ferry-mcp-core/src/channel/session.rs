@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::entry::VerifiedEntry;
 use super::home::{Home, HomeError, KeyHolder, PinOutcome};
 use super::identity::{AcceptBody, Identity, MasterEntry, MasterPos, kinds as identity_kinds};
+use super::kept::{Kept, KeptRef, Loaded, Pinned, Store};
 use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
@@ -26,7 +27,6 @@ use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
-use super::kept::{Kept, KeptRef, Loaded, Pinned, Store};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 use crate::tool::{ChannelAccess, Unavailable};
@@ -339,6 +339,11 @@ impl Session {
         (&self.problems, self.dropped_problems)
     }
 
+    /// How many bytes this session's last save wrote (none before its first).
+    pub fn last_save_bytes(&self) -> Option<u64> {
+        self.written_len
+    }
+
     /// Problems of this process with machine-state files.
     pub fn local_problems(&self) -> &[String] {
         &self.local_problems
@@ -391,11 +396,7 @@ impl Session {
     /// A section of the verified state that did not read was taken from the channel folded
     /// from nothing: reported, and everything folded again here so the state is one whole.
     fn take_kept_failures(&mut self, now: Timestamp) {
-        let mut failures: Vec<String> = self
-            .store
-            .iter()
-            .flat_map(Store::take_failures)
-            .collect();
+        let mut failures: Vec<String> = self.store.iter().flat_map(Store::take_failures).collect();
         failures.extend(self.state.kept_failures());
         if failures.is_empty() {
             return;
@@ -705,24 +706,42 @@ fn give_way_to_the_client() {
 /// How often a watched session looks at every log whatever the kernel said.
 pub const LOOK_EVERYWHERE_EVERY_S: u64 = 60;
 
-/// How often a long-running server writes the verified state, at most.
-const SAVE_EVERY_MS: u64 = 2_000;
+/// When a long-running server writes its kept state: a value, so a test reaches its
+/// thresholds with a small channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavePolicy {
+    /// At most this often (ms).
+    pub every_ms: u64,
+    /// At most this many bytes a millisecond on average: a save writes the rows that changed
+    /// (the core, which holds every log's position, and the folds and records that changed);
+    /// what a later save leaves unwritten costs only time (another process on this machine
+    /// verifies the entries since again), never an entry.
+    pub bytes_per_ms: u64,
+    /// Holding more orders whole than this, the server writes as soon as [`Self::every_ms`]
+    /// allows whatever its size: the save lets the board drop them from memory (a handover,
+    /// which reads every record, would otherwise hold them all until the next save).
+    pub resident_orders: usize,
+}
 
-/// How many bytes a millisecond a long-running server writes of the verified state, at most
-/// on average (100 KB/s). A save writes the state but the records (1.5 MB at 100,000 entries
-/// of work on 10,000 orders) and appends the records that changed (all of them at its first
-/// save, or when it compacts: 16 MB there): every two seconds, an active fleet's server would
-/// write close to 1 MB/s. What a later save leaves unwritten costs only time (another process
-/// on this machine verifies the entries since again), never an entry.
-const SAVE_BYTES_PER_MS: u64 = 100;
+impl Default for SavePolicy {
+    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole.
+    fn default() -> Self {
+        Self {
+            every_ms: 2_000,
+            bytes_per_ms: 100,
+            resident_orders: 1_000,
+        }
+    }
+}
 
-/// A server holding more orders whole than this writes the verified state as soon as
-/// [`SAVE_EVERY_MS`] allows, whatever its size: the save moves the board back to the records
-/// (about 4 KB an order whole: a handover, which reads every record, would otherwise hold
-/// them all until the next save).
-const SAVE_WHEN_RESIDENT: usize = 1_000;
+impl SavePolicy {
+    /// How long after writing `written` bytes a server writes again, at the earliest.
+    pub fn interval_ms(&self, written: u64) -> u64 {
+        self.every_ms.max(written / self.bytes_per_ms.max(1))
+    }
+}
 
-/// What of the identity a server writes within [`SAVE_EVERY_MS`] of its changing, whatever the
+/// What of the identity a server writes within [`SavePolicy::every_ms`] of its changing, whatever the
 /// size of the state: who holds which name, and how far the master's entries were folded. The
 /// kept state is also this machine's witness of what it verified (ADR 0004): a grant, a
 /// demotion or a handover deleted from the channel after it was folded here keeps counting
@@ -732,18 +751,12 @@ fn identity_marks(session: &Session) -> (u64, MasterPos) {
     (identity.seat_epoch(), identity.master_position())
 }
 
-/// How long after writing `written` bytes of the verified state a server writes it again, at
-/// the earliest.
-fn save_interval_ms(written: u64) -> u64 {
-    SAVE_EVERY_MS.max(written / SAVE_BYTES_PER_MS)
-}
-
 /// The session of a server (ADR 0028: one process, one agent, one project), opened on the
 /// first call that needs it, or in the background after [`LazySession::prefetch`], so that
 /// `initialize` and `tools/list` never wait for the channel. An open that failed (an unknown
-/// project, say) is tried again on the next call; the verified state is written at most every
-/// two seconds (and, for a large one, at most 100 KB a second on average) and when the server
-/// stops.
+/// project, say) is tried again on the next call; the kept state is written as its
+/// [`SavePolicy`] allows (by default at most every two seconds, and at most 100 KB a second on
+/// average) and when the server stops.
 pub struct LazySession {
     home: Home,
     project: ProjectId,
@@ -756,6 +769,7 @@ pub struct LazySession {
     /// The identity's marks at the last save ([`identity_marks`]).
     saved_identity: Option<(u64, MasterPos)>,
     machine: Option<String>,
+    policy: SavePolicy,
 }
 
 enum Slot {
@@ -791,7 +805,14 @@ impl LazySession {
             saved_len: 0,
             saved_identity: None,
             machine: None,
+            policy: SavePolicy::default(),
         }
+    }
+
+    /// When it writes the kept state (else [`SavePolicy::default`]).
+    pub fn with_save_policy(mut self, policy: SavePolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// This machine's name, for the session once it is open.
@@ -840,12 +861,12 @@ impl LazySession {
         }
     }
 
-    /// Whether the open session's board holds more than [`SAVE_WHEN_RESIDENT`] orders whole.
+    /// Whether the open session's board holds more orders whole than the policy allows.
     fn holds_many_orders_whole(&self) -> bool {
         match &self.slot {
             Slot::Open(session) => {
                 session.state().orders_loaded()
-                    && session.state().orders().resident() > SAVE_WHEN_RESIDENT
+                    && session.state().orders().resident() > self.policy.resident_orders
             }
             _ => false,
         }
@@ -918,8 +939,8 @@ impl ChannelAccess for LazySession {
             None => true,
             Some(at) => {
                 let elapsed = now.as_millis().saturating_sub(at.as_millis());
-                elapsed >= save_interval_ms(self.saved_len)
-                    || (elapsed >= SAVE_EVERY_MS
+                elapsed >= self.policy.interval_ms(self.saved_len)
+                    || (elapsed >= self.policy.every_ms
                         && (self.identity_moved() || self.holds_many_orders_whole()))
             }
         };
@@ -949,10 +970,11 @@ mod tests {
 
     #[test]
     fn a_server_writes_a_small_state_every_two_seconds_and_a_large_one_at_100_kb_a_second() {
-        assert_eq!(save_interval_ms(0), 2_000);
-        assert_eq!(save_interval_ms(150_000), 2_000);
-        // 100,000 entries of work on 10,000 orders.
-        assert_eq!(save_interval_ms(17_000_000), 170_000);
+        let policy = SavePolicy::default();
+        assert_eq!(policy.interval_ms(0), 2_000);
+        assert_eq!(policy.interval_ms(150_000), 2_000);
+        // 100,000 entries of work on 10,000 orders, written whole.
+        assert_eq!(policy.interval_ms(17_000_000), 170_000);
     }
 
     #[test]

@@ -618,8 +618,7 @@ fn change_row(path: &Path, select: &str, update: &str, change: impl FnOnce(&mut 
         .query_row(select, [], |row| Ok((row.get(0)?, row.get(1)?)))
         .unwrap();
     change(&mut bytes);
-    conn.execute(update, rusqlite::params![bytes, key])
-        .unwrap();
+    conn.execute(update, rusqlite::params![bytes, key]).unwrap();
 }
 
 /// Flips `bit` of one byte of the section row `name` (`core`, `board`, `talk`,
@@ -2459,8 +2458,7 @@ fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
 }
 
 #[test]
-fn a_session_whose_kept_state_was_removed_under_it_writes_every_record_it_names_into_a_new_one()
- {
+fn a_session_whose_kept_state_was_removed_under_it_writes_every_record_it_names_into_a_new_one() {
     let (temp, order) = board_with_talk();
     let fresh_before = open(&other_machine(&temp, "before"), &temp, Actor::Observer);
     // Loaded, its board read and its database open: then the database is removed.
@@ -2473,7 +2471,11 @@ fn a_session_whose_kept_state_was_removed_under_it_writes_every_record_it_names_
     }
     ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
     member.save().unwrap();
-    assert_eq!(record_rows(&temp).1, 2, "every record it names, in the new one");
+    assert_eq!(
+        record_rows(&temp).1,
+        2,
+        "every record it names, in the new one"
+    );
     // It reads its records from the new database from then on.
     ops::orders::show(&mut member, &order, None, temp.now()).unwrap();
     member.refresh(temp.now());
@@ -2491,7 +2493,10 @@ fn order_records_missing_or_of_another_state_are_reported_and_the_state_rebuilt(
         let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
         if replace {
             // Records of another state: the same ids under other digests.
-            tamper(&kept_path(&temp), "UPDATE orders SET digest = randomblob(32)");
+            tamper(
+                &kept_path(&temp),
+                "UPDATE orders SET digest = randomblob(32)",
+            );
         } else {
             tamper(&kept_path(&temp), "DELETE FROM orders");
         }
@@ -2510,7 +2515,11 @@ fn order_records_missing_or_of_another_state_are_reported_and_the_state_rebuilt(
 fn a_record_superseded_by_a_newer_one_is_removed_a_thousand_saves_later() {
     let (temp, order) = board_with_talk();
     let (rows, live) = record_rows(&temp);
-    assert_eq!((rows, live), (3, 2), "the claim superseded the first order's record");
+    assert_eq!(
+        (rows, live),
+        (3, 2),
+        "the claim superseded the first order's record"
+    );
     // A thousand saves later (the count is in the database), the superseded record goes.
     tamper(
         &kept_path(&temp),
@@ -2523,7 +2532,11 @@ fn a_record_superseded_by_a_newer_one_is_removed_a_thousand_saves_later() {
     let mut member = temp.agent_session("member");
     ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
     member.save().unwrap();
-    assert_eq!(record_rows(&temp), (3, 2), "one more superseded, one removed");
+    assert_eq!(
+        record_rows(&temp),
+        (3, 2),
+        "one more superseded, one removed"
+    );
     drop(member);
     assert_ne!(order_views(&temp.view()), order_views(&fresh));
     let fresh = open(&other_machine(&temp, "fresh-again"), &temp, Actor::Observer);

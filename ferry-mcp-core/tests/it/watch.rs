@@ -280,26 +280,43 @@ fn a_change_no_event_tells_is_found_by_the_session_s_periodic_full_look() {
 }
 
 /// A server's session over a bulk channel, on a clock counted in ms from the start, and what
-/// it has written of the verified state.
+/// it has written of the kept state.
 struct Served {
     bulk: ferry_mcp_testkit::bulk::BulkChannel,
     server: ferry_mcp_core::channel::session::LazySession,
     start: u64,
+    policy: ferry_mcp_core::channel::session::SavePolicy,
+}
+
+/// The save policy of the tests below: a state of a few KB counts as large (its next save
+/// waits more than 3 s), and more than 10 orders whole as many.
+fn small_policy() -> ferry_mcp_core::channel::session::SavePolicy {
+    ferry_mcp_core::channel::session::SavePolicy {
+        every_ms: 2_000,
+        bytes_per_ms: 1,
+        resident_orders: 10,
+    }
 }
 
 impl Served {
-    /// A server on a bulk channel of `entries` kept here; it has folded one new entry and
-    /// written the state once.
-    fn on(entries: u64) -> Self {
+    /// A server on a small bulk channel kept here, under [`small_policy`]; it has folded one
+    /// new entry and written the state once.
+    fn on() -> Self {
         use ferry_mcp_core::channel::session::LazySession;
-        let bulk = ferry_mcp_testkit::bulk::builder().entries(entries).build();
+        let bulk = ferry_mcp_testkit::bulk::builder()
+            .entries(400)
+            .agents(20)
+            .build();
         drop(bulk.warm());
-        let server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer);
+        let policy = small_policy();
+        let server = LazySession::new(bulk.home().clone(), bulk.project().clone(), Actor::Observer)
+            .with_save_policy(policy);
         let start = bulk.now().as_millis();
         let mut served = Self {
             bulk,
             server,
             start,
+            policy,
         };
         let before = served.written();
         served.agent_writes_then_flush(0);
@@ -315,16 +332,22 @@ impl Served {
         ferry_mcp_core::time::Timestamp::from_millis(self.start + ms)
     }
 
-    /// The verified state as it is on disk now: every write replaces it (a new inode).
+    /// How many saves the kept state has seen: every save counts one.
     fn written(&self) -> u64 {
-        use std::os::unix::fs::MetadataExt as _;
-        fs::metadata(self.bulk.verified_path()).unwrap().ino()
+        let conn = rusqlite::Connection::open(self.bulk.verified_path()).unwrap();
+        let saves: Vec<u8> = conn
+            .query_row("SELECT value FROM meta WHERE name = 'saves'", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        u64::from_le_bytes(saves.try_into().unwrap())
     }
 
-    /// How long after its last save the server writes again by the size of what it writes
-    /// (the verified state: its records are appended apart, ADR 0010), at 100 KB/s.
-    fn wait_by_size_ms(&self) -> u64 {
-        (fs::metadata(self.bulk.verified_path()).unwrap().len() / 100).max(2_000)
+    /// How long after its last save the server writes again by the size of what that save
+    /// wrote.
+    fn wait_by_size_ms(&mut self) -> u64 {
+        let written = self.session(0).last_save_bytes().expect("it saved");
+        self.policy.interval_ms(written)
     }
 
     fn session(&mut self, ms: u64) -> &mut Session {
@@ -349,13 +372,9 @@ impl Served {
     }
 }
 
-/// A bulk channel whose verified state takes more than 300 KB (2,500 orders' briefs): written
-/// by size at most every 3 s.
-const LARGE: u64 = 25_000;
-
 #[test]
-fn a_server_writes_a_large_verified_state_again_only_as_often_as_100_kb_a_second_allows() {
-    let mut served = Served::on(LARGE);
+fn a_server_writes_a_large_kept_state_again_only_as_often_as_its_byte_rate_allows() {
+    let mut served = Served::on();
     let first = served.written();
     let wait = served.wait_by_size_ms();
     assert!(wait > 3_000, "{wait} ms");
@@ -366,15 +385,16 @@ fn a_server_writes_a_large_verified_state_again_only_as_often_as_100_kb_a_second
 }
 
 #[test]
-fn a_server_holding_more_than_a_thousand_orders_whole_writes_them_back_after_two_seconds_whatever_its_size()
+fn a_server_holding_more_orders_whole_than_its_policy_allows_writes_them_back_after_two_seconds_whatever_its_size()
  {
-    let mut served = Served::on(LARGE);
+    let mut served = Served::on();
     let first = served.written();
     assert!(served.wait_by_size_ms() > 3_000);
 
     // Something reads every order whole (as a handover's judging again does).
+    let resident = served.policy.resident_orders;
     let orders = served.session(1_000).state().orders();
-    assert!(orders.len() > 1_000);
+    assert!(orders.len() > resident, "{} orders", orders.len());
     for order in orders.iter() {
         order.whole();
     }
@@ -386,7 +406,7 @@ fn a_server_holding_more_than_a_thousand_orders_whole_writes_them_back_after_two
 
 #[test]
 fn a_server_writes_within_two_seconds_a_master_entry_it_folded_whatever_the_size_of_its_state() {
-    let mut served = Served::on(LARGE);
+    let mut served = Served::on();
     let first = served.written();
     assert!(served.wait_by_size_ms() > 3_000);
 

@@ -259,7 +259,13 @@ impl Store {
             Ok(core) => core,
             Err(why) => return self.rejected(Rejected::Corrupt(format!("its core: {why}"))),
         };
-        for row in [&rows.core, &rows.looks, &rows.board, &rows.talk, &rows.times] {
+        for row in [
+            &rows.core,
+            &rows.looks,
+            &rows.board,
+            &rows.talk,
+            &rows.times,
+        ] {
             self.written.insert(row.name, row.digest);
         }
         let mut state = core.state;

@@ -35,8 +35,8 @@ use super::reader::LogId;
 use crate::time::Timestamp;
 pub use ids::EntryId;
 use lazy::Lazy;
-pub use orders::{RecordSink, Records};
 pub use orders::OrderBoard;
+pub use orders::{RecordSink, Records};
 pub use talk::Talk;
 
 /// The field of an agent entry's body naming the master position its author had folded.

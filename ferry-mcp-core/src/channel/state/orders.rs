@@ -803,7 +803,6 @@ fn encode_record(order: &Order) -> Vec<u8> {
     postcard::to_stdvec(order).expect("an order always encodes")
 }
 
-
 impl OrderBoard {
     fn refs(&self) -> impl Iterator<Item = OrderRef<'_>> {
         self.orders.iter().map(move |(id, slot)| OrderRef {
