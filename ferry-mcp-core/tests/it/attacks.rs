@@ -2590,3 +2590,75 @@ fn a_folder_of_five_thousand_junk_files_listed_again_after_one_more_reports_only
     again.save().unwrap();
     assert_eq!(temp.view().integrity_problems().1, 4_001);
 }
+
+// ---- 10. the kept state's path (ADR 0011) ----
+
+/// Each file of the kept state's database: itself, its WAL, its shared memory.
+fn kept_files(temp: &TempChannel) -> [PathBuf; 3] {
+    let with = |suffix: &str| {
+        let mut path = kept_path(temp).into_os_string();
+        path.push(suffix);
+        PathBuf::from(path)
+    };
+    [with(""), with("-wal"), with("-shm")]
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_planted_as_the_kept_state_or_its_journal_is_refused_unopened_and_reported() {
+    use std::os::unix::fs::FileTypeExt as _;
+    for file in 0..3 {
+        let (temp, order) = board_with_talk();
+        let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+        let planted = kept_files(&temp)[file].clone();
+        let _ = fs::remove_file(&planted);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &planted,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // It would hang an open that read or wrote it: this one returns.
+        let mut view = temp.view();
+        let local = view.local_problems().to_vec();
+        assert_eq!(local.len(), 1, "{local:?}");
+        assert!(local[0].contains("not a regular file"), "{local:?}");
+        // The channel is all there, and a save writes nowhere.
+        assert_eq!(order_views(&view), order_views(&fresh));
+        ops::orders::show(&mut view, &order, None, temp.now()).unwrap();
+        view.save().unwrap();
+        assert!(
+            fs::symlink_metadata(&planted)
+                .unwrap()
+                .file_type()
+                .is_fifo(),
+            "the FIFO was replaced"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_planted_as_the_kept_state_is_refused_and_nothing_is_written_where_it_points() {
+    let (temp, _) = board_with_talk();
+    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let outside = temp.root().join("outside.db");
+    fs::rename(kept_path(&temp), &outside).unwrap();
+    let before = fs::read(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, kept_path(&temp)).unwrap();
+    let mut member = temp.agent_session("member");
+    let local = member.local_problems().to_vec();
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert!(local[0].contains("not a regular file"), "{local:?}");
+    assert_eq!(order_views(&member), order_views(&fresh));
+    post_to_all(&mut member, &temp, "a change to save");
+    member.save().unwrap();
+    drop(member);
+    assert_eq!(
+        fs::read(&outside).unwrap(),
+        before,
+        "written through the link"
+    );
+}
