@@ -20,4 +20,5 @@ mod search;
 mod shape;
 mod talk;
 mod tamper;
+mod tidy;
 mod watch;
