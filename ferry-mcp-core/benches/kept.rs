@@ -1,0 +1,132 @@
+//! The machine's kept state (ADR 0011), measured the way the ADR's table reports it: on a
+//! channel of 1,000,000 entries of work on 100,000 orders (100 agents), the cold open (the
+//! whole history read, verified, folded and saved), a warm open (nothing new), a save after
+//! one claim (the agent's session opened warm, a fresh order issued and claimed, then the save
+//! timed), and the resident memory a warm session adds once it listed every order (briefs
+//! only) and once it read every order whole, from /proc/self/statm.
+//!
+//! Not a criterion bench: each figure is the median of a few runs, printed to stderr. It uses
+//! only what every kept-state format offers (`Session::open`, `ops::orders`, `Session::save`),
+//! so the same file measures a build before and after a change. `FERRY_BENCH_ORDERS` sets
+//! the orders (entries are ten times as many). Under `cargo test --benches` (no `--bench`
+//! flag) it runs on 2,000 entries, once.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome, IssueRequest, ListRequest};
+use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_testkit::bulk;
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Resident memory of this process, in bytes (Linux; 0 elsewhere).
+fn resident() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|statm| statm.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn main() {
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+    let orders_wanted: u64 = std::env::var("FERRY_BENCH_ORDERS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if bench_mode { 100_000 } else { 200 });
+    let runs = if bench_mode { 5 } else { 1 };
+    let built = Instant::now();
+    let bulk = bulk::builder()
+        .entries(orders_wanted * 10)
+        .agents(100)
+        .orders(orders_wanted)
+        .build();
+    eprintln!(
+        "kept: {} entries, {} orders, built in {:.1?}",
+        bulk.entries(),
+        bulk.orders(),
+        built.elapsed()
+    );
+    let cold = Instant::now();
+    drop(bulk.warm());
+    eprintln!("kept: cold open and first save {:.1?}", cold.elapsed());
+
+    let warm = median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let session = black_box(
+                    Session::open(bulk.home(), bulk.project(), Actor::Observer, bulk.now())
+                        .expect("opens"),
+                );
+                let spent = start.elapsed();
+                drop(session);
+                spent
+            })
+            .collect(),
+    );
+    eprintln!("kept: warm open {warm:.2?}");
+
+    let member = bulk.agent_at(Level::Member).clone();
+    let mut master = bulk.master_session();
+    let saves: Vec<Duration> = (0..runs)
+        .map(|n| {
+            let now = bulk.now();
+            let request = IssueRequest {
+                title: format!("kept bench order {n}"),
+                ..IssueRequest::default()
+            };
+            let id = orders::issue(&mut master, &request, now).expect("issue");
+            master.save().expect("saved");
+            let mut agent = bulk.agent_session(member.as_str());
+            let outcome = orders::claim(&mut agent, &id, now).expect("claim");
+            assert!(matches!(outcome, ClaimOutcome::Claimed { .. }));
+            let start = Instant::now();
+            agent.save().expect("saved");
+            start.elapsed()
+        })
+        .collect();
+    eprintln!("kept: save after one claim {:.2?}", median(saves));
+    drop(master);
+
+    let before = resident();
+    let mut view = bulk.view();
+    let listed = orders::list(
+        &mut view,
+        &ListRequest {
+            all: true,
+            since: None,
+            limit: 1_000_000,
+        },
+        bulk.now(),
+    )
+    .expect("list");
+    let briefs = resident().saturating_sub(before);
+    let count = listed.rows.len();
+    drop(listed);
+    let mut read = 0;
+    for order in view.state().orders().iter() {
+        read += black_box(order.whole()).view().revision as u64;
+    }
+    black_box(read);
+    let whole = resident().saturating_sub(before);
+    eprintln!(
+        "kept: RSS of a warm session, {count} orders listed: +{:.1} MB; every order read whole: +{:.1} MB",
+        mb(briefs),
+        mb(whole)
+    );
+    let kept: u64 = std::fs::read_dir(bulk.verified_path().parent().unwrap())
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.metadata().ok())
+        .map(|meta| meta.len())
+        .sum();
+    eprintln!("kept: state folder of the project {:.1} MB", mb(kept));
+}
