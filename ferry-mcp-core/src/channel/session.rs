@@ -881,7 +881,7 @@ impl LazySession {
                 }
                 Err(err) => session
                     .local_problems
-                    .push(format!("the verified state was not written: {err}")),
+                    .push(format!("the kept state was not written: {err}")),
             }
             self.saved_at = Some(now);
         }

@@ -4,7 +4,7 @@
 //! created that way), folders 0700: the state folder holds keys.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use super::{HomeError, io_err};
@@ -37,34 +37,25 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, HomeError> {
     write_inner(path, bytes, false)
 }
 
+/// Through the store's one atomic write (a synced temporary file, which tempfile makes 0600,
+/// renamed into place, the folder synced), in a 0700 folder.
 fn write_inner(path: &Path, bytes: &[u8], replace: bool) -> Result<bool, HomeError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(io_err(dir))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temp.as_file()
-            .set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(io_err(temp.path()))?;
-    }
-    temp.write_all(bytes)
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(io_err(path))?;
-    if replace {
-        temp.persist(path).map_err(|err| io_err(path)(err.error))?;
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| io_err(path)(io::Error::other("not a file name")))?;
+    let existing = if replace {
+        durable::Existing::Replace
     } else {
-        match temp.persist_noclobber(path) {
-            Ok(_) => {}
-            Err(err) if err.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(err) => return Err(io_err(path)(err.error)),
-        }
+        durable::Existing::Keep
+    };
+    match durable::write_atomic(dir, name, bytes, existing) {
+        Ok(()) => Ok(true),
+        Err(err) if !replace && err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(err) => Err(io_err(path)(err)),
     }
-    sync_dir(dir)?;
-    Ok(true)
 }
 
 /// Removes `path` durably; returns whether it existed.

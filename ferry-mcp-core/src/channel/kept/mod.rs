@@ -247,7 +247,15 @@ impl Store {
         let rows = match read.unwrap_or(Ok(None)) {
             Ok(Some(rows)) => rows,
             Ok(None) => return Loaded::Missing,
-            Err(why) => return self.rejected(Rejected::Corrupt(why)),
+            Err(why) => {
+                // A database that does not read may not take a save either: it goes, and the
+                // next save makes a new one.
+                *lock(&self.shared.db) = None;
+                if db::remove(&self.path).is_ok() {
+                    self.file_id = None;
+                }
+                return self.rejected(Rejected::Corrupt(why));
+            }
         };
         if rows.format != FORMAT {
             return self.rejected(Rejected::Stale(rows.format));
