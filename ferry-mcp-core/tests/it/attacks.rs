@@ -124,16 +124,21 @@ fn status_lines(temp: &TempChannel, home: &Home, what: &str) -> Vec<String> {
         .collect()
 }
 
+/// The body of a `note`: a kind no fold reads, for tests of the log itself.
+#[derive(serde::Serialize)]
+struct Note {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n: Option<u64>,
+}
+
+impl ferry_mcp_core::channel::body::EntryBody for Note {
+    const KIND: &'static str = "note";
+}
+
 /// Appends a `note` entry as `agent` through its session (the one path every write takes).
 fn note(session: &mut Session, temp: &TempChannel, n: u64) -> VerifiedEntry {
     session
-        .append(
-            Operation::HandIn,
-            None,
-            "note",
-            json!({ "n": n }),
-            temp.now(),
-        )
+        .append(Operation::HandIn, None, &Note { n: Some(n) }, temp.now())
         .unwrap()
 }
 
@@ -996,7 +1001,7 @@ fn a_linked_logs_folder_is_refused_for_reading_and_for_writing() {
     assert!(err.to_string().contains("symbolic link"), "{err}");
     let mut session = temp.agent_session("fang");
     let err = session
-        .append(Operation::HandIn, None, "note", json!({}), temp.now())
+        .append(Operation::HandIn, None, &Note { n: None }, temp.now())
         .unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(ops::join(temp.home(), temp.project(), &name("bolt"), None, temp.now()).is_err());
@@ -1090,7 +1095,7 @@ fn a_linked_log_file_is_reported_and_not_read() {
     let mut session = temp.agent_session("fang");
     assert!(
         session
-            .append(Operation::HandIn, None, "note", json!({}), temp.now())
+            .append(Operation::HandIn, None, &Note { n: None }, temp.now())
             .is_err()
     );
     assert_eq!(tree(outside.parent().unwrap()), before);

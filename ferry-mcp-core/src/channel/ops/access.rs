@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::OpsError;
 use crate::channel::home::{Home, KeyHolder};
-use crate::channel::identity::{GrantBody, GrantStanding, Identity, Seat, kinds};
+use crate::channel::identity::{GrantBody, GrantStanding, Seat};
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::{Level, LocalKey, Operation};
 use crate::channel::names::{AgentName, ProjectId};
@@ -186,13 +186,7 @@ pub fn access_set(
     ) {
         body.after_seq = Some(session.log_seq(name, &key));
     }
-    session.append(
-        Operation::Approve,
-        None,
-        kinds::GRANT,
-        Identity::grant_body(&body),
-        now,
-    )?;
+    session.append(Operation::Approve, None, &body, now)?;
     session.save()?;
     Ok(body)
 }

@@ -3,7 +3,6 @@
 //! approve: only the master's answer counts (the fold decides).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
@@ -11,7 +10,7 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::asks::{
-    Ask, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, Verdict, kinds,
+    AnswerBody, Ask, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, RaiseBody, Verdict,
 };
 use crate::guard::TextUse;
 use crate::time::Timestamp;
@@ -76,16 +75,13 @@ pub fn raise(
             "asks are the agents' questions for you: answer them with `ferry ask approve`".into(),
         ));
     }
-    let mut body = Map::new();
-    body.insert("title".into(), request.title.clone().into());
-    body.insert(
-        "recommendation".into(),
-        request.recommendation.clone().into(),
-    );
-    if !request.reasoning.is_empty() {
-        body.insert("reasoning".into(), request.reasoning.clone().into());
-    }
-    let entry = session.append(Operation::Ask, None, kinds::RAISE, Value::Object(body), now)?;
+    let body = RaiseBody {
+        title: request.title.clone(),
+        recommendation: request.recommendation.clone(),
+        reasoning: request.reasoning.clone(),
+        seen: None,
+    };
+    let entry = session.append(Operation::Ask, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
@@ -151,23 +147,13 @@ pub fn answer(
     {
         return Err(OpsError::UnknownAsk(id.to_owned()));
     }
-    let verdict_text = match verdict {
-        Verdict::Approve => "approve",
-        Verdict::Reject => "reject",
-        Verdict::SendBack => "send_back",
+    let body = AnswerBody {
+        ask: id.to_owned(),
+        verdict,
+        note: note
+            .filter(|note| !note.trim().is_empty())
+            .map(str::to_owned),
     };
-    let mut body = Map::new();
-    body.insert("ask".into(), id.into());
-    body.insert("verdict".into(), verdict_text.into());
-    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
-        body.insert("note".into(), note.into());
-    }
-    session.append(
-        Operation::Approve,
-        None,
-        kinds::ANSWER,
-        Value::Object(body),
-        now,
-    )?;
+    session.append(Operation::Approve, None, &body, now)?;
     show(session, id, now)
 }

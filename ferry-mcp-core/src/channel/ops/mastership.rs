@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{OpsError, generate_key};
 use crate::channel::home::{Home, KeyHolder, SealCost};
-use crate::channel::identity::{self, HandoverBody, kinds};
+use crate::channel::identity::{self, HandoverBody};
 use crate::channel::keys::{PublicKey, Signature};
 use crate::channel::levels::Operation;
 use crate::channel::names::ProjectId;
@@ -44,8 +44,7 @@ pub fn master_handover(
     };
     identity::check_handover(project, &body)
         .map_err(|err| OpsError::BadHandover(err.to_string()))?;
-    let body = serde_json::to_value(body).expect("a handover body always serializes");
-    session.append(Operation::Approve, None, kinds::MASTER_HANDOVER, body, now)?;
+    session.append(Operation::Approve, None, &body, now)?;
     session.save()?;
     Ok(master.public_key())
 }

@@ -6,7 +6,6 @@
 //! board itself is the fold of `state::orders`; nothing here decides who holds an order.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
 
 use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
@@ -14,8 +13,9 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::orders::{
-    self, Body, Hints, MAX_INLINE_BODY, MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY,
-    MAX_TITLE, Order, OrderRef, OrderState, Verdict, kinds,
+    self, Body, CancelBody, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY, MAX_NOTES,
+    MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState, ProgressBody,
+    ReleaseBody, ReviewBody, SubmitBody, Verdict,
 };
 use crate::channel::state::since::{Since, SinceError};
 use crate::guard::TextUse;
@@ -192,16 +192,6 @@ fn agent_of(session: &Session) -> Result<AgentName, OpsError> {
     }
 }
 
-fn event_body(order: &Order, fields: &[(&str, Value)]) -> Value {
-    let mut map = Map::new();
-    map.insert("order".into(), order.id.to_string().into());
-    map.insert("after".into(), order.view().tip.to_hex().into());
-    for (name, value) in fields {
-        map.insert((*name).into(), value.clone());
-    }
-    Value::Object(map)
-}
-
 /// Issues an order: the master, or an Orchestrator with its own key. Returns its id.
 pub fn issue(
     session: &mut Session,
@@ -234,39 +224,28 @@ pub fn issue(
             project: session.project().clone(),
         });
     }
-    let mut body = Map::new();
-    body.insert("title".into(), request.title.clone().into());
+    let mut body = IssueBody {
+        title: request.title.clone(),
+        body: None,
+        blob: None,
+        to: request.to.clone(),
+        review: request.review,
+        heavy: request.heavy,
+        hints: request.hints,
+        seen: None,
+    };
     if let Some(text) = request
         .body
         .as_deref()
         .filter(|text| !text.trim().is_empty())
     {
         if text.chars().count() > MAX_INLINE_BODY {
-            let blob = session.channel().put_blob(text.as_bytes())?;
-            body.insert("blob".into(), blob.to_hex().into());
+            body.blob = Some(session.channel().put_blob(text.as_bytes())?.to_hex());
         } else {
-            body.insert("body".into(), text.into());
+            body.body = Some(text.to_owned());
         }
     }
-    if let Some(to) = &request.to {
-        body.insert("to".into(), to.as_str().into());
-    }
-    if request.review {
-        body.insert("review".into(), true.into());
-    }
-    if request.heavy {
-        body.insert("heavy".into(), true.into());
-    }
-    if !request.hints.is_empty() {
-        body.insert("hints".into(), request.hints.to_json());
-    }
-    let entry = session.append(
-        Operation::Issue,
-        None,
-        kinds::ISSUE,
-        Value::Object(body),
-        now,
-    )?;
+    let entry = session.append(Operation::Issue, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
@@ -292,9 +271,12 @@ pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOut
             to: to.clone(),
         });
     }
-    let body = event_body(order, &[]);
+    let body = ClaimBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+    };
     let order_id = order.id.clone();
-    session.append(Operation::Claim, None, kinds::CLAIM, body, now)?;
+    session.append(Operation::Claim, None, &body, now)?;
     let view = session
         .state()
         .orders()
@@ -310,6 +292,12 @@ pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOut
             "the claim of {id} does not count here (see `ferry order show {id}`)"
         ))),
     }
+}
+
+/// A note that says something, or none.
+fn given(note: Option<&str>) -> Option<String> {
+    note.filter(|note| !note.trim().is_empty())
+        .map(str::to_owned)
 }
 
 /// Gives an order back to the board: its holder, or the master or an Orchestrator handing back
@@ -341,12 +329,12 @@ pub fn release(
     } else {
         Operation::HandBack
     };
-    let mut fields = Vec::new();
-    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
-        fields.push(("text", Value::from(note)));
-    }
-    let body = event_body(order, &fields);
-    session.append(operation, None, kinds::RELEASE, body, now)?;
+    let body = ReleaseBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        text: given(note),
+    };
+    session.append(operation, None, &body, now)?;
     Ok(())
 }
 
@@ -391,8 +379,12 @@ pub fn progress(
     session.refresh(now);
     let order = find(session, id)?;
     holder_check(session, order, "progress")?;
-    let body = event_body(order, &[("text", Value::from(text))]);
-    session.append(Operation::Progress, None, kinds::PROGRESS, body, now)?;
+    let body = ProgressBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        text: text.to_owned(),
+    };
+    session.append(Operation::Progress, None, &body, now)?;
     Ok(())
 }
 
@@ -421,8 +413,13 @@ pub fn hand_in(
     if order.view().state.is_done() {
         return Err(wrong_state(order, "hand in", "not accepted or cancelled"));
     }
-    let body = json!({"order": order.id.to_string(), "ref": git_ref, "summary": summary});
-    let entry = session.append(Operation::HandIn, None, kinds::HANDIN, body, now)?;
+    let body = HandInBody {
+        order: order.id.to_string(),
+        git_ref: git_ref.to_owned(),
+        summary: summary.to_owned(),
+        seen: None,
+    };
+    let entry = session.append(Operation::HandIn, None, &body, now)?;
     Ok(EntryId::Agent {
         name: entry.author().clone(),
         seq: entry.seq(),
@@ -468,7 +465,6 @@ pub fn submit(
     session.refresh(now);
     let order = find(session, id)?;
     holder_check(session, order, "submit")?;
-    let mut fields = vec![("summary", Value::from(request.summary.as_str()))];
     match (&request.handin, &request.git_ref) {
         (None, None) => {
             return Err(OpsError::Invalid(
@@ -483,16 +479,18 @@ pub fn submit(
                     order: order.id.to_string(),
                 });
             }
-            fields.push(("handin", Value::from(handin.as_str())));
         }
         _ => {}
     }
-    if let Some(git_ref) = &request.git_ref {
-        fields.push(("ref", Value::from(git_ref.as_str())));
-    }
-    let body = event_body(order, &fields);
+    let body = SubmitBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        summary: request.summary.clone(),
+        handin: request.handin.clone(),
+        git_ref: request.git_ref.clone(),
+    };
     let order_id = order.id.clone();
-    session.append(Operation::Submit, None, kinds::SUBMIT, body, now)?;
+    session.append(Operation::Submit, None, &body, now)?;
     Ok(state_of(session, &order_id))
 }
 
@@ -535,17 +533,14 @@ pub fn review(
     {
         return Err(OpsError::OwnSubmission { agent: me });
     }
-    let verdict_text = match verdict {
-        Verdict::Accept => "accept",
-        Verdict::Changes => "changes",
+    let body = ReviewBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        verdict,
+        notes: notes.map(str::to_owned),
     };
-    let mut fields = vec![("verdict", Value::from(verdict_text))];
-    if let Some(notes) = notes {
-        fields.push(("notes", Value::from(notes)));
-    }
-    let body = event_body(order, &fields);
     let order_id = order.id.clone();
-    session.append(Operation::Review, None, kinds::REVIEW, body, now)?;
+    session.append(Operation::Review, None, &body, now)?;
     Ok(state_of(session, &order_id))
 }
 
@@ -569,12 +564,12 @@ pub fn cancel(
     if order.view().state.is_done() {
         return Err(wrong_state(order, "cancel", "not accepted or cancelled"));
     }
-    let mut fields = Vec::new();
-    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
-        fields.push(("text", Value::from(note)));
-    }
-    let body = event_body(order, &fields);
-    session.append(Operation::Approve, None, kinds::CANCEL, body, now)?;
+    let body = CancelBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        text: given(note),
+    };
+    session.append(Operation::Approve, None, &body, now)?;
     Ok(())
 }
 

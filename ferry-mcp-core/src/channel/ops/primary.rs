@@ -8,13 +8,16 @@
 //! that is silent (or none); the race between two takeovers is the fold's (ADR 0006).
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{OpsError, check_chars, check_not_empty};
+use crate::channel::body::PresenceBody;
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::primary::{MAX_BRIEF_LINE, MAX_CONSTRAINTS, kinds};
+use crate::channel::state::primary::{
+    BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, PrimaryReleaseBody, SettingsBody,
+    StandbyBody, TakeBody,
+};
 use crate::guard::TextUse;
 use crate::time::Timestamp;
 
@@ -41,8 +44,7 @@ impl Liveness {
 pub const ALIVE_FOR_S: u64 = 120;
 /// A tool call records that its agent is alive at most this often (ADR 0028, presence).
 pub const PRESENCE_EVERY_MS: u64 = 60_000;
-/// The entry kind of presence.
-pub const PRESENCE: &str = "presence";
+pub use crate::channel::body::PRESENCE;
 
 /// How long ago `agent` was heard from here, and what that makes it, at `now`.
 pub fn liveness(session: &Session, agent: &AgentName, now: Timestamp) -> Option<(u64, Liveness)> {
@@ -127,7 +129,7 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Op
 
 /// Records that the caller waits for the primary.
 pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
-    session.append(Operation::StandBy, None, kinds::STANDBY, json!({}), now)?;
+    session.append(Operation::StandBy, None, &StandbyBody {}, now)?;
     status(session, now)
 }
 
@@ -164,8 +166,11 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
             quiet_period_s: session.state().leadership.quiet_period_s(),
         });
     }
-    let body = json!({ "after": view.tip.to_hex() });
-    let take = session.append(Operation::TakeOver, None, kinds::TAKE, body, now)?;
+    let body = TakeBody {
+        after: view.tip,
+        seen: None,
+    };
+    let take = session.append(Operation::TakeOver, None, &body, now)?;
     let take = session.id_of(&take);
     let after = session.state().leadership.view().clone();
     match after.primary {
@@ -198,8 +203,11 @@ pub fn release(session: &mut Session, now: Timestamp) -> Result<(), OpsError> {
             primary: view.primary,
         });
     }
-    let body = json!({ "after": view.tip.to_hex() });
-    session.append(Operation::ReleasePrimary, None, kinds::RELEASE, body, now)?;
+    let body = PrimaryReleaseBody {
+        after: view.tip,
+        seen: None,
+    };
+    session.append(Operation::ReleasePrimary, None, &body, now)?;
     Ok(())
 }
 
@@ -222,8 +230,9 @@ pub fn set_quiet_period(
     session.append(
         Operation::Approve,
         None,
-        kinds::SETTINGS,
-        json!({ "quiet_period_s": seconds }),
+        &SettingsBody {
+            quiet_period_s: seconds,
+        },
         now,
     )?;
     Ok(())
@@ -256,8 +265,11 @@ pub fn set_brief(
     session.append(
         Operation::Post,
         None,
-        kinds::BRIEF_SET,
-        json!({ "objective": objective, "constraints": constraints }),
+        &BriefBody {
+            objective: objective.to_owned(),
+            constraints: constraints.to_vec(),
+            seen: None,
+        },
         now,
     )?;
     Ok(())
@@ -272,8 +284,10 @@ pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<Strin
     let entry = session.append(
         Operation::Post,
         None,
-        kinds::BRIEF_DECIDE,
-        json!({ "line": line }),
+        &DecideBody {
+            line: line.to_owned(),
+            seen: None,
+        },
         now,
     )?;
     Ok(session.id_of(&entry).to_string())
@@ -303,5 +317,5 @@ pub fn note_alive(session: &mut Session, now: Timestamp) {
         return;
     }
     // A failure to write presence costs only liveness; the call goes on.
-    let _ = session.append(Operation::HandIn, None, PRESENCE, json!({}), now);
+    let _ = session.append(Operation::HandIn, None, &PresenceBody {}, now);
 }

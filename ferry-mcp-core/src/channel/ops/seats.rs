@@ -1,11 +1,11 @@
 //! Seating an agent on this machine: its key here and its roster entry in the channel.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{OpsError, generate_key};
+use crate::channel::body::JoinBody;
 use crate::channel::home::{Home, KeyHolder, SealCost};
-use crate::channel::identity::{Seat, kinds};
+use crate::channel::identity::Seat;
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::LocalKey;
 use crate::channel::names::{AgentName, ProjectId};
@@ -86,7 +86,7 @@ fn join_in(
             home.open_key(&project, &holder, passphrase.map(|(phrase, _)| phrase), now)?
         }
     };
-    session.append_unchecked(name, &key, kinds::ROSTER_JOIN, json!({}), now)?;
+    session.append_unchecked(name, &key, &JoinBody {}, now)?;
     // A roster entry another machine wrote for this name may have synced meanwhile.
     if let Seat::Contested(keys) = session.identity().seat(name) {
         return Err(contested(keys.len()));

@@ -3,15 +3,13 @@
 //! a blob; the entry names only the secret, the recipient and the blob. No MCP tool calls
 //! these functions: a secret's value never reaches a model through ferry.
 
-use serde_json::json;
-
 use super::OpsError;
 use crate::channel::home::KeyHolder;
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::secret;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::secrets::SHARE;
+use crate::channel::state::secrets::ShareBody;
 use crate::time::Timestamp;
 
 /// The longest secret name.
@@ -67,8 +65,14 @@ pub fn send(
         })?;
     let sealed = secret::seal(&key, value).map_err(|err| OpsError::Invalid(err.to_string()))?;
     let blob = session.channel().put_blob(&sealed)?;
-    let body = json!({ "name": name, "to": to, "key": key, "blob": blob.to_hex() });
-    let entry = session.append(Operation::Post, None, SHARE, body, now)?;
+    let body = ShareBody {
+        name: name.to_owned(),
+        to: to.clone(),
+        key,
+        blob: blob.to_hex(),
+        seen: None,
+    };
+    let entry = session.append(Operation::Post, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 

@@ -7,7 +7,6 @@
 //! latest sent messages, who has read them (read receipts).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
@@ -15,7 +14,9 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::since::Since;
-use crate::channel::state::talk::{MAX_INLINE_TEXT, MAX_TEXT, Message, Recipient, kinds};
+use crate::channel::state::talk::{
+    MAX_INLINE_TEXT, MAX_TEXT, MarkBody, Message, PostBody, Recipient,
+};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 
@@ -184,23 +185,22 @@ pub(super) fn post_announcing(
     }
     // Check the level before a long text goes into a blob.
     session.authorize(Operation::Post, None, now)?;
-    let mut body = Map::new();
-    body.insert("to".into(), to.as_str().into());
-    if request.text.chars().count() > MAX_INLINE_TEXT {
+    let (text, blob) = if request.text.chars().count() > MAX_INLINE_TEXT {
         let blob = session.channel().put_blob(request.text.as_bytes())?;
         let start: String = request.text.chars().take(MAX_INLINE_TEXT).collect();
-        body.insert("text".into(), start.into());
-        body.insert("blob".into(), blob.to_hex().into());
+        (start, Some(blob.to_hex()))
     } else {
-        body.insert("text".into(), request.text.clone().into());
-    }
-    if let Some(reply_to) = &request.reply_to {
-        body.insert("reply_to".into(), reply_to.clone().into());
-    }
-    if let Some(take) = take {
-        body.insert("takeover".into(), take.to_string().into());
-    }
-    let entry = session.append(Operation::Post, None, kinds::POST, Value::Object(body), now)?;
+        (request.text.clone(), None)
+    };
+    let body = PostBody {
+        to: to.as_str().to_owned(),
+        text,
+        blob,
+        reply_to: request.reply_to.clone(),
+        takeover: take.map(ToString::to_string),
+        seen: None,
+    };
+    let entry = session.append(Operation::Post, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
@@ -287,9 +287,9 @@ pub fn read(
             let at = upto.entry(from.clone()).or_default();
             *at = (*at).max(*seq);
         }
-        let body = serde_json::json!({ "upto": upto });
+        let body = MarkBody { upto, seen: None };
         // A marker is the reader's own record: any seated agent writes it.
-        session.append(Operation::Read, None, kinds::MARK, body, now)?;
+        session.append(Operation::Read, None, &body, now)?;
         marked = true;
     }
     Ok(ReadResult {

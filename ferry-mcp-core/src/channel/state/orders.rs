@@ -116,6 +116,11 @@ impl Hints {
         }
         serde_json::Value::Object(map)
     }
+
+    /// [`Hints::to_json`] as a serde field writer (an issue's entry form).
+    fn serialize_given<S: serde::Serializer>(hints: &Hints, s: S) -> Result<S::Ok, S::Error> {
+        hints.to_json().serialize(s)
+    }
 }
 
 /// The body of `order.issue`.
@@ -137,7 +142,11 @@ pub struct IssueBody {
     pub review: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub heavy: bool,
-    #[serde(default)]
+    #[serde(
+        default,
+        skip_serializing_if = "Hints::is_empty",
+        serialize_with = "Hints::serialize_given"
+    )]
     pub hints: Hints,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
@@ -177,6 +186,61 @@ pub struct EventBody {
     pub notes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
+}
+
+/// The body of `order.claim` (read as an [`EventBody`], like every chain event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimBody {
+    pub order: String,
+    pub after: EntryHash,
+}
+
+/// The body of `order.release`: an optional note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReleaseBody {
+    pub order: String,
+    pub after: EntryHash,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The body of `order.progress`: the line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgressBody {
+    pub order: String,
+    pub after: EntryHash,
+    pub text: String,
+}
+
+/// The body of `order.submit`: a hand-in or a git ref, and the summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubmitBody {
+    pub order: String,
+    pub after: EntryHash,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handin: Option<String>,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+}
+
+/// The body of `order.review`: the verdict, and notes (required for changes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewBody {
+    pub order: String,
+    pub after: EntryHash,
+    pub verdict: Verdict,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+/// The body of `order.cancel`: an optional note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CancelBody {
+    pub order: String,
+    pub after: EntryHash,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// The body of `work.handin`.

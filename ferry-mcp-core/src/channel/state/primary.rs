@@ -51,14 +51,27 @@ pub const MAX_BRIEF_LINE: usize = 300;
 /// Decisions kept (the newest).
 const KEPT_DECISIONS: usize = 32;
 
-/// The body of `primary.take` and `primary.release`.
+/// The body of `primary.take`: the chain event it follows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PrimaryBody {
+pub struct TakeBody {
     pub after: EntryHash,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
 }
+
+/// The body of `primary.release`: the chain event it follows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrimaryReleaseBody {
+    pub after: EntryHash,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// The body of `primary.standby`: the entry itself says its author waits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StandbyBody {}
 
 /// The body of `settings`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,8 +267,13 @@ impl Leadership {
     pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         match acted.kind() {
             kinds::TAKE | kinds::RELEASE => {
-                let body = match PrimaryBody::deserialize(acted.body()) {
-                    Ok(body) => body,
+                let after = if acted.kind() == kinds::TAKE {
+                    TakeBody::deserialize(acted.body()).map(|body| body.after)
+                } else {
+                    PrimaryReleaseBody::deserialize(acted.body()).map(|body| body.after)
+                };
+                let after = match after {
+                    Ok(after) => after,
                     Err(err) => return self.report(acted, format!("bad {}: {err}", acted.kind())),
                 };
                 if acted.by_master {
@@ -265,7 +283,7 @@ impl Leadership {
                     take: acted.kind() == kinds::TAKE,
                     made: Made::from(acted),
                     hash: *acted.entry.hash(),
-                    after: body.after,
+                    after,
                 });
                 self.rejudge(identity, changes);
             }
