@@ -352,7 +352,7 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
         }
         OrderCommand::Claim { id, acting } => with_session(&acting, |session| {
             Ok(match ops::claim(session, &id, now)? {
-                ClaimOutcome::Claimed { id } => (
+                ClaimOutcome::Claimed { id, .. } => (
                     format!("claimed {id}"),
                     json!({"id": id, "outcome": "claimed"}),
                 ),
@@ -363,8 +363,8 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             })
         }),
         OrderCommand::Release { id, acting, note } => with_session(&acting, |session| {
-            ops::release(session, &id, note.as_deref(), now)?;
-            Ok((format!("released {id}"), json!({"id": id, "state": "open"})))
+            let state = ops::release(session, &id, note.as_deref(), now)?;
+            Ok((format!("released {id}"), json!({"id": id, "state": state})))
         }),
         OrderCommand::Progress { id, text, acting } => with_session(&acting, |session| {
             ops::progress(session, &id, &text, now)?;
@@ -405,11 +405,8 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             ))
         }),
         OrderCommand::Cancel { id, acting, note } => with_session(&acting, |session| {
-            ops::cancel(session, &id, note.as_deref(), now)?;
-            Ok((
-                format!("cancelled {id}"),
-                json!({"id": id, "state": "cancelled"}),
-            ))
+            let state = ops::cancel(session, &id, note.as_deref(), now)?;
+            Ok((format!("cancelled {id}"), json!({"id": id, "state": state})))
         }),
     }
 }

@@ -1085,7 +1085,13 @@ mod tests {
             .map(|o| o.id.to_string())
             .unwrap();
         let outcome = orders::claim(&mut session, &open, busy.now()).unwrap();
-        assert_eq!(outcome, ClaimOutcome::Claimed { id: open });
+        assert_eq!(
+            outcome,
+            ClaimOutcome::Claimed {
+                id: open,
+                state: ferry_mcp_core::channel::state::orders::OrderState::Claimed,
+            }
+        );
         assert_clean(&session);
     }
 

@@ -2,6 +2,7 @@
 //! and read the answer. The MCP can ask, never approve: answers are the master's alone.
 
 use ferry_mcp_core::channel::ops::asks::{self as ops, AskView, RaiseRequest};
+use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
@@ -33,7 +34,8 @@ pub enum AskArgs {
 pub struct AskOut {
     pub id: String,
     /// `pending`, `approved`, `rejected` or `sent_back`.
-    pub state: String,
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub state: AskState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -56,7 +58,7 @@ pub struct FerryAskHuman;
 fn out(ask: &AskView) -> AskOut {
     AskOut {
         id: ask.id.clone(),
-        state: ask.state.to_owned(),
+        state: ask.state,
         note: ask
             .note
             .as_deref()

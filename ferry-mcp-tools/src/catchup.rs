@@ -5,6 +5,8 @@
 
 use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits, DigestOrder};
 use ferry_mcp_core::channel::ops::primary::Liveness;
+use ferry_mcp_core::channel::state::asks::AskState;
+use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
@@ -30,7 +32,8 @@ pub struct CatchupArgs {
 pub struct OrderOut {
     pub id: String,
     pub title: String,
-    pub state: String,
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -58,7 +61,8 @@ pub struct DecisionOut {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct AskOut {
     pub id: String,
-    pub state: String,
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub state: AskState,
 }
 
 /// The primary in the digest.
@@ -66,7 +70,8 @@ pub struct AskOut {
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct PrimaryOut {
     pub name: String,
-    pub state: String,
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub state: Liveness,
 }
 
 /// What `ferry_catchup` answers.
@@ -160,7 +165,7 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
     let mut order = |order: &DigestOrder, with_holder: bool| OrderOut {
         id: order.id.clone(),
         title: crate::orders::clip(&clean(&order.title), title_chars),
-        state: order.state.to_owned(),
+        state: order.state,
         holder: with_holder
             .then(|| order.holder.as_ref().map(ToString::to_string))
             .flatten(),
@@ -182,11 +187,8 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
     let out = CatchupOut {
         primary: digest.primary.as_ref().map(|primary| PrimaryOut {
             name: primary.name.to_string(),
-            state: primary
-                .state
-                .map_or(Liveness::Silent, |state| state)
-                .as_str()
-                .to_owned(),
+            // Never heard from: silent, as `ops::primary::status` judges it.
+            state: primary.state.unwrap_or(Liveness::Silent),
         }),
         brief: digest.brief.as_ref().map(|brief| BriefOut {
             objective: clean(&brief.objective),
@@ -207,7 +209,7 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
             .iter()
             .map(|(id, state)| AskOut {
                 id: id.clone(),
-                state: (*state).to_owned(),
+                state: *state,
             })
             .collect(),
         waiting_on_you: digest.waiting_on_you.clone(),

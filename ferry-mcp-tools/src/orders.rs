@@ -7,7 +7,7 @@ use ferry_mcp_core::channel::ops::orders::{
     self as ops, ClaimOutcome, HeavyQueue, ListRequest, OrderDetail, RunVia, SubmitRequest,
 };
 use ferry_mcp_core::channel::state::EntryId;
-use ferry_mcp_core::channel::state::orders::Verdict;
+use ferry_mcp_core::channel::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{
     self, MAX_ITEMS, MAX_STRUCTURED_CHARS, ResourceLink, ResourceUri, ToolOutcome,
@@ -81,7 +81,8 @@ pub enum VerdictArg {
 pub struct Row {
     pub id: String,
     pub title: String,
-    pub state: String,
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     /// The holder has gone silent past the quiet period: an Orchestrator may hand it back.
@@ -95,7 +96,8 @@ pub struct Row {
 pub struct Detail {
     pub id: String,
     pub title: String,
-    pub state: String,
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     pub by: String,
@@ -134,7 +136,8 @@ pub struct OrdersOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    #[cfg_attr(test, schemars(with = "Option<String>"))]
+    pub state: Option<OrderState>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,11 +208,11 @@ fn run(
         OrdersArgs::List { since } => list(session, since, now)?,
         OrdersArgs::Show { id } => show(session, queue, &id, project, now)?,
         OrdersArgs::Claim { id } => match ops::claim(session, &id, now)? {
-            ClaimOutcome::Claimed { id } => answer(
+            ClaimOutcome::Claimed { id, state } => answer(
                 OrdersOut {
                     id: Some(id.clone()),
                     outcome: Some("claimed".into()),
-                    state: Some("claimed".into()),
+                    state: Some(state),
                     ..OrdersOut::default()
                 },
                 format!("claimed {id}: work in the repo, report with progress, then submit a ref"),
@@ -225,16 +228,16 @@ fn run(
             ),
         },
         OrdersArgs::Release { id, note } => {
-            ops::release(session, &id, note.as_deref(), now)?;
+            let state = ops::release(session, &id, note.as_deref(), now)?;
             state_answer(
                 &id,
-                "open",
+                state,
                 format!("released {id}: it is back on the board"),
             )
         }
         OrdersArgs::Progress { id, note } => {
-            ops::progress(session, &id, &note, now)?;
-            state_answer(&id, "in_progress", format!("progress on {id} recorded"))
+            let state = ops::progress(session, &id, &note, now)?;
+            state_answer(&id, state, format!("progress on {id} recorded"))
         }
         OrdersArgs::Handin { id, git_ref, note } => {
             let handin = ops::hand_in(session, &id, &git_ref, &note, now)?;
@@ -300,11 +303,11 @@ fn answer(out: OrdersOut, summary: String) -> ToolOutcome {
     ToolOutcome::ok(facade::structured(&out), summary)
 }
 
-fn state_answer(id: &str, state: &str, summary: String) -> ToolOutcome {
+fn state_answer(id: &str, state: OrderState, summary: String) -> ToolOutcome {
     answer(
         OrdersOut {
             id: Some(id.to_owned()),
-            state: Some(state.to_owned()),
+            state: Some(state),
             ..OrdersOut::default()
         },
         summary,
@@ -336,7 +339,7 @@ fn list(
         .map(|listed| Row {
             id: listed.row.id.clone(),
             title: clip(&clean(&listed.row.title, &mut redacted), LIST_TITLE_CHARS),
-            state: listed.row.state.to_owned(),
+            state: listed.row.state,
             silent: listed.row.holder.as_ref().is_some_and(|holder| {
                 ferry_mcp_core::channel::ops::primary::liveness(session, holder, now)
                     .is_none_or(|(age, _)| age > quiet)
@@ -446,7 +449,7 @@ fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
     Detail {
         id: detail.row.id.clone(),
         title: clean(&detail.row.title),
-        state: detail.row.state.to_owned(),
+        state: detail.row.state,
         holder: detail.row.holder.as_ref().map(ToString::to_string),
         by: detail.issued_by.to_string(),
         to: detail.to.as_ref().map(ToString::to_string),

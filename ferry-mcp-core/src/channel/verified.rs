@@ -40,7 +40,7 @@ use super::state::{ChannelState, OrderBoard, Talk};
 
 const MAGIC: &[u8] = b"ferry-verified\n";
 /// Bumped whenever what is kept changes shape; an older file is rebuilt.
-pub const FORMAT: u32 = 10;
+pub const FORMAT: u32 = 11;
 /// Bytes before the looks: magic, format, core length, looks length.
 const HEADER: usize = MAGIC.len() + 4 + 8 + 8;
 /// The longest looks this build reads (a path a line, for every log and author folder).

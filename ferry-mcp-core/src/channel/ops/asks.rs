@@ -10,7 +10,8 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::asks::{
-    AnswerBody, Ask, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, RaiseBody, Verdict,
+    AnswerBody, Ask, AskState, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, RaiseBody,
+    Verdict,
 };
 use crate::guard::TextUse;
 use crate::time::Timestamp;
@@ -31,8 +32,7 @@ pub struct AskView {
     pub title: String,
     pub recommendation: String,
     pub reasoning: String,
-    /// `pending`, `approved`, `rejected` or `sent_back`.
-    pub state: &'static str,
+    pub state: AskState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     pub time: Timestamp,
@@ -45,7 +45,7 @@ fn view(ask: &Ask) -> AskView {
         title: ask.title.clone(),
         recommendation: ask.recommendation.clone(),
         reasoning: ask.reasoning.clone(),
-        state: ask.state.as_str(),
+        state: ask.state,
         note: ask.note.clone(),
         time: ask.time,
     }
@@ -114,7 +114,7 @@ pub fn list(
         .asks
         .iter(identity)
         .filter(|ask| by.is_none_or(|by| ask.by == *by))
-        .filter(|ask| !pending_only || ask.state == crate::channel::state::asks::AskState::Pending)
+        .filter(|ask| !pending_only || ask.state == AskState::Pending)
         .map(view)
         .collect();
     asks.reverse();

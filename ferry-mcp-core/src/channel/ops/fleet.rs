@@ -156,7 +156,7 @@ fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = Ord
 pub struct DigestOrder {
     pub id: String,
     pub title: String,
-    pub state: &'static str,
+    pub state: OrderState,
     pub holder: Option<AgentName>,
     /// Its holder has gone silent past the quiet period (it can be handed back).
     pub silent: bool,
@@ -191,7 +191,7 @@ pub struct Digest {
     /// The caller's orders (held, or offered to it).
     pub mine: Vec<DigestOrder>,
     /// The caller's asks.
-    pub asks: Vec<(String, &'static str)>,
+    pub asks: Vec<(String, AskState)>,
     /// What needs the caller, one short line each.
     pub waiting_on_you: Vec<String>,
     /// Messages for the caller not read yet.
@@ -339,7 +339,7 @@ pub fn catchup(
         .into_iter()
         .rev()
         .take(limits.asks)
-        .map(|ask| (ask.id.to_string(), ask.state.as_str()))
+        .map(|ask| (ask.id.to_string(), ask.state))
         .collect();
     let mut waiting = Vec::new();
     let may_review = session.authorize(Operation::Review, None, now).is_ok()
@@ -386,7 +386,7 @@ pub fn catchup(
     }
     if leadership.changed() > after {
         for (id, by, reason) in &leadership.view().voided {
-            if *by == me && reason.starts_with("lost the race") {
+            if *by == me && reason.is_lost_race() {
                 waiting.push(format!("your takeover {id} {reason}"));
             }
         }

@@ -32,6 +32,8 @@ use super::home::HomeError;
 use super::levels::Refusal;
 use super::names::{AgentName, ProjectId};
 use super::state::ids::BadId;
+use super::state::orders::{OrderState, VoidReason};
+use super::state::primary::PrimaryVoid;
 use super::store::StoreError;
 
 pub use access::{AgentRow, GrantRequest, access_set, access_show};
@@ -94,10 +96,10 @@ pub enum OpsError {
     BadId(#[from] BadId),
     #[error("unknown order {0}")]
     UnknownOrder(String),
-    #[error("order {order} is {state}; {action} needs it {wanted}")]
+    #[error("order {order} is {}; {action} needs it {wanted}", .state.as_str())]
     WrongState {
         order: String,
-        state: &'static str,
+        state: OrderState,
         action: &'static str,
         wanted: &'static str,
     },
@@ -109,6 +111,10 @@ pub enum OpsError {
     },
     #[error("order {order} is offered to {to}")]
     OfferedToAnother { order: String, to: AgentName },
+    #[error("order {order}: this would not count ({reason})")]
+    DoesNotCount { order: String, reason: VoidReason },
+    #[error("this would not count: {reason}")]
+    PrimaryDoesNotCount { reason: PrimaryVoid },
     #[error("{agent} submitted this revision and cannot review it")]
     OwnSubmission { agent: AgentName },
     #[error("unknown hand-in {handin} for order {order}")]
@@ -132,11 +138,11 @@ pub enum OpsError {
     #[error("unknown message {0}")]
     UnknownMessage(String),
     #[error(
-        "{primary} is {state} ({age_s}s since it was heard from; silent after {quiet_period_s}s): standby instead"
+        "{primary} is {} ({age_s}s since it was heard from; silent after {quiet_period_s}s): standby instead", .state.as_str()
     )]
     PrimaryAlive {
         primary: AgentName,
-        state: &'static str,
+        state: primary::Liveness,
         age_s: u64,
         quiet_period_s: u64,
     },
@@ -184,6 +190,9 @@ impl OpsError {
             OpsError::WrongState { .. } => "wrong_state",
             OpsError::NotHolder { .. } => "not_holder",
             OpsError::OfferedToAnother { .. } => "offered_to_another",
+            OpsError::DoesNotCount { .. } | OpsError::PrimaryDoesNotCount { .. } => {
+                "does_not_count"
+            }
             OpsError::OwnSubmission { .. } => "own_submission",
             OpsError::UnknownHandIn { .. } => "unknown_handin",
             OpsError::TooLong { .. } => "too_long",

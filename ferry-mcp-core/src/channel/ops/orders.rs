@@ -1,9 +1,11 @@
 //! Orders: issue, claim, release, progress, hand in, submit, review, cancel, list and show.
 //!
 //! One function per operation, called by the `ferry order` commands and by the `ferry_orders`
-//! tool alike. Each reads what is new, checks what the fold will check (so a refusal is a
-//! clear error, not a silently void entry), and appends through the session's one path. The
-//! board itself is the fold of `state::orders`; nothing here decides who holds an order.
+//! tool alike. Each reads what is new, checks its arguments, asks the fold whether the entry it
+//! is about to write would count ([`Order::judge`]: so a refusal is a clear error, not a
+//! silently void entry, and the rules are the fold's, written once) and appends through the
+//! session's one path. The board itself is the fold of `state::orders`; nothing here decides
+//! who holds an order.
 
 use serde::Serialize;
 
@@ -13,9 +15,9 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::orders::{
-    self, Body, CancelBody, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY, MAX_NOTES,
-    MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState, ProgressBody,
-    ReleaseBody, ReviewBody, SubmitBody, Verdict,
+    self, Body, CancelBody, ChainEvent, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY,
+    MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
+    ProgressBody, ReleaseBody, ReviewBody, SubmitBody, Verdict, VoidReason,
 };
 use crate::channel::state::since::{Since, SinceError};
 use crate::guard::TextUse;
@@ -39,7 +41,7 @@ pub struct IssueRequest {
 pub struct OrderRow {
     pub id: String,
     pub title: String,
-    pub state: &'static str,
+    pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<AgentName>,
 }
@@ -143,12 +145,11 @@ pub struct OrderDetail {
 pub enum ClaimOutcome {
     Claimed {
         id: String,
+        /// Where the order stands now, as folded.
+        state: OrderState,
     },
     /// Another claim made without seeing this one won the tie-break (ADR 0006).
-    LostRace {
-        id: String,
-        holder: AgentName,
-    },
+    LostRace { id: String, holder: AgentName },
 }
 
 /// A row from the brief alone: listing (and a digest) reads no order's record.
@@ -157,7 +158,7 @@ pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
     OrderRow {
         id: order.id().to_string(),
         title: brief.title.to_string(),
-        state: brief.state.as_str(),
+        state: brief.state,
         holder: brief.holder.clone(),
     }
 }
@@ -178,9 +179,70 @@ fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OpsError
 fn wrong_state(order: &Order, action: &'static str, wanted: &'static str) -> OpsError {
     OpsError::WrongState {
         order: order.id.to_string(),
-        state: order.view().state.as_str(),
+        state: order.view().state,
         action,
         wanted,
+    }
+}
+
+/// What an operation is, for the words of its refusal: its action and the state it wants.
+#[derive(Clone, Copy)]
+struct Asked {
+    action: &'static str,
+    wanted: &'static str,
+}
+
+const HELD: &str = "claimed, in progress or with changes requested";
+
+/// Who the acting actor would write an entry as (and whether as the master), for the fold to
+/// judge; `None` for an observer, which the session refuses when it appends.
+fn proposer(session: &Session) -> Option<(AgentName, bool)> {
+    match session.actor() {
+        Actor::Agent(name) => Some((name.clone(), false)),
+        Actor::Master => Some((AgentName::master(), true)),
+        Actor::Observer => None,
+    }
+}
+
+/// Asks the fold whether `body`, written now by the acting actor, would count on `order`, and
+/// turns its reason into the operation's error.
+fn judged<B: ChainEvent>(
+    session: &Session,
+    order: &Order,
+    body: &B,
+    asked: Asked,
+) -> Result<(), OpsError> {
+    let Some((me, by_master)) = proposer(session) else {
+        return Ok(());
+    };
+    order
+        .judge(&body.event_kind(), &me, by_master)
+        .map_err(|reason| refusal(order, &me, reason, asked))
+}
+
+/// The error of an operation the fold would not count.
+fn refusal(order: &Order, me: &AgentName, reason: VoidReason, asked: Asked) -> OpsError {
+    let id = order.id.to_string();
+    match reason {
+        VoidReason::WrongState { .. } => wrong_state(order, asked.action, asked.wanted),
+        VoidReason::OfferedToAnother { to } => OpsError::OfferedToAnother { order: id, to },
+        VoidReason::NotHolder { .. } => OpsError::NotHolder {
+            order: id,
+            holder: order
+                .view()
+                .holder
+                .as_ref()
+                .map_or_else(|| "nobody".to_owned(), ToString::to_string),
+            agent: me.clone(),
+        },
+        VoidReason::OwnSubmission => OpsError::OwnSubmission { agent: me.clone() },
+        VoidReason::MasterClaims => OpsError::AgentsOnly {
+            action: "claim orders",
+        },
+        VoidReason::MasterOnly => OpsError::HumanOnly {
+            action: "cancel an order",
+        },
+        reason => OpsError::DoesNotCount { order: id, reason },
     }
 }
 
@@ -253,44 +315,44 @@ pub fn issue(
 /// agent). Says whether the claim won.
 pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OpsError> {
     session.refresh(now);
-    let me = agent_of(session)?;
-    if me.is_master() {
-        return Err(OpsError::AgentsOnly {
-            action: "claim orders",
-        });
-    }
     let order = find(session, id)?;
-    if !order.view().state.is_claimable() {
-        return Err(wrong_state(order, "claim", "open or offered"));
-    }
-    if let Some(to) = &order.issue.to
-        && *to != me
-    {
-        return Err(OpsError::OfferedToAnother {
-            order: order.id.to_string(),
-            to: to.clone(),
-        });
-    }
     let body = ClaimBody {
         order: order.id.to_string(),
         after: order.view().tip,
     };
-    let order_id = order.id.clone();
-    session.append(Operation::Claim, None, &body, now)?;
-    let view = session
-        .state()
-        .orders()
-        .get(&order_id)
-        .map(|order| order.view().clone());
-    match view.and_then(|view| view.holder) {
-        Some(holder) if holder == me => Ok(ClaimOutcome::Claimed { id: id.to_owned() }),
-        Some(holder) => Ok(ClaimOutcome::LostRace {
+    let asked = Asked {
+        action: "claim",
+        wanted: "open or offered",
+    };
+    judged(session, order, &body, asked)?;
+    let entry = session.append(Operation::Claim, None, &body, now)?;
+    let mine = session.id_of(&entry);
+    let order = find(session, id)?;
+    // What the fold made of it: a claim that lost a race is void, and says to whom.
+    let void = order.view().voided.iter().find(|void| void.id == mine);
+    match (void, &order.view().holder) {
+        (Some(void), holder) => match &void.reason {
+            VoidReason::LostRace { winner, .. } => Ok(ClaimOutcome::LostRace {
+                id: id.to_owned(),
+                holder: holder.clone().unwrap_or_else(|| winner.clone()),
+            }),
+            reason => Err(OpsError::DoesNotCount {
+                order: id.to_owned(),
+                reason: reason.clone(),
+            }),
+        },
+        (None, Some(holder)) if holder == entry.author() => Ok(ClaimOutcome::Claimed {
             id: id.to_owned(),
-            holder,
+            state: order.view().state,
         }),
-        None => Err(OpsError::Invalid(format!(
-            "the claim of {id} does not count here (see `ferry order show {id}`)"
-        ))),
+        (None, Some(holder)) => Ok(ClaimOutcome::LostRace {
+            id: id.to_owned(),
+            holder: holder.clone(),
+        }),
+        (None, None) => Err(OpsError::DoesNotCount {
+            order: id.to_owned(),
+            reason: VoidReason::FollowsVoid,
+        }),
     }
 }
 
@@ -307,7 +369,7 @@ pub fn release(
     id: &str,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<OrderState, OpsError> {
     session.refresh(now);
     let me = agent_of(session)?;
     if let Some(note) = note {
@@ -315,13 +377,6 @@ pub fn release(
         session.guard(note, TextUse::Post)?;
     }
     let order = find(session, id)?;
-    if !order.view().state.is_held() {
-        return Err(wrong_state(
-            order,
-            "release",
-            "claimed, in progress or with changes requested",
-        ));
-    }
     // A holder gives its own order back at any level (a demoted one too): the fold accepts
     // it; handing back another's order is an Orchestrator's.
     let operation = if order.view().holder.as_ref() == Some(&me) {
@@ -334,38 +389,23 @@ pub fn release(
         after: order.view().tip,
         text: given(note),
     };
+    let asked = Asked {
+        action: "release",
+        wanted: HELD,
+    };
+    judged(session, order, &body, asked)?;
     session.append(operation, None, &body, now)?;
-    Ok(())
+    Ok(find_ref(session, id)?.brief().state)
 }
 
-fn holder_check(session: &Session, order: &Order, action: &'static str) -> Result<(), OpsError> {
-    let me = agent_of(session)?;
-    if !order.view().state.is_held() {
-        return Err(wrong_state(
-            order,
-            action,
-            "claimed, in progress or with changes requested",
-        ));
-    }
-    match &order.view().holder {
-        Some(holder) if *holder == me => Ok(()),
-        holder => Err(OpsError::NotHolder {
-            order: order.id.to_string(),
-            holder: holder
-                .as_ref()
-                .map_or_else(|| "nobody".to_owned(), ToString::to_string),
-            agent: me,
-        }),
-    }
-}
-
-/// Adds a progress line (holder only, at most 2 KB) to an order.
+/// Adds a progress line (holder only, at most 2 KB) to an order. Returns the order's state
+/// after it.
 pub fn progress(
     session: &mut Session,
     id: &str,
     text: &str,
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<OrderState, OpsError> {
     check_not_empty("the progress line", text)?;
     if text.len() > MAX_PROGRESS_BYTES {
         return Err(OpsError::TooLong {
@@ -377,15 +417,27 @@ pub fn progress(
     }
     session.guard(text, TextUse::Progress)?;
     session.refresh(now);
+    let me = agent_of(session)?;
     let order = find(session, id)?;
-    holder_check(session, order, "progress")?;
+    let asked = Asked {
+        action: "progress",
+        wanted: HELD,
+    };
+    // The fold counts a holder's line on a submitted order too; a line is written only while
+    // the order is being worked.
+    if !order.view().state.is_held() {
+        return Err(wrong_state(order, asked.action, asked.wanted));
+    }
+    order
+        .judge_progress(&me, text)
+        .map_err(|reason| refusal(order, &me, reason, asked))?;
     let body = ProgressBody {
         order: order.id.to_string(),
         after: order.view().tip,
         text: text.to_owned(),
     };
     session.append(Operation::Progress, None, &body, now)?;
-    Ok(())
+    Ok(find_ref(session, id)?.brief().state)
 }
 
 /// Hands work in for an order: a git ref and a short summary, recorded in the acting agent's
@@ -454,7 +506,7 @@ pub fn submit(
     id: &str,
     request: &SubmitRequest,
     now: Timestamp,
-) -> Result<&'static str, OpsError> {
+) -> Result<OrderState, OpsError> {
     check_not_empty("the summary", &request.summary)?;
     check_chars("the summary", &request.summary, MAX_SUMMARY)?;
     if let Some(git_ref) = &request.git_ref {
@@ -464,7 +516,6 @@ pub fn submit(
     session.guard(&request.summary, TextUse::Summary)?;
     session.refresh(now);
     let order = find(session, id)?;
-    holder_check(session, order, "submit")?;
     match (&request.handin, &request.git_ref) {
         (None, None) => {
             return Err(OpsError::Invalid(
@@ -489,17 +540,13 @@ pub fn submit(
         handin: request.handin.clone(),
         git_ref: request.git_ref.clone(),
     };
-    let order_id = order.id.clone();
+    let asked = Asked {
+        action: "submit",
+        wanted: HELD,
+    };
+    judged(session, order, &body, asked)?;
     session.append(Operation::Submit, None, &body, now)?;
-    Ok(state_of(session, &order_id))
-}
-
-fn state_of(session: &Session, id: &EntryId) -> &'static str {
-    session
-        .state()
-        .orders()
-        .get(id)
-        .map_or("unknown", |order| order.brief().state.as_str())
+    Ok(find_ref(session, id)?.brief().state)
 }
 
 /// Reviews an order's submission: accept, or ask for changes (notes required). An
@@ -510,7 +557,7 @@ pub fn review(
     verdict: Verdict,
     notes: Option<&str>,
     now: Timestamp,
-) -> Result<&'static str, OpsError> {
+) -> Result<OrderState, OpsError> {
     let notes = notes.filter(|notes| !notes.trim().is_empty());
     if verdict == Verdict::Changes && notes.is_none() {
         return Err(OpsError::Empty("the notes (asking for changes needs them)"));
@@ -520,57 +567,46 @@ pub fn review(
         session.guard(notes, TextUse::ReviewNote)?;
     }
     session.refresh(now);
-    let me = agent_of(session)?;
     let order = find(session, id)?;
-    if order.view().state != OrderState::Submitted {
-        return Err(wrong_state(order, "review", "submitted"));
-    }
-    if order
-        .view()
-        .submission
-        .as_ref()
-        .is_some_and(|submission| submission.by == me)
-    {
-        return Err(OpsError::OwnSubmission { agent: me });
-    }
     let body = ReviewBody {
         order: order.id.to_string(),
         after: order.view().tip,
         verdict,
         notes: notes.map(str::to_owned),
     };
-    let order_id = order.id.clone();
+    let asked = Asked {
+        action: "review",
+        wanted: "submitted",
+    };
+    judged(session, order, &body, asked)?;
     session.append(Operation::Review, None, &body, now)?;
-    Ok(state_of(session, &order_id))
+    Ok(find_ref(session, id)?.brief().state)
 }
 
-/// Cancels an order (the master only).
+/// Cancels an order (the master only). Returns the order's state after it.
 pub fn cancel(
     session: &mut Session,
     id: &str,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<(), OpsError> {
-    if session.actor() != &Actor::Master {
-        return Err(OpsError::HumanOnly {
-            action: "cancel an order",
-        });
-    }
+) -> Result<OrderState, OpsError> {
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
     }
     session.refresh(now);
     let order = find(session, id)?;
-    if order.view().state.is_done() {
-        return Err(wrong_state(order, "cancel", "not accepted or cancelled"));
-    }
     let body = CancelBody {
         order: order.id.to_string(),
         after: order.view().tip,
         text: given(note),
     };
+    let asked = Asked {
+        action: "cancel",
+        wanted: "not accepted or cancelled",
+    };
+    judged(session, order, &body, asked)?;
     session.append(Operation::Approve, None, &body, now)?;
-    Ok(())
+    Ok(find_ref(session, id)?.brief().state)
 }
 
 /// The board: open and held orders (every order with `request.all`), in the order of their

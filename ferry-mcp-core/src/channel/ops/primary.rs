@@ -15,8 +15,8 @@ use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::primary::{
-    BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, PrimaryReleaseBody, SettingsBody,
-    StandbyBody, TakeBody,
+    BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, PrimaryReleaseBody, PrimaryVoid,
+    SettingsBody, StandbyBody, TakeBody,
 };
 use crate::guard::TextUse;
 use crate::time::Timestamp;
@@ -28,6 +28,12 @@ pub enum Liveness {
     Alive,
     Quiet,
     Silent,
+}
+
+impl std::fmt::Display for Liveness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Liveness {
@@ -152,8 +158,10 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
     session.authorize(Operation::TakeOver, None, now)?;
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
-    if view.primary.as_ref() == Some(&me) {
-        return Ok(Takeover::AlreadyPrimary);
+    match session.state().leadership.judge(true, &me) {
+        Ok(()) => {}
+        Err(PrimaryVoid::AlreadyPrimary) => return Ok(Takeover::AlreadyPrimary),
+        Err(reason) => return Err(OpsError::PrimaryDoesNotCount { reason }),
     }
     if let Some(primary) = &view.primary
         && let Some((age, state)) = liveness(session, primary, now)
@@ -161,7 +169,7 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
     {
         return Err(OpsError::PrimaryAlive {
             primary: primary.clone(),
-            state: state.as_str(),
+            state,
             age_s: age,
             quiet_period_s: session.state().leadership.quiet_period_s(),
         });
@@ -173,6 +181,17 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
     let take = session.append(Operation::TakeOver, None, &body, now)?;
     let take = session.id_of(&take);
     let after = session.state().leadership.view().clone();
+    // What the fold made of it: a take that lost a race is void, and says to whom.
+    if let Some((_, _, reason)) = after.voided.iter().find(|(id, _, _)| *id == take) {
+        return match reason {
+            PrimaryVoid::LostRace { winner } => Ok(Takeover::LostRace {
+                primary: after.primary.unwrap_or_else(|| winner.clone()),
+            }),
+            reason => Err(OpsError::PrimaryDoesNotCount {
+                reason: reason.clone(),
+            }),
+        };
+    }
     match after.primary {
         Some(primary) if primary == me => {
             if let Some(from) = &view.primary {
@@ -186,9 +205,9 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
             Ok(Takeover::TookOver { from: view.primary })
         }
         Some(primary) => Ok(Takeover::LostRace { primary }),
-        None => Err(OpsError::Invalid(
-            "the takeover does not count here (see `ferry primary status`)".into(),
-        )),
+        None => Err(OpsError::PrimaryDoesNotCount {
+            reason: PrimaryVoid::FollowsVoid,
+        }),
     }
 }
 
@@ -197,11 +216,15 @@ pub fn release(session: &mut Session, now: Timestamp) -> Result<(), OpsError> {
     session.refresh(now);
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
-    if view.primary.as_ref() != Some(&me) {
-        return Err(OpsError::NotPrimary {
-            agent: me,
-            primary: view.primary,
-        });
+    match session.state().leadership.judge(false, &me) {
+        Ok(()) => {}
+        Err(PrimaryVoid::NotPrimary { .. }) => {
+            return Err(OpsError::NotPrimary {
+                agent: me,
+                primary: view.primary,
+            });
+        }
+        Err(reason) => return Err(OpsError::PrimaryDoesNotCount { reason }),
     }
     let body = PrimaryReleaseBody {
         after: view.tip,

@@ -211,7 +211,7 @@ fn view(message: &Message, leadership: &crate::channel::state::primary::Leadersh
             .voided
             .iter()
             .find(|(id, _, _)| id == take)
-            .map(|(_, _, reason)| reason.clone())
+            .map(|(_, _, reason)| reason.to_string())
     });
     MessageView {
         void,

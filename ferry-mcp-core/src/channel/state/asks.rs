@@ -69,6 +69,12 @@ pub enum AskState {
     SentBack,
 }
 
+impl std::fmt::Display for AskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl AskState {
     pub const fn as_str(self) -> &'static str {
         match self {
