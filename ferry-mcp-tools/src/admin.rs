@@ -324,7 +324,7 @@ impl Tool for FerryStatus {
             .map(|row| StatusAgent {
                 name: row.name.to_string(),
                 level: row.level.to_string(),
-                seat: row.seat.to_owned(),
+                seat: row.seat.as_str().to_owned(),
             })
             .collect();
         // Problems name files and lines of the channel, which anyone may have written: masked,

@@ -22,6 +22,7 @@ use clap::{Args, ValueEnum};
 use ferry_mcp_core::channel::home::Home;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::access::KeyHere;
 use ferry_mcp_core::channel::ops::{self, AgentRow, Joined, OpsError};
 use ferry_mcp_core::time::Timestamp;
 use jsonc_parser::ParseOptions;
@@ -656,7 +657,7 @@ fn describe_level(row: &AgentRow, project: &ProjectId) -> String {
             " (it reads and hands work in); raise it with `ferry access set {name} member --project {project}`"
         );
     }
-    if row.local_key == "locked" {
+    if row.local_key == KeyHere::Locked {
         let _ = write!(
             said,
             "; its key is sealed: unlock it with `ferry key unlock --as {name} --project {project}`"
@@ -772,7 +773,7 @@ fn preview(
             out,
             "{name} is not seated in {project} on this machine yet: `--write` seats it (as a worker)"
         ),
-        Some(row) if row.local_key == "missing" => writeln!(
+        Some(row) if row.local_key == KeyHere::Missing => writeln!(
             out,
             "{name} is seated in {project} with a key that is not on this machine, so no app here can act as it: pick another name"
         ),

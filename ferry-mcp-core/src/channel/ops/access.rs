@@ -11,20 +11,70 @@ use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 
+/// How a name is held on the roster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatState {
+    Seated,
+    Contested,
+}
+
+impl SeatState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Seated => "seated",
+            Self::Contested => "contested",
+        }
+    }
+}
+
+impl std::fmt::Display for SeatState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an agent's key stands on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyHere {
+    Missing,
+    Locked,
+    Ready,
+    /// Its key file does not read (reported).
+    Unreadable,
+}
+
+impl KeyHere {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Locked => "locked",
+            Self::Ready => "ready",
+            Self::Unreadable => "unreadable",
+        }
+    }
+}
+
+impl std::fmt::Display for KeyHere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One agent's row in `access show` and `channel status`.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentRow {
     pub name: AgentName,
-    /// `seated` or `contested`.
-    pub seat: &'static str,
+    pub seat: SeatState,
     /// The key holding the name (hex), or every candidate when contested.
     pub keys: Vec<String>,
     pub level: Level,
     /// The latest grant, described (`none`, `member`, `member in docs`, `orchestrator
     /// (expired)`, `member (void: names another key)`).
     pub grant: String,
-    /// The agent's key on this machine: `missing`, `locked` or `ready`.
-    pub local_key: &'static str,
+    /// The agent's key on this machine.
+    pub local_key: KeyHere,
     /// Whether the key holding the name differs from the one this machine pinned first.
     pub pin_changed: bool,
 }
@@ -55,9 +105,12 @@ pub(crate) fn agent_rows(
         if only.is_some_and(|only| only != name) {
             continue;
         }
-        let (seat_word, keys): (&'static str, Vec<String>) = match seat {
-            Seat::Seated(key) => ("seated", vec![key.to_string()]),
-            Seat::Contested(keys) => ("contested", keys.iter().map(ToString::to_string).collect()),
+        let (seat_word, keys) = match seat {
+            Seat::Seated(key) => (SeatState::Seated, vec![key.to_string()]),
+            Seat::Contested(keys) => (
+                SeatState::Contested,
+                keys.iter().map(ToString::to_string).collect(),
+            ),
             Seat::Vacant => continue,
         };
         let standing = identity.standing(name, now);
@@ -72,10 +125,10 @@ pub(crate) fn agent_rows(
             level: standing.level,
             grant: describe_grant(&standing.grant),
             local_key: match local {
-                Ok(LocalKey::Missing) => "missing",
-                Ok(LocalKey::Locked(_)) => "locked",
-                Ok(LocalKey::Ready(_)) => "ready",
-                Err(()) => "unreadable",
+                Ok(LocalKey::Missing) => KeyHere::Missing,
+                Ok(LocalKey::Locked(_)) => KeyHere::Locked,
+                Ok(LocalKey::Ready(_)) => KeyHere::Ready,
+                Err(()) => KeyHere::Unreadable,
             },
             pin_changed,
         });
