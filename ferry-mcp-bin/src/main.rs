@@ -7,6 +7,7 @@ mod admin;
 mod clock;
 mod display;
 mod fleet;
+mod hints;
 mod mcp;
 mod orders;
 mod paths;
@@ -106,7 +107,7 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(err) => {
             // Errors can carry channel paths: one line, every control character escaped.
-            eprintln!("ferry: {}", display::escape(&format!("{err:#}")));
+            eprintln!("ferry: {}", display::escape(&hints::line(&err)));
             std::process::ExitCode::FAILURE
         }
     }

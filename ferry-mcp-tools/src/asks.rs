@@ -105,11 +105,7 @@ impl Tool for FerryAskHuman {
             AskArgs::Status { id: None } => {
                 let me = session.actor().agent().cloned();
                 ops::list(session, me.as_ref(), false, now).and_then(|asks| {
-                    let ask = asks.into_iter().next().ok_or_else(|| {
-                        ferry_mcp_core::channel::ops::OpsError::Invalid(
-                            "you have raised no ask yet".into(),
-                        )
-                    })?;
+                    let ask = asks.into_iter().next().ok_or(ops::AsksError::NoAskYet)?;
                     let summary = format!("your latest ask {} is {}", ask.id, ask.state);
                     Ok((out(&ask), summary))
                 })

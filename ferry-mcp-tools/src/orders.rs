@@ -4,7 +4,8 @@
 
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::orders::{
-    self as ops, ClaimOutcome, HeavyQueue, ListRequest, OrderDetail, RunVia, SubmitRequest,
+    self as ops, ClaimOutcome, HeavyQueue, ListRequest, OrderDetail, OrdersError, RunVia,
+    SubmitRequest,
 };
 use ferry_mcp_core::channel::state::EntryId;
 use ferry_mcp_core::channel::state::orders::{OrderState, Verdict};
@@ -203,7 +204,7 @@ fn run(
     args: OrdersArgs,
     project: &str,
     now: ferry_mcp_core::time::Timestamp,
-) -> Result<ToolOutcome, OpsError> {
+) -> Result<ToolOutcome, OrdersError> {
     Ok(match args {
         OrdersArgs::List { since } => list(session, since, now)?,
         OrdersArgs::Show { id } => show(session, queue, &id, project, now)?,
@@ -321,7 +322,7 @@ fn list(
     session: &mut ferry_mcp_core::channel::session::Session,
     since: Option<String>,
     now: ferry_mcp_core::time::Timestamp,
-) -> Result<ToolOutcome, OpsError> {
+) -> Result<ToolOutcome, OrdersError> {
     let listed = ops::list(
         session,
         &ListRequest {
@@ -416,7 +417,7 @@ fn show(
     id: &str,
     project: &str,
     now: ferry_mcp_core::time::Timestamp,
-) -> Result<ToolOutcome, OpsError> {
+) -> Result<ToolOutcome, OrdersError> {
     let detail = ops::show(session, id, queue, now)?;
     let link = ResourceUri::new(project, ORDER_KIND, &detail.row.id)
         .ok()
@@ -547,7 +548,9 @@ impl ResourceKind for OrderBodies {
                 mime_type: ORDER_TEMPLATE.mime_type,
                 text: guard::redact(&text).text.into_owned(),
             }),
-            Err(OpsError::UnknownOrder(_) | OpsError::BadId(_)) => Err(ResourceError::NotFound),
+            Err(OrdersError::UnknownOrder(_) | OrdersError::Ops(OpsError::BadId(_))) => {
+                Err(ResourceError::NotFound)
+            }
             Err(err) => Err(ResourceError::Unreadable(err.to_string())),
         }
     }

@@ -3,7 +3,7 @@
 //! text.
 
 use ferry_mcp_core::channel::ops::OpsError;
-use ferry_mcp_core::channel::ops::talk::{self as ops, PostRequest, ReadRequest};
+use ferry_mcp_core::channel::ops::talk::{self as ops, PostRequest, ReadRequest, TalkError};
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{
@@ -145,7 +145,7 @@ fn read(
     peek: bool,
     project: &str,
     now: ferry_mcp_core::time::Timestamp,
-) -> Result<ToolOutcome, OpsError> {
+) -> Result<ToolOutcome, TalkError> {
     let request = ReadRequest {
         peek,
         since,
@@ -252,7 +252,9 @@ impl ResourceKind for MessageBodies {
                 mime_type: MSG_TEMPLATE.mime_type,
                 text,
             }),
-            Err(OpsError::UnknownMessage(_) | OpsError::BadId(_)) => Err(ResourceError::NotFound),
+            Err(TalkError::UnknownMessage(_) | TalkError::Ops(OpsError::BadId(_))) => {
+                Err(ResourceError::NotFound)
+            }
             Err(err) => Err(ResourceError::Unreadable(err.to_string())),
         }
     }

@@ -22,7 +22,7 @@ use clap::{Args, ValueEnum};
 use ferry_mcp_core::channel::home::Home;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::access::KeyHere;
+use ferry_mcp_core::channel::ops::access::{AccessError, KeyHere};
 use ferry_mcp_core::channel::ops::{self, AgentRow, Joined, OpsError};
 use ferry_mcp_core::time::Timestamp;
 use jsonc_parser::ParseOptions;
@@ -642,7 +642,7 @@ fn standing(
 ) -> anyhow::Result<Option<AgentRow>> {
     match ops::access_show(home, project, Some(name), now) {
         Ok(rows) => Ok(rows.into_iter().next()),
-        Err(OpsError::NotSeated { .. }) => Ok(None),
+        Err(AccessError::Ops(OpsError::NotSeated { .. })) => Ok(None),
         Err(err) => Err(err.into()),
     }
 }

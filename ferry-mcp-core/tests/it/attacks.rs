@@ -12,6 +12,8 @@ use ferry_mcp_core::channel::identity::{FoldProblemKind, GrantBody, Identity, ki
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::{Level, Operation};
 use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::access::AccessError;
+use ferry_mcp_core::channel::ops::project::ProjectError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
 use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::session::{Actor, Session};
@@ -323,7 +325,10 @@ fn deleting_a_handover_line_moves_mastership_back_on_no_machine_that_saw_the_new
         temp.now(),
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::NotTheMaster(_)), "{err}");
+    assert!(
+        matches!(err, AccessError::Ops(OpsError::NotTheMaster(_))),
+        "{err}"
+    );
     let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
     assert_eq!(status.master_key_here, "former");
     assert_ne!(old_master.public_key(), new_key.key);
@@ -1236,7 +1241,7 @@ fn the_handover_operation_refuses_a_key_without_a_proof_and_writes_nothing() {
         temp.now(),
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::BadHandover(_)), "{err}");
+    assert!(matches!(err, AccessError::BadHandover(_)), "{err}");
     assert!(!log.exists(), "the refused handover was written");
 }
 
@@ -1380,7 +1385,7 @@ fn init_refuses_a_genesis_by_another_key_left_in_its_folder_and_registers_nothin
         ferry_mcp_testkit::clock::START,
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::ChannelExists(_)), "{err}");
+    assert!(matches!(err, ProjectError::ChannelExists(_)), "{err}");
     assert!(
         home.channel_dir(&project).is_err(),
         "a project was registered"

@@ -12,12 +12,14 @@ use ferry_mcp_core::channel::identity::FoldProblemKind;
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
+use ferry_mcp_core::channel::ops::primary::PrimaryError;
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use ferry_mcp_core::channel::ops::talk::{self, ReadRequest};
-use ferry_mcp_core::channel::ops::{self, OpsError};
+use ferry_mcp_core::channel::ops::{self, OperationError};
 use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::state::SEEN_FIELD;
@@ -44,7 +46,7 @@ fn actor(name: &str) -> Actor {
 }
 
 /// The stable code of a result's error, or `ok`.
-fn code<T>(result: &Result<T, OpsError>) -> &'static str {
+fn code<T, E: OperationError>(result: &Result<T, E>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(err) => err.code(),
@@ -52,7 +54,7 @@ fn code<T>(result: &Result<T, OpsError>) -> &'static str {
 }
 
 /// What an operation answered, in one line: `ok: ...` or `code: message`.
-fn answered<T: std::fmt::Debug>(result: &Result<T, OpsError>) -> String {
+fn answered<T: std::fmt::Debug, E: OperationError>(result: &Result<T, E>) -> String {
     match result {
         Ok(value) => format!("ok: {value:?}"),
         Err(err) => format!("{}: {err}", err.code()),
@@ -73,7 +75,7 @@ fn fleet() -> TempChannel {
     temp
 }
 
-fn take(temp: &TempChannel, name: &str) -> Result<Takeover, OpsError> {
+fn take(temp: &TempChannel, name: &str) -> Result<Takeover, PrimaryError> {
     primary::takeover(&mut temp.agent_session(name), temp.now())
 }
 
@@ -505,7 +507,7 @@ fn request(title: &str, recommendation: &str, reasoning: &str) -> RaiseRequest {
     }
 }
 
-fn raise(temp: &TempChannel, name: &str, request: &RaiseRequest) -> Result<String, OpsError> {
+fn raise(temp: &TempChannel, name: &str, request: &RaiseRequest) -> Result<String, AsksError> {
     asks::raise(&mut temp.agent_session(name), request, temp.now())
 }
 

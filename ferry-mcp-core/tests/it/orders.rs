@@ -12,7 +12,7 @@ use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::orders::{
     self, ClaimOutcome, IssueRequest, ListRequest, OrderDetail, SubmitRequest,
 };
-use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
+use ferry_mcp_core::channel::ops::{self, GrantRequest, OperationError};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds, tiebreak};
 use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
@@ -30,7 +30,7 @@ fn actor(name: &str) -> Actor {
 }
 
 /// The stable code of a result's error, or `ok`.
-fn code<T>(result: &Result<T, OpsError>) -> &'static str {
+fn code<T, E: OperationError>(result: &Result<T, E>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(err) => err.code(),
@@ -517,7 +517,10 @@ impl Row {
 
 /// `ok` when the operation succeeded and `counts` sees its effect, `void` when it succeeded
 /// without one, else the error's code.
-fn effect<T>(result: Result<T, OpsError>, counts: impl FnOnce(&T) -> bool) -> &'static str {
+fn effect<T, E: OperationError>(
+    result: Result<T, E>,
+    counts: impl FnOnce(&T) -> bool,
+) -> &'static str {
     match &result {
         Ok(value) if counts(value) => "ok",
         Ok(_) => "void",

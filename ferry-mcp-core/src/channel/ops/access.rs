@@ -11,6 +11,49 @@ use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 
+/// Why seating an agent, granting a level or handing mastership on failed. One variant per
+/// cause; [`AccessError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// What any operation can fail with (the session, the machine's state).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("the name {name} is taken by another key")]
+    NameTaken { name: AgentName },
+    /// Several keys joined under the name: one is picked by its key.
+    #[error("{name} is contested by several keys")]
+    Contested { name: AgentName },
+    /// The master grants one of the keys (by its key).
+    #[error(
+        "{name} joined, but {keys} keys joined under this name: no key holds it until the master grants one"
+    )]
+    JoinContested {
+        name: AgentName,
+        keys: usize,
+        project: ProjectId,
+    },
+    #[error("key {key} has not joined as {name}")]
+    KeyNotJoined { name: AgentName, key: String },
+    #[error("key {0} has been master of this project before; mastership is never handed back")]
+    FormerMaster(String),
+    #[error("the new key did not prove it is held: {0}")]
+    BadHandover(String),
+}
+
+impl AccessError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::NameTaken { .. } => "name_taken",
+            Self::Contested { .. } | Self::JoinContested { .. } => "contested",
+            Self::KeyNotJoined { .. } => "key_not_joined",
+            Self::FormerMaster(_) => "former_master",
+            Self::BadHandover(_) => "bad_handover",
+        }
+    }
+}
+
 /// How a name is held on the roster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -150,11 +193,11 @@ pub fn access_show(
     project: &ProjectId,
     name: Option<&AgentName>,
     now: Timestamp,
-) -> Result<Vec<AgentRow>, OpsError> {
+) -> Result<Vec<AgentRow>, AccessError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
     let rows = agent_rows(&session, name, now, &mut Vec::new());
     session.save()?;
-    rows
+    Ok(rows?)
 }
 
 /// Whether `new` lets its key do less than `previous` did: a lower level (scopes make a
@@ -196,7 +239,7 @@ pub fn access_set(
     name: &AgentName,
     request: &GrantRequest,
     now: Timestamp,
-) -> Result<GrantBody, OpsError> {
+) -> Result<GrantBody, AccessError> {
     let mut session = Session::open(home, project, Actor::Master, now)?;
     session.master_key(now)?;
     let key = match (session.identity().seat(name), &request.key) {
@@ -204,20 +247,21 @@ pub fn access_set(
             return Err(OpsError::NotSeated {
                 name: name.clone(),
                 project: project.clone(),
-            });
+            }
+            .into());
         }
         (Seat::Seated(held), None) => *held,
         (Seat::Seated(held), Some(key)) if held == key => *key,
         (Seat::Seated(_), Some(key)) => {
-            return Err(OpsError::KeyNotJoined {
+            return Err(AccessError::KeyNotJoined {
                 name: name.clone(),
                 key: key.to_string(),
             });
         }
-        (Seat::Contested(_), None) => return Err(OpsError::Contested { name: name.clone() }),
+        (Seat::Contested(_), None) => return Err(AccessError::Contested { name: name.clone() }),
         (Seat::Contested(keys), Some(key)) if keys.contains(key) => *key,
         (Seat::Contested(_), Some(key)) => {
-            return Err(OpsError::KeyNotJoined {
+            return Err(AccessError::KeyNotJoined {
                 name: name.clone(),
                 key: key.to_string(),
             });

@@ -16,6 +16,35 @@ use crate::channel::state::asks::{
 use crate::guard::TextUse;
 use crate::time::Timestamp;
 
+/// Why an ask operation failed. One variant per cause; [`AsksError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum AsksError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("unknown ask {0}")]
+    UnknownAsk(String),
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
+    /// Asks are the agents' questions for the human, who answers them.
+    #[error("asks are the agents' questions for you: answer them")]
+    HumanAsks,
+    #[error("you have raised no ask yet")]
+    NoAskYet,
+}
+
+impl AsksError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::UnknownAsk(_) => "unknown_ask",
+            Self::HumanOnly { .. } => "master_only",
+            Self::HumanAsks | Self::NoAskYet => "invalid",
+        }
+    }
+}
+
 /// What to ask.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RaiseRequest {
@@ -57,7 +86,7 @@ pub fn raise(
     session: &mut Session,
     request: &RaiseRequest,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, AsksError> {
     check_not_empty("the title", &request.title)?;
     check_chars("the title", &request.title, MAX_TITLE)?;
     check_not_empty("the recommendation", &request.recommendation)?;
@@ -71,9 +100,7 @@ pub fn raise(
     session.guard(&request.recommendation, TextUse::AskRecommendation)?;
     session.guard(&request.reasoning, TextUse::AskReasoning)?;
     if session.actor() == &Actor::Master {
-        return Err(OpsError::Invalid(
-            "asks are the agents' questions for you: answer them with `ferry ask approve`".into(),
-        ));
+        return Err(AsksError::HumanAsks);
     }
     let body = RaiseBody {
         title: request.title.clone(),
@@ -86,7 +113,7 @@ pub fn raise(
 }
 
 /// One ask.
-pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, OpsError> {
+pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, AsksError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let parsed: EntryId = id.parse()?;
@@ -95,7 +122,7 @@ pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, 
         .asks
         .get(&parsed, session.identity())
         .map(view)
-        .ok_or_else(|| OpsError::UnknownAsk(id.to_owned()))
+        .ok_or_else(|| AsksError::UnknownAsk(id.to_owned()))
 }
 
 /// Asks, newest first: every one (`pending_only`: only those waiting for the human), or only
@@ -105,7 +132,7 @@ pub fn list(
     by: Option<&AgentName>,
     pending_only: bool,
     now: Timestamp,
-) -> Result<Vec<AskView>, OpsError> {
+) -> Result<Vec<AskView>, AsksError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let identity = session.identity();
@@ -128,9 +155,9 @@ pub fn answer(
     verdict: Verdict,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<AskView, OpsError> {
+) -> Result<AskView, AsksError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::HumanOnly {
+        return Err(AsksError::HumanOnly {
             action: "answer an ask",
         });
     }
@@ -145,7 +172,7 @@ pub fn answer(
         .get(&parsed, session.identity())
         .is_none()
     {
-        return Err(OpsError::UnknownAsk(id.to_owned()));
+        return Err(AsksError::UnknownAsk(id.to_owned()));
     }
     let body = AnswerBody {
         ask: id.to_owned(),

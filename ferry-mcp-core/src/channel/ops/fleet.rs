@@ -246,7 +246,7 @@ pub fn catchup(
     let since = since
         .map(str::parse::<Since>)
         .transpose()
-        .map_err(|err| OpsError::Invalid(err.to_string()))?;
+        .map_err(OpsError::from)?;
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (since.counter, false),

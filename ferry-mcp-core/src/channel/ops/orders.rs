@@ -19,9 +19,73 @@ use crate::channel::state::orders::{
     MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
     ProgressBody, ReleaseBody, ReviewBody, SubmitBody, Verdict, VoidReason,
 };
-use crate::channel::state::since::{Since, SinceError};
+use crate::channel::state::since::Since;
 use crate::guard::TextUse;
 use crate::time::Timestamp;
+
+/// Why an order operation failed. One variant per cause; [`OrdersError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum OrdersError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("unknown order {0}")]
+    UnknownOrder(String),
+    #[error("order {order} is {}; {action} needs it {wanted}", .state.as_str())]
+    WrongState {
+        order: String,
+        state: OrderState,
+        action: &'static str,
+        wanted: &'static str,
+    },
+    #[error("order {order} is held by {holder}, not {agent}")]
+    NotHolder {
+        order: String,
+        holder: String,
+        agent: AgentName,
+    },
+    #[error("order {order} is offered to {to}")]
+    OfferedToAnother { order: String, to: AgentName },
+    #[error("order {order}: this would not count ({reason})")]
+    DoesNotCount { order: String, reason: VoidReason },
+    #[error("{agent} submitted this revision and cannot review it")]
+    OwnSubmission { agent: AgentName },
+    #[error("unknown hand-in {handin} for order {order}")]
+    UnknownHandIn { handin: String, order: String },
+    #[error("the human does not {action}: agents do")]
+    AgentsOnly { action: &'static str },
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
+    #[error("the title is one line")]
+    TitleNotOneLine,
+    #[error("a ref is one word (a branch, tag or sha), never work content")]
+    RefNotOneWord,
+    #[error("a submission names a hand-in or a git ref")]
+    NoWork,
+    #[error("order {0} names a bad blob")]
+    BadBlob(String),
+}
+
+impl OrdersError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::UnknownOrder(_) => "unknown_order",
+            Self::WrongState { .. } => "wrong_state",
+            Self::NotHolder { .. } => "not_holder",
+            Self::OfferedToAnother { .. } => "offered_to_another",
+            Self::DoesNotCount { .. } => "does_not_count",
+            Self::OwnSubmission { .. } => "own_submission",
+            Self::UnknownHandIn { .. } => "unknown_handin",
+            Self::AgentsOnly { .. } => "agents_only",
+            Self::HumanOnly { .. } => "master_only",
+            Self::TitleNotOneLine | Self::RefNotOneWord | Self::NoWork | Self::BadBlob(_) => {
+                "invalid"
+            }
+        }
+    }
+}
 
 /// What to issue.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -163,21 +227,21 @@ pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
     }
 }
 
-fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OpsError> {
+fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OrdersError> {
     find_ref(session, id).map(|order| order.whole())
 }
 
-fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OpsError> {
+fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OrdersError> {
     let parsed: EntryId = id.parse()?;
     session
         .state()
         .orders()
         .get(&parsed)
-        .ok_or_else(|| OpsError::UnknownOrder(id.to_owned()))
+        .ok_or_else(|| OrdersError::UnknownOrder(id.to_owned()))
 }
 
-fn wrong_state(order: &Order, action: &'static str, wanted: &'static str) -> OpsError {
-    OpsError::WrongState {
+fn wrong_state(order: &Order, action: &'static str, wanted: &'static str) -> OrdersError {
+    OrdersError::WrongState {
         order: order.id.to_string(),
         state: order.view().state,
         action,
@@ -211,7 +275,7 @@ fn judged<B: ChainEvent>(
     order: &Order,
     body: &B,
     asked: Asked,
-) -> Result<(), OpsError> {
+) -> Result<(), OrdersError> {
     let Some((me, by_master)) = proposer(session) else {
         return Ok(());
     };
@@ -221,12 +285,12 @@ fn judged<B: ChainEvent>(
 }
 
 /// The error of an operation the fold would not count.
-fn refusal(order: &Order, me: &AgentName, reason: VoidReason, asked: Asked) -> OpsError {
+fn refusal(order: &Order, me: &AgentName, reason: VoidReason, asked: Asked) -> OrdersError {
     let id = order.id.to_string();
     match reason {
         VoidReason::WrongState { .. } => wrong_state(order, asked.action, asked.wanted),
-        VoidReason::OfferedToAnother { to } => OpsError::OfferedToAnother { order: id, to },
-        VoidReason::NotHolder { .. } => OpsError::NotHolder {
+        VoidReason::OfferedToAnother { to } => OrdersError::OfferedToAnother { order: id, to },
+        VoidReason::NotHolder { .. } => OrdersError::NotHolder {
             order: id,
             holder: order
                 .view()
@@ -235,22 +299,22 @@ fn refusal(order: &Order, me: &AgentName, reason: VoidReason, asked: Asked) -> O
                 .map_or_else(|| "nobody".to_owned(), ToString::to_string),
             agent: me.clone(),
         },
-        VoidReason::OwnSubmission => OpsError::OwnSubmission { agent: me.clone() },
-        VoidReason::MasterClaims => OpsError::AgentsOnly {
+        VoidReason::OwnSubmission => OrdersError::OwnSubmission { agent: me.clone() },
+        VoidReason::MasterClaims => OrdersError::AgentsOnly {
             action: "claim orders",
         },
-        VoidReason::MasterOnly => OpsError::HumanOnly {
+        VoidReason::MasterOnly => OrdersError::HumanOnly {
             action: "cancel an order",
         },
-        reason => OpsError::DoesNotCount { order: id, reason },
+        reason => OrdersError::DoesNotCount { order: id, reason },
     }
 }
 
-fn agent_of(session: &Session) -> Result<AgentName, OpsError> {
+fn agent_of(session: &Session) -> Result<AgentName, OrdersError> {
     match session.actor() {
         Actor::Agent(name) => Ok(name.clone()),
         Actor::Master => Ok(AgentName::master()),
-        Actor::Observer => Err(OpsError::ReadOnly),
+        Actor::Observer => Err(OpsError::ReadOnly.into()),
     }
 }
 
@@ -259,11 +323,11 @@ pub fn issue(
     session: &mut Session,
     request: &IssueRequest,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, OrdersError> {
     check_not_empty("the title", &request.title)?;
     check_chars("the title", &request.title, MAX_TITLE)?;
     if request.title.contains(['\n', '\r']) {
-        return Err(OpsError::Invalid("the title is one line".into()));
+        return Err(OrdersError::TitleNotOneLine);
     }
     session.guard(&request.title, TextUse::OrderBody)?;
     if let Some(body) = &request.body {
@@ -273,7 +337,8 @@ pub fn issue(
                 len: body.len(),
                 max: crate::channel::store::MAX_BLOB_LEN as usize,
                 unit: "bytes",
-            });
+            }
+            .into());
         }
         session.guard(body, TextUse::OrderBody)?;
     }
@@ -284,7 +349,8 @@ pub fn issue(
         return Err(OpsError::NotSeated {
             name: to.clone(),
             project: session.project().clone(),
-        });
+        }
+        .into());
     }
     let mut body = IssueBody {
         title: request.title.clone(),
@@ -313,7 +379,7 @@ pub fn issue(
 
 /// Claims an order for the acting agent (Member and up; an offered order only by its named
 /// agent). Says whether the claim won.
-pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OpsError> {
+pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OrdersError> {
     session.refresh(now);
     let order = find(session, id)?;
     let body = ClaimBody {
@@ -336,7 +402,7 @@ pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOut
                 id: id.to_owned(),
                 holder: holder.clone().unwrap_or_else(|| winner.clone()),
             }),
-            reason => Err(OpsError::DoesNotCount {
+            reason => Err(OrdersError::DoesNotCount {
                 order: id.to_owned(),
                 reason: reason.clone(),
             }),
@@ -349,7 +415,7 @@ pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOut
             id: id.to_owned(),
             holder: holder.clone(),
         }),
-        (None, None) => Err(OpsError::DoesNotCount {
+        (None, None) => Err(OrdersError::DoesNotCount {
             order: id.to_owned(),
             reason: VoidReason::FollowsVoid,
         }),
@@ -369,7 +435,7 @@ pub fn release(
     id: &str,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<OrderState, OpsError> {
+) -> Result<OrderState, OrdersError> {
     session.refresh(now);
     let me = agent_of(session)?;
     if let Some(note) = note {
@@ -405,7 +471,7 @@ pub fn progress(
     id: &str,
     text: &str,
     now: Timestamp,
-) -> Result<OrderState, OpsError> {
+) -> Result<OrderState, OrdersError> {
     check_not_empty("the progress line", text)?;
     if text.len() > MAX_PROGRESS_BYTES {
         return Err(OpsError::TooLong {
@@ -413,7 +479,8 @@ pub fn progress(
             len: text.len(),
             max: MAX_PROGRESS_BYTES,
             unit: "bytes",
-        });
+        }
+        .into());
     }
     session.guard(text, TextUse::Progress)?;
     session.refresh(now);
@@ -449,14 +516,14 @@ pub fn hand_in(
     git_ref: &str,
     summary: &str,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, OrdersError> {
     check_git_ref(git_ref)?;
     check_not_empty("the summary", summary)?;
     check_chars("the summary", summary, MAX_SUMMARY)?;
     session.guard(git_ref, TextUse::Progress)?;
     session.guard(summary, TextUse::Summary)?;
     if agent_of(session)?.is_master() {
-        return Err(OpsError::AgentsOnly {
+        return Err(OrdersError::AgentsOnly {
             action: "hand work in",
         });
     }
@@ -480,13 +547,11 @@ pub fn hand_in(
 }
 
 /// A git ref or sha: one word of printable characters, never work content.
-fn check_git_ref(git_ref: &str) -> Result<(), OpsError> {
+fn check_git_ref(git_ref: &str) -> Result<(), OrdersError> {
     check_not_empty("the ref", git_ref)?;
     check_chars("the ref", git_ref, MAX_REF)?;
     if git_ref.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(OpsError::Invalid(
-            "a ref is one word (a branch, tag or sha), never work content".into(),
-        ));
+        return Err(OrdersError::RefNotOneWord);
     }
     Ok(())
 }
@@ -506,7 +571,7 @@ pub fn submit(
     id: &str,
     request: &SubmitRequest,
     now: Timestamp,
-) -> Result<OrderState, OpsError> {
+) -> Result<OrderState, OrdersError> {
     check_not_empty("the summary", &request.summary)?;
     check_chars("the summary", &request.summary, MAX_SUMMARY)?;
     if let Some(git_ref) = &request.git_ref {
@@ -518,14 +583,12 @@ pub fn submit(
     let order = find(session, id)?;
     match (&request.handin, &request.git_ref) {
         (None, None) => {
-            return Err(OpsError::Invalid(
-                "a submission names a hand-in (--handin ID) or a git ref (--ref REF)".into(),
-            ));
+            return Err(OrdersError::NoWork);
         }
         (Some(handin), _) => {
             let handin_id: EntryId = handin.parse()?;
             if order.handin(&handin_id).is_none() {
-                return Err(OpsError::UnknownHandIn {
+                return Err(OrdersError::UnknownHandIn {
                     handin: handin.clone(),
                     order: order.id.to_string(),
                 });
@@ -557,10 +620,10 @@ pub fn review(
     verdict: Verdict,
     notes: Option<&str>,
     now: Timestamp,
-) -> Result<OrderState, OpsError> {
+) -> Result<OrderState, OrdersError> {
     let notes = notes.filter(|notes| !notes.trim().is_empty());
     if verdict == Verdict::Changes && notes.is_none() {
-        return Err(OpsError::Empty("the notes (asking for changes needs them)"));
+        return Err(OpsError::Empty("the notes (asking for changes needs them)").into());
     }
     if let Some(notes) = notes {
         check_chars("the notes", notes, MAX_NOTES)?;
@@ -589,7 +652,7 @@ pub fn cancel(
     id: &str,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<OrderState, OpsError> {
+) -> Result<OrderState, OrdersError> {
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
     }
@@ -615,7 +678,7 @@ pub fn list(
     session: &mut Session,
     request: &ListRequest,
     now: Timestamp,
-) -> Result<OrderList, OpsError> {
+) -> Result<OrderList, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let since = request
@@ -623,7 +686,7 @@ pub fn list(
         .as_deref()
         .map(str::parse::<Since>)
         .transpose()
-        .map_err(|err: SinceError| OpsError::Invalid(err.to_string()))?;
+        .map_err(OpsError::from)?;
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (Some(since.counter), false),
@@ -656,7 +719,7 @@ pub fn show(
     id: &str,
     queue: Option<&dyn HeavyQueue>,
     now: Timestamp,
-) -> Result<OrderDetail, OpsError> {
+) -> Result<OrderDetail, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let found = find_ref(session, id)?;
@@ -697,7 +760,7 @@ pub fn show(
 
 /// The full text of an order's body (a blob's, or the inline one): what
 /// `ferry://<project>/order/<id>` serves.
-pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OpsError> {
+pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let order = find(session, id)?;
@@ -711,7 +774,7 @@ pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<Stri
         Body::Blob(blob) => {
             let blob = blob
                 .parse()
-                .map_err(|_| OpsError::Invalid(format!("order {id} names a bad blob")))?;
+                .map_err(|_| OrdersError::BadBlob(id.to_owned()))?;
             let bytes = session.channel().get_blob(&blob)?;
             text.push('\n');
             text.push_str(&String::from_utf8_lossy(&bytes));

@@ -7,6 +7,7 @@
 //! after it. Taking over needs an Orchestrator on a machine that is not paused, and a primary
 //! that is silent (or none); the race between two takeovers is the fold's (ADR 0006).
 
+use super::talk::TalkError;
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
@@ -20,6 +21,56 @@ use crate::channel::state::primary::{
 };
 use crate::guard::TextUse;
 use crate::time::Timestamp;
+
+/// Why an operation on the primary or a brief failed. One variant per cause;
+/// [`PrimaryError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum PrimaryError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    /// The takeover was written; telling the fleet failed.
+    #[error(transparent)]
+    Talk(#[from] TalkError),
+    #[error(
+        "{primary} is {} ({age_s}s since it was heard from; silent after {quiet_period_s}s): standby instead",
+        .state.as_str()
+    )]
+    PrimaryAlive {
+        primary: AgentName,
+        state: Liveness,
+        age_s: u64,
+        quiet_period_s: u64,
+    },
+    #[error("{agent} is not primary (the primary is {})", .primary.as_ref().map_or("nobody".to_owned(), ToString::to_string))]
+    NotPrimary {
+        agent: AgentName,
+        primary: Option<AgentName>,
+    },
+    #[error("this would not count: {reason}")]
+    DoesNotCount { reason: PrimaryVoid },
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
+    #[error("a quiet period is between 1 second and 30 days")]
+    QuietPeriodOutOfRange,
+    #[error("a brief is an agent's")]
+    BriefIsAnAgents,
+}
+
+impl PrimaryError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::Talk(err) => err.code(),
+            Self::PrimaryAlive { .. } => "primary_alive",
+            Self::NotPrimary { .. } => "not_primary",
+            Self::DoesNotCount { .. } => "does_not_count",
+            Self::HumanOnly { .. } => "master_only",
+            Self::QuietPeriodOutOfRange | Self::BriefIsAnAgents => "invalid",
+        }
+    }
+}
 
 /// How recently an agent was heard from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,7 +139,7 @@ fn me(session: &Session) -> Option<AgentName> {
 }
 
 /// Who is primary, how it stands, and what the caller may do.
-pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
+pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, PrimaryError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let view = session.state().leadership.view().clone();
@@ -134,7 +185,7 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Op
 }
 
 /// Records that the caller waits for the primary.
-pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
+pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, PrimaryError> {
     session.append(Operation::StandBy, None, &StandbyBody {}, now)?;
     status(session, now)
 }
@@ -153,7 +204,7 @@ pub enum Takeover {
 
 /// Takes over as primary: an Orchestrator, on a machine that is not paused, when the primary
 /// is silent past the quiet period (or there is none). Tells the fleet.
-pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsError> {
+pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, PrimaryError> {
     session.refresh(now);
     session.authorize(Operation::TakeOver, None, now)?;
     let me = me(session).ok_or(OpsError::ReadOnly)?;
@@ -161,13 +212,13 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
     match session.state().leadership.judge(true, &me) {
         Ok(()) => {}
         Err(PrimaryVoid::AlreadyPrimary) => return Ok(Takeover::AlreadyPrimary),
-        Err(reason) => return Err(OpsError::PrimaryDoesNotCount { reason }),
+        Err(reason) => return Err(PrimaryError::DoesNotCount { reason }),
     }
     if let Some(primary) = &view.primary
         && let Some((age, state)) = liveness(session, primary, now)
         && state != Liveness::Silent
     {
-        return Err(OpsError::PrimaryAlive {
+        return Err(PrimaryError::PrimaryAlive {
             primary: primary.clone(),
             state,
             age_s: age,
@@ -187,7 +238,7 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
             PrimaryVoid::LostRace { winner } => Ok(Takeover::LostRace {
                 primary: after.primary.unwrap_or_else(|| winner.clone()),
             }),
-            reason => Err(OpsError::PrimaryDoesNotCount {
+            reason => Err(PrimaryError::DoesNotCount {
                 reason: reason.clone(),
             }),
         };
@@ -205,26 +256,26 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
             Ok(Takeover::TookOver { from: view.primary })
         }
         Some(primary) => Ok(Takeover::LostRace { primary }),
-        None => Err(OpsError::PrimaryDoesNotCount {
+        None => Err(PrimaryError::DoesNotCount {
             reason: PrimaryVoid::FollowsVoid,
         }),
     }
 }
 
 /// Hands the primary's role back (the primary only).
-pub fn release(session: &mut Session, now: Timestamp) -> Result<(), OpsError> {
+pub fn release(session: &mut Session, now: Timestamp) -> Result<(), PrimaryError> {
     session.refresh(now);
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
     match session.state().leadership.judge(false, &me) {
         Ok(()) => {}
         Err(PrimaryVoid::NotPrimary { .. }) => {
-            return Err(OpsError::NotPrimary {
+            return Err(PrimaryError::NotPrimary {
                 agent: me,
                 primary: view.primary,
             });
         }
-        Err(reason) => return Err(OpsError::PrimaryDoesNotCount { reason }),
+        Err(reason) => return Err(PrimaryError::DoesNotCount { reason }),
     }
     let body = PrimaryReleaseBody {
         after: view.tip,
@@ -239,16 +290,14 @@ pub fn set_quiet_period(
     session: &mut Session,
     seconds: u64,
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<(), PrimaryError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::HumanOnly {
+        return Err(PrimaryError::HumanOnly {
             action: "set the quiet period",
         });
     }
     if seconds == 0 || seconds > 30 * 24 * 3600 {
-        return Err(OpsError::Invalid(
-            "a quiet period is between 1 second and 30 days".into(),
-        ));
+        return Err(PrimaryError::QuietPeriodOutOfRange);
     }
     session.append(
         Operation::Approve,
@@ -268,7 +317,7 @@ pub fn set_brief(
     objective: &str,
     constraints: &[String],
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<(), PrimaryError> {
     check_not_empty("the objective", objective)?;
     check_chars("the objective", objective, MAX_BRIEF_LINE)?;
     session.guard(objective, TextUse::Post)?;
@@ -278,7 +327,8 @@ pub fn set_brief(
             len: constraints.len(),
             max: MAX_CONSTRAINTS,
             unit: "lines",
-        });
+        }
+        .into());
     }
     for line in constraints {
         check_chars("a constraint", line, MAX_BRIEF_LINE)?;
@@ -299,7 +349,7 @@ pub fn set_brief(
 }
 
 /// Records a decision in the acting agent's brief (Member and up).
-pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<String, OpsError> {
+pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<String, PrimaryError> {
     check_not_empty("the decision", line)?;
     check_chars("the decision", line, MAX_BRIEF_LINE)?;
     session.guard(line, TextUse::Post)?;
@@ -316,12 +366,10 @@ pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<Strin
     Ok(session.id_of(&entry).to_string())
 }
 
-fn brief_writer(session: &Session) -> Result<(), OpsError> {
+fn brief_writer(session: &Session) -> Result<(), PrimaryError> {
     match session.actor() {
         Actor::Agent(_) => Ok(()),
-        _ => Err(OpsError::Invalid(
-            "a brief is an agent's: name it with --as".into(),
-        )),
+        _ => Err(PrimaryError::BriefIsAnAgents),
     }
 }
 
