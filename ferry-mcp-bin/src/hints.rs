@@ -3,12 +3,16 @@
 //! needs), so the line a person reads on stderr gets the `ferry` command or flag that fixes
 //! what went wrong here.
 
+use ferry_mcp_core::channel::levels::Refusal;
 use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::orders::OrdersError;
 use ferry_mcp_core::channel::ops::primary::PrimaryError;
 use ferry_mcp_core::channel::ops::project::ProjectError;
+use ferry_mcp_core::channel::ops::search::SearchError;
 use ferry_mcp_core::channel::ops::secrets::SecretsError;
+use ferry_mcp_core::channel::ops::talk::TalkError;
+use ferry_mcp_core::channel::ops::{OperationError, OpsError};
 
 /// The line `ferry` prints for `err` (before escaping): its text, with the command that fixes
 /// it where there is one.
@@ -32,6 +36,49 @@ enum Pointer {
 
 fn pointer(err: &anyhow::Error) -> Option<Pointer> {
     use Pointer::{Suffix, Whole};
+    let refusal = err.downcast_ref::<Refusal>().or_else(|| {
+        let common = err
+            .downcast_ref::<OpsError>()
+            .or_else(|| {
+                err.downcast_ref::<OrdersError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<TalkError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<PrimaryError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<AsksError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<AccessError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<SecretsError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<SearchError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<ProjectError>()
+                    .and_then(OperationError::common)
+            });
+        match common {
+            Some(OpsError::Refused(refusal)) => Some(refusal),
+            _ => None,
+        }
+    });
+    if let Some(fix) = refusal.and_then(Refusal::fix) {
+        return Some(Whole(fix.with(&format!("{err:#}"))));
+    }
     if let Some(err) = err.downcast_ref::<ProjectError>() {
         return match err {
             ProjectError::ChannelExists(_) => {

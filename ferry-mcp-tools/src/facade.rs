@@ -67,6 +67,10 @@ pub(crate) fn failed(err: &dyn OperationError) -> ToolOutcome {
         })) => ToolOutcome::error(format!(
             "denied: level {has}: {operation} needs {needed} (ask the human with ferry_ask_human)"
         )),
+        Some(OpsError::Refused(refusal)) if refusal.fix().is_some() => {
+            let fix = refusal.fix().expect("matched above");
+            ToolOutcome::error(format!("{}: {}", err.code(), fix.with(&err.to_string())))
+        }
         _ => ToolOutcome::error(format!("{}: {err}", err.code())),
     }
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use ferry_mcp_core::channel::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::identity::FoldProblemKind;
 use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::levels::{Fix, Level};
 use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
@@ -19,7 +19,7 @@ use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::primary::PrimaryError;
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use ferry_mcp_core::channel::ops::talk::{self, ReadRequest};
-use ferry_mcp_core::channel::ops::{self, OperationError};
+use ferry_mcp_core::channel::ops::{self, OperationError, OpsError};
 use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::state::SEEN_FIELD;
@@ -214,10 +214,16 @@ fn a_takeover_is_refused_below_orchestrator_and_on_a_paused_machine_and_writes_n
     let paused = take(&temp, "olga");
     lines.push(format!("olga on a paused machine: {}", answered(&paused)));
     assert_eq!(code(&paused), "paused", "{paused:?}");
+    let refused = paused.unwrap_err();
     assert_eq!(
-        paused.unwrap_err().to_string(),
-        "the machine is paused (the disk is being replaced): take over is refused until `ferry resume`"
+        refused.to_string(),
+        "the machine is paused (the disk is being replaced): take over is refused"
     );
+    let fix = match refused.common() {
+        Some(OpsError::Refused(refusal)) => refusal.fix(),
+        _ => None,
+    };
+    assert_eq!(fix, Some(Fix::Resume), "{refused:?}");
     eprintln!("{}", lines.join("\n"));
     assert_eq!(primary_now(&temp), None);
     assert_eq!(logs_len(temp.channel_dir()), before, "a refusal wrote");

@@ -287,9 +287,13 @@ fn an_unseated_agent_posting_is_told_to_join_the_channel() {
     let err = post_err(&mut ghost, &temp, "alice", "hello, anyone there?");
     eprintln!("an unseated agent posting got: {}: {err}", err.code());
     assert_eq!(err.code(), "unseated");
-    assert!(
-        err.to_string()
-            .contains("ferry channel join --as ghost --project demo"),
+    let fix = match &err {
+        TalkError::Ops(OpsError::Refused(refusal)) => refusal.fix(),
+        _ => None,
+    };
+    assert_eq!(
+        fix.map(|fix| fix.command()).as_deref(),
+        Some("ferry channel join --as ghost --project demo"),
         "{err}"
     );
     assert_eq!(logs_len(temp.channel_dir()), before);

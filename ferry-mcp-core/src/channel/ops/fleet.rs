@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::OpsError;
 use super::primary::{Liveness, liveness};
-use crate::channel::levels::{Level, Operation, Refusal};
+use crate::channel::levels::{Fix, Level, Operation, Refusal};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::asks::AskState;
@@ -84,15 +84,24 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
             (Some(_), Some(level)) => Standing::Seated { level },
             _ => Standing::Observer,
         },
-        Err(OpsError::Refused(Refusal::Unseated { why, .. })) => Standing::Unseated {
-            why,
-            fix: format!(
-                "ferry channel join --as {} --project {project}",
-                agent.as_ref().map_or("NAME", AgentName::as_str)
-            ),
-        },
-        Err(OpsError::Refused(Refusal::Locked { agent, project })) => Standing::Locked {
-            fix: format!("ferry key unlock --as {agent} --project {project}"),
+        Err(OpsError::Refused(refused @ Refusal::Unseated { .. })) => {
+            let Refusal::Unseated { agent, why, .. } = &refused else {
+                unreachable!("matched above")
+            };
+            // Joining seats it, whatever else is wrong (another key, a contest: the human's).
+            let fix = Fix::Join {
+                agent: agent.clone(),
+                project: project.clone(),
+            };
+            Standing::Unseated {
+                why: refused
+                    .fix()
+                    .map_or_else(|| why.clone(), |fix| fix.with(why)),
+                fix: fix.command(),
+            }
+        }
+        Err(OpsError::Refused(refused @ Refusal::Locked { .. })) => Standing::Locked {
+            fix: refused.fix().map(|fix| fix.command()).unwrap_or_default(),
         },
         Err(other) => return Err(other),
     };
