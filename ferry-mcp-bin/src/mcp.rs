@@ -77,20 +77,19 @@ struct Selectable {
 /// What `--tools` selects when it is not given.
 const DEFAULT_GROUPS: &str = "core";
 
-/// Every group `--tools` can name, sorted by name: the tools crate's groups, and `fixture`,
-/// which exercises every protocol path for the real-client tests and is served only when named.
+/// Every group `--tools` can name, sorted by name: the tools crate's groups, and in a test
+/// build its test groups (`fixture`, which exercises every protocol path for the real-client
+/// tests), hidden and served only when named.
 fn selectable_groups() -> Vec<Selectable> {
-    let mut catalog: Vec<Selectable> = ferry_mcp_tools::GROUPS
-        .iter()
-        .map(|group| Selectable {
-            group,
-            hidden: false,
-        })
-        .collect();
-    catalog.push(Selectable {
-        group: &ferry_mcp_testkit::fixture::GROUP,
+    let shown = ferry_mcp_tools::GROUPS.iter().map(|group| Selectable {
+        group,
+        hidden: false,
+    });
+    let hidden = ferry_mcp_tools::TEST_GROUPS.iter().map(|group| Selectable {
+        group,
         hidden: true,
     });
+    let mut catalog: Vec<Selectable> = shown.chain(hidden).collect();
     catalog.sort_by_key(|entry| entry.group.name);
     catalog
 }
