@@ -221,8 +221,7 @@ fn check_component(component: &str) -> Result<(), UriError> {
 
 /// An opaque cursor naming a position in a list: `nextCursor` of `tools/list` and the `next`
 /// of a truncated tool response, written `p<hex>`. Clients must treat it as opaque; we only
-/// promise that a cursor we issued decodes again. It never starts like a channel cursor
-/// (`channel::reader::Cursor`, `c1...`), so neither kind is ever read as the other.
+/// promise that a cursor we issued decodes again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor(pub usize);
 
@@ -232,24 +231,16 @@ pub enum CursorError {
     /// Not a cursor that we issued.
     #[error("invalid cursor")]
     Invalid,
-    /// A channel cursor (`c1...`) given where a page cursor belongs.
-    #[error("that is a channel cursor, pass it as `since`")]
-    ChannelCursor,
 }
 
 impl Cursor {
     const PREFIX: &'static str = "p";
-    /// How every channel cursor starts (`channel::reader::Cursor` writes `c1...`).
-    const CHANNEL_PREFIX: &'static str = "c";
 
     pub fn encode(self) -> String {
         format!("{}{:x}", Self::PREFIX, self.0)
     }
 
     pub fn decode(text: &str) -> Result<Self, CursorError> {
-        if text.starts_with(Self::CHANNEL_PREFIX) {
-            return Err(CursorError::ChannelCursor);
-        }
         let digits = text
             .strip_prefix(Self::PREFIX)
             .ok_or(CursorError::Invalid)?;

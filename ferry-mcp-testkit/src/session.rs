@@ -39,7 +39,7 @@ pub struct Session {
 impl Session {
     /// A session over `server`. Panics when a schema of its surface does not compile.
     pub fn new(server: Server) -> Self {
-        if let Err(error) = server.surface().check_schemas() {
+        if let Err(error) = crate::schema::check_compiles(server.surface()) {
             panic!("the surface under test is broken: {error}");
         }
         Self {
@@ -246,8 +246,8 @@ pub fn check_call_result(surface: &Surface, name: &str, result: &Value) {
     let structured = result.get("structuredContent").unwrap_or_else(|| {
         panic!("{name} has an outputSchema but gave no structuredContent: {result}")
     });
-    let schema: Value = serde_json::from_str(output).expect("checked by check_schemas");
-    let validator = jsonschema::validator_for(&schema).expect("checked by check_schemas");
+    let schema: Value = serde_json::from_str(output).expect("checked by check_compiles");
+    let validator = jsonschema::validator_for(&schema).expect("checked by check_compiles");
     let errors: Vec<String> = validator
         .iter_errors(structured)
         .map(|e| e.to_string())

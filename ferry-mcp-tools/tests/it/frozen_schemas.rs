@@ -7,8 +7,11 @@ use ferry_mcp_core::tool::ToolDefinition;
 use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
 use ferry_mcp_tools::{admin, asks, catchup, join, orders, primary, talk};
 
-/// Each tool's name and the check of its two schemas against its types.
-const CHECKS: &[(&str, fn(&ToolDefinition))] = &[
+/// Holds one tool's two frozen schemas to the ones derived from its types.
+type Check = fn(&ToolDefinition);
+
+/// Each tool's name and the check of its schemas.
+const CHECKS: &[(&str, Check)] = &[
     ("ferry_ask_human", |d| {
         assert_input_frozen::<asks::AskArgs>(d);
         assert_output_frozen::<asks::AskOut>(d);
