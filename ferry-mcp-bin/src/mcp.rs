@@ -120,7 +120,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         (project, agent)
     };
     // The server starts whatever the channel's state: an app shows a server that exits as a
-    // bare failure, while a running one can tell the agent what to do (ADR 0028, ferry_join).
+    // bare failure, while a running one can tell the agent what to do (ADR 0003; `ferry_join` says what to do).
     // Nothing here reads the channel: it is opened in the background, and the first tool call
     // that needs it waits for it only if it is not open yet.
     eprintln!(

@@ -6,7 +6,7 @@
 //! objects without line breaks) is checked when the registry or the surface is built, with a typed
 //! error naming the culprit. The surface also freezes the `tools/list` bytes once, spliced from the
 //! static definitions, so that they are identical on every run and for every agent, project and
-//! clock (ADR T8).
+//! clock (T8 in docs/mcp-budgets.md).
 //!
 //! Each tool's frozen `inputSchema` is also read once, when the surface is built, into the
 //! [`ArgumentSchema`] that every call's arguments are checked against before the tool runs

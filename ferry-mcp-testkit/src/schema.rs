@@ -1,7 +1,7 @@
 //! The compact JSON Schemas ferry freezes, derived from the types the tools parse and answer.
 //!
 //! A tool's `inputSchema` and `outputSchema` are frozen `&'static` texts (the `tools/list` bytes
-//! must never change on their own, ADR T8), but its arguments are a typed value (a serde enum
+//! must never change on their own, T8 in docs/mcp-budgets.md), but its arguments are a typed value (a serde enum
 //! tagged by `action`) and its answer a typed struct. A test of each tool derives the types'
 //! schemas with `schemars` ([`input_schema`], [`output_schema`]), compacts them with [`compact`]
 //! and holds the result equal to the frozen texts, so the definition and the parser never drift.

@@ -7,7 +7,7 @@
 //! - every schema of the surface compiles (checked when the session starts);
 //! - every `tools/call` result has a one-line text summary first, and a successful result of a
 //!   tool with an outputSchema carries structuredContent that validates against it and keeps the
-//!   ADR T4 caps ([`check_call_result`]).
+//!   T4 caps of docs/mcp-budgets.md ([`check_call_result`]).
 
 use ferry_mcp_core::protocol::Server;
 use ferry_mcp_core::registry::Surface;
@@ -225,7 +225,7 @@ fn params_name(line: &str) -> Option<String> {
 /// Panics unless `result`, a `tools/call` result of the tool `name`, keeps the rules of response
 /// shaping: `content` starts with a non-empty one-line text summary; a successful result of a
 /// tool with an outputSchema carries `structuredContent` that validates against it (the check
-/// real clients make) and keeps the ADR T4 caps.
+/// real clients make) and keeps the T4 caps.
 pub fn check_call_result(surface: &Surface, name: &str, result: &Value) {
     let summary = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(

@@ -199,7 +199,7 @@ impl Tool for FixtureCount {
     }
 }
 
-/// `fixture_list {cursor?}`: a long list, cut to the ADR T4 caps with `truncated` and `next`.
+/// `fixture_list {cursor?}`: a long list, cut to the T4 caps (docs/mcp-budgets.md) with `truncated` and `next`.
 #[derive(Debug)]
 pub struct FixtureList;
 

@@ -1,4 +1,4 @@
-//! Response shaping: the ADR T4 caps with `truncated` and `next`, `ferry://` URIs, outcomes.
+//! Response shaping: the T4 caps (docs/mcp-budgets.md) with `truncated` and `next`, `ferry://` URIs, outcomes.
 
 use ferry_mcp_core::shape::{
     self, CapError, Cursor, CursorError, MAX_ITEMS, MAX_STRUCTURED_CHARS, PageError, ResourceLink,

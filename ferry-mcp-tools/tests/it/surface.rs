@@ -131,5 +131,8 @@ fn a_bad_call_is_refused_naming_the_field_before_the_channel_is_opened() {
         assert_eq!(result["isError"], true, "{result}");
         assert_eq!(result["content"][0]["text"], refusal, "{result}");
     }
-    assert!(!dir.path().join("projects").exists(), "no channel was opened");
+    assert!(
+        !dir.path().join("projects").exists(),
+        "no channel was opened"
+    );
 }
