@@ -12,7 +12,7 @@
 //! [`ArgumentSchema`] that every call's arguments are checked against before the tool runs
 //! ([`arguments`]): a schema outside the compact subset that check reads is refused then, naming
 //! the tool. Reading them costs microseconds; no JSON Schema validator is compiled at run time
-//! (ADR 0011). That each frozen schema is valid JSON Schema, and equal to the one derived from the
+//! (ADR 0014). That each frozen schema is valid JSON Schema, and equal to the one derived from the
 //! tool's types, is for tests (`ferry_mcp_testkit::schema`).
 
 pub mod arguments;

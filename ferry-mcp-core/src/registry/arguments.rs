@@ -7,7 +7,7 @@
 //! plus length and range bounds. So a full JSON Schema validator
 //! is not needed to hold a call to them: this module reads that subset when the surface is built
 //! (a schema that uses any other keyword is refused then, naming it, so nothing is silently left
-//! unchecked) and checks each call in one pass over its arguments. ADR 0011 weighs this against
+//! unchecked) and checks each call in one pass over its arguments. ADR 0014 weighs this against
 //! compiling the schemas with `jsonschema` at run time.
 //!
 //! What depends on the action (`ferry_orders {"action":"claim"}` needs `id`) is the tool's typed
