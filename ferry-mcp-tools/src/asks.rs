@@ -34,7 +34,7 @@ pub enum AskArgs {
 pub struct AskOut {
     pub id: String,
     /// `pending`, `approved`, `rejected` or `sent_back`.
-    #[cfg_attr(test, schemars(with = "String"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "String"))]
     pub state: AskState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

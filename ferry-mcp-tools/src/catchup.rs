@@ -32,7 +32,7 @@ pub struct CatchupArgs {
 pub struct OrderOut {
     pub id: String,
     pub title: String,
-    #[cfg_attr(test, schemars(with = "String"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "String"))]
     pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
@@ -61,7 +61,7 @@ pub struct DecisionOut {
 #[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct AskOut {
     pub id: String,
-    #[cfg_attr(test, schemars(with = "String"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "String"))]
     pub state: AskState,
 }
 
@@ -70,7 +70,7 @@ pub struct AskOut {
 #[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct PrimaryOut {
     pub name: String,
-    #[cfg_attr(test, schemars(with = "String"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "String"))]
     pub state: Liveness,
 }
 

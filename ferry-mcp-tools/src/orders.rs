@@ -82,7 +82,7 @@ pub enum VerdictArg {
 pub struct Row {
     pub id: String,
     pub title: String,
-    #[cfg_attr(test, schemars(with = "String"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "String"))]
     pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
@@ -97,7 +97,7 @@ pub struct Row {
 pub struct Detail {
     pub id: String,
     pub title: String,
-    #[cfg_attr(test, schemars(with = "String"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "String"))]
     pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
@@ -137,7 +137,7 @@ pub struct OrdersOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(test, schemars(with = "Option<String>"))]
+    #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
     pub state: Option<OrderState>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
