@@ -5,8 +5,10 @@
 
 mod admin;
 mod clock;
+mod common;
 mod display;
 mod fleet;
+mod hints;
 mod mcp;
 mod orders;
 mod paths;
@@ -46,12 +48,6 @@ enum Command {
     Brief {
         #[command(subcommand)]
         command: fleet::BriefCommand,
-    },
-    /// The older name of `ferry brief`.
-    #[command(hide = true)]
-    Marvin {
-        #[command(subcommand)]
-        command: fleet::MarvinCommand,
     },
     /// The agents' asks: list, show, and answer them (signed with the master key).
     Ask {
@@ -96,7 +92,6 @@ fn main() -> std::process::ExitCode {
         Command::Talk { command } => talk::run(command),
         Command::Primary { command } => fleet::run_primary(command),
         Command::Brief { command } => fleet::run_brief(command),
-        Command::Marvin { command } => fleet::run_marvin(command),
         Command::Ask { command } => fleet::run_ask(command),
         Command::Search(args) => search::run(args),
         Command::Work { command } => orders::run_work(command),
@@ -106,7 +101,7 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(err) => {
             // Errors can carry channel paths: one line, every control character escaped.
-            eprintln!("ferry: {}", display::escape(&format!("{err:#}")));
+            eprintln!("ferry: {}", display::escape(&hints::line(&err)));
             std::process::ExitCode::FAILURE
         }
     }

@@ -12,7 +12,8 @@
 //! Everything around the lines is real: the project and its master key come from `ops::init`
 //! in a temporary state folder (so `Session::open` works), the acting agents' keys are stored
 //! by `Home::store_key` (so `Actor::Agent` sessions can write), agents are seated by their own
-//! `roster.join` lines and granted by the master's `grant` lines (`Identity::grant_body`).
+//! `roster.join` lines and granted by the master's `grant` lines. Every body is the typed body
+//! the operations write (`channel::body::EntryBody`), so the two never spell one differently.
 //! The tests below fold the result and find no integrity or fold problem.
 //!
 //! Names are spread over the alphabet on purpose (`ada-1` sorts before `master`, `tom-1`
@@ -24,18 +25,22 @@ use std::io::Write as _;
 use std::ops::Deref;
 use std::path::PathBuf;
 
+use ferry_mcp_core::channel::body::{EntryBody, JoinBody};
 use ferry_mcp_core::channel::entry::{Entry, EntryHash};
 use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
+use ferry_mcp_core::channel::identity::GrantBody;
 use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops;
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::orders::kinds;
+use ferry_mcp_core::channel::state::orders::{
+    CancelBody, ClaimBody, HandInBody, Hints, IssueBody, ProgressBody, ReleaseBody, ReviewBody,
+    SubmitBody, Verdict, kinds,
+};
 use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::clock::{Clock, START};
 use crate::temp_channel::TempChannel;
@@ -639,7 +644,7 @@ impl Board {
         let log = self.writer.logs.len();
         self.writer.logs.push(Log::new(name, key));
         self.writer
-            .push(log, identity_kinds::ROSTER_JOIN, Value::Object(Map::new()));
+            .push(log, JoinBody::KIND, Value::Object(JoinBody {}.to_entry()));
         self.agents.push(SeatedAgent { level, log });
         self.agents.len() - 1
     }
@@ -648,19 +653,22 @@ impl Board {
     fn grant(&mut self, agent: usize) {
         let seated = &self.agents[agent];
         let log = &self.writer.logs[seated.log];
-        let body = Identity::grant_body(&GrantBody {
+        let body = GrantBody {
             agent: log.author.clone(),
             key: log.public,
             level: seated.level,
             scopes: Vec::new(),
             expires: None,
             after_seq: None,
-        });
-        self.writer.push(MASTER, identity_kinds::GRANT, body);
+        };
+        self.writer
+            .push(MASTER, GrantBody::KIND, Value::Object(body.to_entry()));
     }
 
     /// Appends an entry as the session would: an agent's says what it has seen.
-    fn append(&mut self, by: By, kind: &str, mut body: Map<String, Value>) -> (EntryHash, String) {
+    fn append<B: EntryBody>(&mut self, by: By, body: &B) -> (EntryHash, String) {
+        let mut body = body.to_entry();
+        let kind = B::KIND;
         match by {
             By::Master => {
                 let hash = self.writer.push(MASTER, kind, Value::Object(body));
@@ -690,101 +698,128 @@ impl Board {
         pick
     }
 
-    fn name(&self, agent: usize) -> String {
-        self.writer.logs[self.agents[agent].log].author.to_string()
-    }
-
     /// `order.issue` (as `ops::orders::issue` writes it).
     fn issue(&mut self, by: By, to: Option<usize>, review: bool) -> usize {
         let n = self.orders.len() + 1;
-        let mut body = Map::new();
-        body.insert(
-            "title".into(),
-            format!("Order {n}: make the parser accept the new header form").into(),
-        );
-        if !n.is_multiple_of(3) {
-            body.insert(
-                "body".into(),
+        let body = IssueBody {
+            title: format!("Order {n}: make the parser accept the new header form"),
+            body: (!n.is_multiple_of(3)).then(|| {
                 "Read the spec section on headers, add the form, and cover it with a test per case."
-                    .into(),
-            );
-        }
-        if let Some(to) = to {
-            body.insert("to".into(), self.name(to).into());
-        }
-        if review {
-            body.insert("review".into(), true.into());
-        }
-        let (tip, id) = self.append(by, kinds::ISSUE, body);
+                    .to_owned()
+            }),
+            blob: None,
+            to: to.map(|to| self.writer.logs[self.agents[to].log].author.clone()),
+            review,
+            heavy: false,
+            hints: Hints::default(),
+            seen: None,
+        };
+        let (tip, id) = self.append(by, &body);
         self.orders.push(Track { id, tip });
         self.orders.len() - 1
     }
 
-    /// A chain event: `{order, after, ...fields}` (as `ops::orders` writes them).
-    fn event(&mut self, order: usize, by: By, kind: &str, fields: &[(&str, Value)]) {
-        let mut body = Map::new();
-        body.insert("order".into(), self.orders[order].id.clone().into());
-        body.insert("after".into(), self.orders[order].tip.to_hex().into());
-        for (name, value) in fields {
-            body.insert((*name).into(), value.clone());
-        }
-        let counts_in_chain = kind != kinds::PROGRESS;
-        let (hash, _) = self.append(by, kind, body);
-        if counts_in_chain {
+    /// The order's id and the tip of its chain: what an event names (`order`, `after`).
+    fn at(&self, order: usize) -> (String, EntryHash) {
+        (self.orders[order].id.clone(), self.orders[order].tip)
+    }
+
+    /// A chain event or a progress line (as `ops::orders` writes them); a chain event is
+    /// the order's new tip.
+    fn event<B: EntryBody>(&mut self, order: usize, by: By, body: &B) {
+        let (hash, _) = self.append(by, body);
+        if B::KIND != kinds::PROGRESS {
             self.orders[order].tip = hash;
         }
     }
 
+    fn claim(&mut self, order: usize, by: By) {
+        let (order_id, after) = self.at(order);
+        let body = ClaimBody {
+            order: order_id,
+            after,
+        };
+        self.event(order, by, &body);
+    }
+
+    fn release(&mut self, order: usize, by: By, note: &str) {
+        let (order_id, after) = self.at(order);
+        let body = ReleaseBody {
+            order: order_id,
+            after,
+            text: Some(note.to_owned()),
+        };
+        self.event(order, by, &body);
+    }
+
+    fn cancel(&mut self, order: usize, note: Option<&str>) {
+        let (order_id, after) = self.at(order);
+        let body = CancelBody {
+            order: order_id,
+            after,
+            text: note.map(str::to_owned),
+        };
+        self.event(order, By::Master, &body);
+    }
+
     fn progress(&mut self, order: usize, holder: usize, count: u64) {
         for step in 1..=count {
-            let text = format!(
-                "step {step}: the parser takes the header form; {} of the cases pass",
-                step * 3
-            );
-            self.event(
-                order,
-                By::Agent(holder),
-                kinds::PROGRESS,
-                &[("text", text.into())],
-            );
+            let (order_id, after) = self.at(order);
+            let body = ProgressBody {
+                order: order_id,
+                after,
+                text: format!(
+                    "step {step}: the parser takes the header form; {} of the cases pass",
+                    step * 3
+                ),
+            };
+            self.event(order, By::Agent(holder), &body);
         }
     }
 
     /// `work.handin` (as `ops::orders::hand_in` writes it): returns its id.
     fn hand_in(&mut self, order: usize, by: usize) -> String {
-        let mut body = Map::new();
-        body.insert("order".into(), self.orders[order].id.clone().into());
-        body.insert("ref".into(), git_sha(order).into());
-        body.insert(
-            "summary".into(),
-            "the header form parses; tests for each case".into(),
-        );
-        self.append(By::Agent(by), kinds::HANDIN, body).1
+        let body = HandInBody {
+            order: self.orders[order].id.clone(),
+            git_ref: git_sha(order),
+            summary: "the header form parses; tests for each case".to_owned(),
+            seen: None,
+        };
+        self.append(By::Agent(by), &body).1
     }
 
     fn submit(&mut self, order: usize, holder: usize, handin: Option<String>) {
-        let mut fields = vec![(
-            "summary",
-            Value::from("done: the header form and its tests"),
-        )];
-        match handin {
-            Some(handin) => fields.push(("handin", handin.into())),
-            None => fields.push(("ref", git_sha(order).into())),
-        }
-        self.event(order, By::Agent(holder), kinds::SUBMIT, &fields);
+        let (order_id, after) = self.at(order);
+        let git_ref = handin.is_none().then(|| git_sha(order));
+        let body = SubmitBody {
+            order: order_id,
+            after,
+            summary: "done: the header form and its tests".to_owned(),
+            handin,
+            git_ref,
+        };
+        self.event(order, By::Agent(holder), &body);
     }
 
     fn review(&mut self, order: usize, accept: bool) {
         let reviewer = self.next(Level::Orchestrator);
-        let fields: Vec<(&str, Value)> = if accept {
-            vec![("verdict", "accept".into())]
+        let (order_id, after) = self.at(order);
+        let body = if accept {
+            ReviewBody {
+                order: order_id,
+                after,
+                verdict: Verdict::Accept,
+                notes: None,
+            }
         } else {
-            vec![
-                ("verdict", "changes".into()),
-                ("notes", "cover the empty header too".into()),
-            ]
+            ReviewBody {
+                order: order_id,
+                after,
+                verdict: Verdict::Changes,
+                notes: Some("cover the empty header too".to_owned()),
+            }
         };
-        self.event(order, By::Agent(reviewer), kinds::REVIEW, &fields);
+        self.event(order, By::Agent(reviewer), &body);
     }
 
     /// One order's whole life, with `progress` more progress lines where it takes them.
@@ -807,26 +842,16 @@ impl Board {
             return;
         }
         if life == Life::CancelledOpen {
-            return self.event(order, By::Master, kinds::CANCEL, &[]);
+            return self.cancel(order, None);
         }
         let claim = By::Agent(holder);
-        self.event(order, claim, kinds::CLAIM, &[]);
+        self.claim(order, claim);
         let required = u64::from(matches!(life, Life::InProgress));
         self.progress(order, holder, required + progress);
         match life {
             Life::Claimed | Life::InProgress => {}
-            Life::Released => self.event(
-                order,
-                claim,
-                kinds::RELEASE,
-                &[("text", "blocked on the spec; back to the board".into())],
-            ),
-            Life::CancelledHeld => self.event(
-                order,
-                By::Master,
-                kinds::CANCEL,
-                &[("text", "no longer needed".into())],
-            ),
+            Life::Released => self.release(order, claim, "blocked on the spec; back to the board"),
+            Life::CancelledHeld => self.cancel(order, Some("no longer needed")),
             Life::Accepted => self.submit(order, holder, None),
             Life::Submitted => {
                 let handin = self.hand_in(order, holder);
@@ -1060,7 +1085,13 @@ mod tests {
             .map(|o| o.id.to_string())
             .unwrap();
         let outcome = orders::claim(&mut session, &open, busy.now()).unwrap();
-        assert_eq!(outcome, ClaimOutcome::Claimed { id: open });
+        assert_eq!(
+            outcome,
+            ClaimOutcome::Claimed {
+                id: open,
+                state: ferry_mcp_core::channel::state::orders::OrderState::Claimed,
+            }
+        );
         assert_clean(&session);
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use ferry_mcp_core::channel::home::{Home, SealCost};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
+use ferry_mcp_core::channel::ops::{self, GrantRequest};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
 
@@ -47,8 +47,9 @@ impl TempChannelBuilder {
         self
     }
 
-    /// Creates the folders, the project and the agents.
-    pub fn build(self) -> Result<TempChannel, OpsError> {
+    /// Creates the folders, the project and the agents; the error is the operation's that
+    /// failed (a project's, a seat's or a grant's).
+    pub fn build(self) -> Result<TempChannel, Box<dyn std::error::Error>> {
         let root = tempfile::tempdir().expect("a temporary folder");
         let home = Home::at(root.path().join("home"));
         let channel_dir = root.path().join("channel");

@@ -7,7 +7,7 @@
 //! `unknown_order: unknown order m99`.
 
 use ferry_mcp_core::channel::levels::Refusal;
-use ferry_mcp_core::channel::ops::OpsError;
+use ferry_mcp_core::channel::ops::{OperationError, OpsError};
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::Unavailable;
 use serde::Serialize;
@@ -56,18 +56,22 @@ pub(crate) fn unavailable(err: &Unavailable) -> ToolOutcome {
     ToolOutcome::error(format!("{}: {err}", err.code()))
 }
 
-/// The tool error of an operation error: its code, then its message.
-pub(crate) fn failed(err: &OpsError) -> ToolOutcome {
-    match err {
-        OpsError::Refused(Refusal::MissingLevel {
+/// The tool error of an operation error (any domain's): its code, then its message.
+pub(crate) fn failed(err: &dyn OperationError) -> ToolOutcome {
+    match err.common() {
+        Some(OpsError::Refused(Refusal::MissingLevel {
             operation,
             needed,
             has,
             ..
-        }) => ToolOutcome::error(format!(
+        })) => ToolOutcome::error(format!(
             "denied: level {has}: {operation} needs {needed} (ask the human with ferry_ask_human)"
         )),
-        other => ToolOutcome::error(format!("{}: {other}", other.code())),
+        Some(OpsError::Refused(refusal)) if refusal.fix().is_some() => {
+            let fix = refusal.fix().expect("matched above");
+            ToolOutcome::error(format!("{}: {}", err.code(), fix.with(&err.to_string())))
+        }
+        _ => ToolOutcome::error(format!("{}: {err}", err.code())),
     }
 }
 

@@ -22,14 +22,15 @@ use clap::{Args, ValueEnum};
 use ferry_mcp_core::channel::home::Home;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::access::{AccessError, KeyHere};
 use ferry_mcp_core::channel::ops::{self, AgentRow, Joined, OpsError};
 use ferry_mcp_core::time::Timestamp;
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
-use crate::admin::{agent_name, project_id};
 use crate::clock;
+use crate::common::{agent_name, project_id};
 use crate::paths;
 
 /// The name of the server entry in every app's config. Plain letters: Codex turns characters
@@ -641,7 +642,7 @@ fn standing(
 ) -> anyhow::Result<Option<AgentRow>> {
     match ops::access_show(home, project, Some(name), now) {
         Ok(rows) => Ok(rows.into_iter().next()),
-        Err(OpsError::NotSeated { .. }) => Ok(None),
+        Err(AccessError::Ops(OpsError::NotSeated { .. })) => Ok(None),
         Err(err) => Err(err.into()),
     }
 }
@@ -656,7 +657,7 @@ fn describe_level(row: &AgentRow, project: &ProjectId) -> String {
             " (it reads and hands work in); raise it with `ferry access set {name} member --project {project}`"
         );
     }
-    if row.local_key == "locked" {
+    if row.local_key == KeyHere::Locked {
         let _ = write!(
             said,
             "; its key is sealed: unlock it with `ferry key unlock --as {name} --project {project}`"
@@ -772,7 +773,7 @@ fn preview(
             out,
             "{name} is not seated in {project} on this machine yet: `--write` seats it (as a worker)"
         ),
-        Some(row) if row.local_key == "missing" => writeln!(
+        Some(row) if row.local_key == KeyHere::Missing => writeln!(
             out,
             "{name} is seated in {project} with a key that is not on this machine, so no app here can act as it: pick another name"
         ),

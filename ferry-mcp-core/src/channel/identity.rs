@@ -1029,23 +1029,10 @@ impl Identity {
         self.dropped_problems
     }
 
-    /// Builds the body of a grant entry (for the master's writer): empty scopes and no expiry
-    /// are left out. (The struct itself has no `skip_serializing_if`: the verified state keeps
-    /// it in a format that needs every field.)
+    /// The body of a grant entry as a raw writer takes it (its [`EntryBody`] form).
+    ///
+    /// [`EntryBody`]: super::body::EntryBody
     pub fn grant_body(body: &GrantBody) -> Value {
-        let mut map = serde_json::Map::new();
-        map.insert("agent".into(), body.agent.as_str().into());
-        map.insert("key".into(), body.key.to_hex().into());
-        map.insert("level".into(), body.level.as_str().into());
-        if !body.scopes.is_empty() {
-            map.insert("scopes".into(), body.scopes.clone().into());
-        }
-        if let Some(expires) = body.expires {
-            map.insert("expires".into(), expires.as_millis().into());
-        }
-        if let Some(after_seq) = body.after_seq {
-            map.insert("after_seq".into(), after_seq.into());
-        }
-        Value::Object(map)
+        Value::Object(super::body::EntryBody::to_entry(body))
     }
 }

@@ -212,13 +212,19 @@ pub struct PauseReason(pub String);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("{agent} is not seated: {why}")]
-    Unseated { agent: AgentName, why: String },
-    #[error("{agent}'s key is locked: run `ferry key unlock --as {agent} --project {project}`")]
+    Unseated {
+        agent: AgentName,
+        project: ProjectId,
+        why: String,
+        /// It has not joined here (no key, no roster entry): joining seats it.
+        joins: bool,
+    },
+    #[error("{agent}'s key is locked")]
     Locked {
         agent: AgentName,
         project: ProjectId,
     },
-    #[error("the machine is paused ({reason}): {operation} is refused until `ferry resume`")]
+    #[error("the machine is paused ({reason}): {operation} is refused")]
     Paused {
         operation: Operation,
         reason: String,
@@ -250,7 +256,68 @@ pub enum Refusal {
     },
 }
 
+/// What fixes a refusal on this machine. The refusal's text names no command: the CLI and the
+/// tool facade each point to the fix in their own words ([`Fix::command`] is the command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fix {
+    Join {
+        agent: AgentName,
+        project: ProjectId,
+    },
+    Unlock {
+        agent: AgentName,
+        project: ProjectId,
+    },
+    Resume,
+}
+
+impl Fix {
+    /// The `ferry` command that fixes it.
+    pub fn command(&self) -> String {
+        match self {
+            Fix::Join { agent, project } => {
+                format!("ferry channel join --as {agent} --project {project}")
+            }
+            Fix::Unlock { agent, project } => {
+                format!("ferry key unlock --as {agent} --project {project}")
+            }
+            Fix::Resume => "ferry resume".to_owned(),
+        }
+    }
+
+    /// The refusal's text with its fix, as the CLI and the facade say it.
+    pub fn with(&self, refusal: &str) -> String {
+        let command = self.command();
+        match self {
+            Fix::Join { .. } => format!("{refusal} (run `{command}`)"),
+            Fix::Unlock { .. } => format!("{refusal}: run `{command}`"),
+            Fix::Resume => format!("{refusal} until `{command}`"),
+        }
+    }
+}
+
 impl Refusal {
+    /// What fixes it here, when a command does.
+    pub fn fix(&self) -> Option<Fix> {
+        match self {
+            Refusal::Unseated {
+                agent,
+                project,
+                joins: true,
+                ..
+            } => Some(Fix::Join {
+                agent: agent.clone(),
+                project: project.clone(),
+            }),
+            Refusal::Locked { agent, project } => Some(Fix::Unlock {
+                agent: agent.clone(),
+                project: project.clone(),
+            }),
+            Refusal::Paused { .. } => Some(Fix::Resume),
+            _ => None,
+        }
+    }
+
     /// A stable machine-readable code for the refusal (for tool results).
     pub const fn code(&self) -> &'static str {
         match self {
@@ -275,34 +342,29 @@ impl Refusal {
 pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Refusal> {
     let agent = request.agent;
     let project = identity.project();
-    // Only a refusal needs the hint: an allowed request (every tool call) builds no text.
-    let join = || format!("run `ferry channel join --as {agent} --project {project}`");
+    let unseated = |why: &str, joins: bool| Refusal::Unseated {
+        agent: agent.clone(),
+        project: project.clone(),
+        why: why.to_owned(),
+        joins,
+    };
     let local = request
         .local_key
         .public()
-        .ok_or_else(|| Refusal::Unseated {
-            agent: agent.clone(),
-            why: format!("no key for it on this machine ({})", join()),
-        })?;
+        .ok_or_else(|| unseated("no key for it on this machine", true))?;
     match identity.seat(agent) {
         Seat::Seated(key) if key == local => {}
         Seat::Seated(_) => {
-            return Err(Refusal::Unseated {
-                agent: agent.clone(),
-                why: "the name is held by another key".into(),
-            });
+            return Err(unseated("the name is held by another key", false));
         }
         Seat::Contested(_) => {
-            return Err(Refusal::Unseated {
-                agent: agent.clone(),
-                why: "several keys joined under this name; the master must grant one".into(),
-            });
+            return Err(unseated(
+                "several keys joined under this name; the master must grant one",
+                false,
+            ));
         }
         Seat::Vacant => {
-            return Err(Refusal::Unseated {
-                agent: agent.clone(),
-                why: format!("no roster entry in the channel ({})", join()),
-            });
+            return Err(unseated("no roster entry in the channel", true));
         }
     }
     if matches!(request.local_key, LocalKey::Locked(_)) {

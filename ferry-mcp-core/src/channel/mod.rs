@@ -4,6 +4,7 @@
 //! Every file in the channel has exactly one writer, named by its path. The format is
 //! specified in `docs/channel-format.md`.
 
+pub mod body;
 pub mod entry;
 pub mod home;
 pub mod identity;

@@ -14,9 +14,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::body::EntryBody;
 use super::entry::VerifiedEntry;
 use super::home::{Home, HomeError, KeyHolder, PinOutcome};
-use super::identity::{AcceptBody, Identity, MasterEntry, MasterPos, kinds as identity_kinds};
+use super::identity::{AcceptBody, Identity, MasterEntry, MasterPos};
 use super::kept::{Kept, KeptRef, Loaded, Pinned, Store};
 use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
@@ -519,14 +520,14 @@ impl Session {
     /// Authorizes `operation` for the actor, then appends one entry of `kind` signed by its
     /// key, and folds it. An agent's entry says what its author had seen (`seen`, ADR 0005).
     /// The one path every write takes.
-    pub fn append(
+    pub fn append<B: EntryBody>(
         &mut self,
         operation: Operation,
         scope: Option<&str>,
-        kind: &str,
-        mut body: Value,
+        body: &B,
         now: Timestamp,
     ) -> Result<VerifiedEntry, OpsError> {
+        let mut body = body.to_entry();
         self.refresh(now);
         self.authorize(operation, scope, now)?;
         let (author, key) = match &self.actor {
@@ -535,9 +536,7 @@ impl Session {
                     self.home
                         .load_key(&self.project, &KeyHolder::Agent(name.clone()), now)?;
                 let seen = self.identity().master_position();
-                if let Value::Object(map) = &mut body {
-                    map.insert(SEEN_FIELD.into(), seen_json(seen));
-                }
+                body.insert(SEEN_FIELD.into(), seen_json(seen));
                 (name.clone(), key)
             }
             Actor::Master => {
@@ -547,22 +546,22 @@ impl Session {
             }
             Actor::Observer => return Err(OpsError::ReadOnly),
         };
-        let entry = self.write(&author, &key, kind, body, now)?;
+        let entry = self.write(&author, &key, B::KIND, Value::Object(body), now)?;
         self.refresh(now);
         Ok(entry)
     }
 
     /// Appends without the level check: for entries every seated agent writes about itself
     /// (its roster entry) and that the fold judges alone.
-    pub(crate) fn append_unchecked(
+    pub(crate) fn append_unchecked<B: EntryBody>(
         &mut self,
         author: &AgentName,
         key: &SecretKey,
-        kind: &str,
-        body: Value,
+        body: &B,
         now: Timestamp,
     ) -> Result<VerifiedEntry, OpsError> {
-        let entry = self.write(author, key, kind, body, now)?;
+        let body = Value::Object(body.to_entry());
+        let entry = self.write(author, key, B::KIND, body, now)?;
         self.refresh(now);
         Ok(entry)
     }
@@ -623,13 +622,12 @@ impl Session {
         let Some(line) = self.reader.line_of(&former, seq, &hash) else {
             return Err(OpsError::HandoverLineMissing);
         };
-        let body =
-            serde_json::to_value(AcceptBody { handover: line }).expect("an accept body serializes");
+        let accept = AcceptBody { handover: line };
         self.write(
             &AgentName::master(),
             key,
-            identity_kinds::MASTER_ACCEPT,
-            body,
+            AcceptBody::KIND,
+            Value::Object(accept.to_entry()),
             now,
         )?;
         Ok(())

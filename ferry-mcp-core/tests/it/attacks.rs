@@ -12,6 +12,8 @@ use ferry_mcp_core::channel::identity::{FoldProblemKind, GrantBody, Identity, ki
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::{Level, Operation};
 use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::access::AccessError;
+use ferry_mcp_core::channel::ops::project::ProjectError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
 use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::session::{Actor, Session};
@@ -124,16 +126,21 @@ fn status_lines(temp: &TempChannel, home: &Home, what: &str) -> Vec<String> {
         .collect()
 }
 
+/// The body of a `note`: a kind no fold reads, for tests of the log itself.
+#[derive(serde::Serialize)]
+struct Note {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n: Option<u64>,
+}
+
+impl ferry_mcp_core::channel::body::EntryBody for Note {
+    const KIND: &'static str = "note";
+}
+
 /// Appends a `note` entry as `agent` through its session (the one path every write takes).
 fn note(session: &mut Session, temp: &TempChannel, n: u64) -> VerifiedEntry {
     session
-        .append(
-            Operation::HandIn,
-            None,
-            "note",
-            json!({ "n": n }),
-            temp.now(),
-        )
+        .append(Operation::HandIn, None, &Note { n: Some(n) }, temp.now())
         .unwrap()
 }
 
@@ -318,7 +325,10 @@ fn deleting_a_handover_line_moves_mastership_back_on_no_machine_that_saw_the_new
         temp.now(),
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::NotTheMaster(_)), "{err}");
+    assert!(
+        matches!(err, AccessError::Ops(OpsError::NotTheMaster(_))),
+        "{err}"
+    );
     let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
     assert_eq!(status.master_key_here, "former");
     assert_ne!(old_master.public_key(), new_key.key);
@@ -1002,7 +1012,7 @@ fn a_linked_logs_folder_is_refused_for_reading_and_for_writing() {
     assert!(err.to_string().contains("symbolic link"), "{err}");
     let mut session = temp.agent_session("fang");
     let err = session
-        .append(Operation::HandIn, None, "note", json!({}), temp.now())
+        .append(Operation::HandIn, None, &Note { n: None }, temp.now())
         .unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(ops::join(temp.home(), temp.project(), &name("bolt"), None, temp.now()).is_err());
@@ -1096,7 +1106,7 @@ fn a_linked_log_file_is_reported_and_not_read() {
     let mut session = temp.agent_session("fang");
     assert!(
         session
-            .append(Operation::HandIn, None, "note", json!({}), temp.now())
+            .append(Operation::HandIn, None, &Note { n: None }, temp.now())
             .is_err()
     );
     assert_eq!(tree(outside.parent().unwrap()), before);
@@ -1237,7 +1247,7 @@ fn the_handover_operation_refuses_a_key_without_a_proof_and_writes_nothing() {
         temp.now(),
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::BadHandover(_)), "{err}");
+    assert!(matches!(err, AccessError::BadHandover(_)), "{err}");
     assert!(!log.exists(), "the refused handover was written");
 }
 
@@ -1381,7 +1391,7 @@ fn init_refuses_a_genesis_by_another_key_left_in_its_folder_and_registers_nothin
         ferry_mcp_testkit::clock::START,
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::ChannelExists(_)), "{err}");
+    assert!(matches!(err, ProjectError::ChannelExists(_)), "{err}");
     assert!(
         home.channel_dir(&project).is_err(),
         "a project was registered"

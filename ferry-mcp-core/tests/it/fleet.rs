@@ -10,19 +10,21 @@ use std::path::Path;
 use ferry_mcp_core::channel::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::identity::FoldProblemKind;
 use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::levels::{Fix, Level};
 use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
+use ferry_mcp_core::channel::ops::primary::PrimaryError;
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use ferry_mcp_core::channel::ops::talk::{self, ReadRequest};
-use ferry_mcp_core::channel::ops::{self, OpsError};
+use ferry_mcp_core::channel::ops::{self, OperationError, OpsError};
 use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::state::SEEN_FIELD;
-use ferry_mcp_core::channel::state::asks::{Verdict, kinds as ask_kinds};
-use ferry_mcp_core::channel::state::orders::tiebreak;
+use ferry_mcp_core::channel::state::asks::{AskState, Verdict, kinds as ask_kinds};
+use ferry_mcp_core::channel::state::orders::{OrderState, tiebreak};
 use ferry_mcp_core::channel::state::primary::kinds as primary_kinds;
 use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
@@ -44,7 +46,7 @@ fn actor(name: &str) -> Actor {
 }
 
 /// The stable code of a result's error, or `ok`.
-fn code<T>(result: &Result<T, OpsError>) -> &'static str {
+fn code<T, E: OperationError>(result: &Result<T, E>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(err) => err.code(),
@@ -52,7 +54,7 @@ fn code<T>(result: &Result<T, OpsError>) -> &'static str {
 }
 
 /// What an operation answered, in one line: `ok: ...` or `code: message`.
-fn answered<T: std::fmt::Debug>(result: &Result<T, OpsError>) -> String {
+fn answered<T: std::fmt::Debug, E: OperationError>(result: &Result<T, E>) -> String {
     match result {
         Ok(value) => format!("ok: {value:?}"),
         Err(err) => format!("{}: {err}", err.code()),
@@ -73,7 +75,7 @@ fn fleet() -> TempChannel {
     temp
 }
 
-fn take(temp: &TempChannel, name: &str) -> Result<Takeover, OpsError> {
+fn take(temp: &TempChannel, name: &str) -> Result<Takeover, PrimaryError> {
     primary::takeover(&mut temp.agent_session(name), temp.now())
 }
 
@@ -212,10 +214,16 @@ fn a_takeover_is_refused_below_orchestrator_and_on_a_paused_machine_and_writes_n
     let paused = take(&temp, "olga");
     lines.push(format!("olga on a paused machine: {}", answered(&paused)));
     assert_eq!(code(&paused), "paused", "{paused:?}");
+    let refused = paused.unwrap_err();
     assert_eq!(
-        paused.unwrap_err().to_string(),
-        "the machine is paused (the disk is being replaced): take over is refused until `ferry resume`"
+        refused.to_string(),
+        "the machine is paused (the disk is being replaced): take over is refused"
     );
+    let fix = match refused.common() {
+        Some(OpsError::Refused(refusal)) => refusal.fix(),
+        _ => None,
+    };
+    assert_eq!(fix, Some(Fix::Resume), "{refused:?}");
     eprintln!("{}", lines.join("\n"));
     assert_eq!(primary_now(&temp), None);
     assert_eq!(logs_len(temp.channel_dir()), before, "a refusal wrote");
@@ -505,11 +513,11 @@ fn request(title: &str, recommendation: &str, reasoning: &str) -> RaiseRequest {
     }
 }
 
-fn raise(temp: &TempChannel, name: &str, request: &RaiseRequest) -> Result<String, OpsError> {
+fn raise(temp: &TempChannel, name: &str, request: &RaiseRequest) -> Result<String, AsksError> {
     asks::raise(&mut temp.agent_session(name), request, temp.now())
 }
 
-fn ask_state(session: &mut Session, id: &str, now: Timestamp) -> (&'static str, Option<String>) {
+fn ask_state(session: &mut Session, id: &str, now: Timestamp) -> (AskState, Option<String>) {
     let ask = asks::show(session, id, now).unwrap();
     (ask.state, ask.note)
 }
@@ -540,7 +548,7 @@ fn an_ask_with_reasoning_over_1200_characters_is_refused_and_one_of_1200_is_rais
     let ask = asks::show(&mut temp.view(), &id, temp.now()).unwrap();
     assert_eq!(
         (ask.state, ask.reasoning.chars().count()),
-        ("pending", 1_200)
+        (AskState::Pending, 1_200)
     );
     assert_eq!(ask.by, agent("mia"));
     // A Worker may ask too.
@@ -596,21 +604,24 @@ fn the_master_approves_rejects_or_sends_back_and_status_reads_the_verdict_and_it
     let mut mia = temp.agent_session("mia");
     assert_eq!(
         ask_state(&mut mia, &ids[0], now),
-        ("approved", Some("go ahead".into()))
+        (AskState::Approved, Some("go ahead".into()))
     );
-    assert_eq!(ask_state(&mut mia, &ids[1], now), ("rejected", None));
+    assert_eq!(
+        ask_state(&mut mia, &ids[1], now),
+        (AskState::Rejected, None)
+    );
     assert_eq!(
         ask_state(&mut mia, &ids[2], now),
-        ("sent_back", Some("say what it costs".into()))
+        (AskState::SentBack, Some("say what it costs".into()))
     );
     // Mia's catch-up lists her asks and what waits on her.
     let digest = fleet::catchup(&mut mia, None, DigestLimits::DEFAULT, now).unwrap();
     assert_eq!(
         digest.asks,
         [
-            (ids[2].clone(), "sent_back"),
-            (ids[1].clone(), "rejected"),
-            (ids[0].clone(), "approved"),
+            (ids[2].clone(), AskState::SentBack),
+            (ids[1].clone(), AskState::Rejected),
+            (ids[0].clone(), AskState::Approved),
         ]
     );
     assert!(
@@ -624,7 +635,7 @@ fn the_master_approves_rejects_or_sends_back_and_status_reads_the_verdict_and_it
     asks::answer(&mut master, &ids[0], Verdict::Reject, Some("not yet"), now).unwrap();
     assert_eq!(
         ask_state(&mut mia, &ids[0], now),
-        ("rejected", Some("not yet".into()))
+        (AskState::Rejected, Some("not yet".into()))
     );
     // An ask that does not exist cannot be answered.
     let unknown = asks::answer(&mut master, "mia-99", Verdict::Approve, None, now);
@@ -657,7 +668,7 @@ fn an_ask_answer_signed_by_an_agent_is_ignored_and_reported_not_signed_by_master
     assert_eq!(reported[0].kind.as_str(), "not_signed_by_master");
     assert_eq!(
         ask_state(&mut temp.agent_session("mia"), &id, temp.now()),
-        ("pending", None)
+        (AskState::Pending, None)
     );
 }
 
@@ -675,7 +686,7 @@ fn an_edited_master_verdict_fails_its_signature_and_counts_only_where_it_was_ver
     .unwrap();
     // Machine A verifies the verdict and keeps what it verified.
     let mut a = temp.view();
-    assert_eq!(ask_state(&mut a, &id, temp.now()).0, "approved");
+    assert_eq!(ask_state(&mut a, &id, temp.now()).0, AskState::Approved);
     a.save().unwrap();
     drop(a);
 
@@ -722,13 +733,19 @@ fn an_edited_master_verdict_fails_its_signature_and_counts_only_where_it_was_ver
     let mut b = Session::open(&home_b, temp.project(), Actor::Observer, temp.now()).unwrap();
     eprintln!("machine B: {:?}", problems_of(&b));
     assert!(has_bad_signature(&b), "{:?}", problems_of(&b));
-    assert_eq!(ask_state(&mut b, &id, temp.now()), ("pending", None));
+    assert_eq!(
+        ask_state(&mut b, &id, temp.now()),
+        (AskState::Pending, None)
+    );
 
     // Machine A: the verdict it verified stands, and the edit is reported.
     let mut a = temp.view();
     eprintln!("machine A: {:?}", problems_of(&a));
     assert!(has_bad_signature(&a), "{:?}", problems_of(&a));
-    assert_eq!(ask_state(&mut a, &id, temp.now()), ("approved", None));
+    assert_eq!(
+        ask_state(&mut a, &id, temp.now()),
+        (AskState::Approved, None)
+    );
 }
 
 #[test]
@@ -759,7 +776,7 @@ fn the_answer_operation_refuses_every_agent_with_master_only_and_writes_nothing(
     );
     assert_eq!(
         ask_state(&mut temp.view(), &id, temp.now()),
-        ("pending", None)
+        (AskState::Pending, None)
     );
 }
 
@@ -1025,7 +1042,7 @@ fn a_catchup_since_its_next_gives_only_what_changed_and_nothing_on_an_unchanged_
     let row = news.open.iter().find(|order| order.id == ids[1]).unwrap();
     assert_eq!(
         (row.state, row.holder.as_ref().map(AgentName::as_str)),
-        ("claimed", Some("oscar"))
+        (OrderState::Claimed, Some("oscar"))
     );
     assert!(news.primary.is_none() && news.brief.is_none(), "{news:?}");
     // And from its own next: nothing again.

@@ -4,6 +4,7 @@ use ferry_mcp_core::channel::home::{Home, HomeError, KeyHolder, PinOutcome, Seal
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::LocalKey;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::access::KeyHere;
 use ferry_mcp_testkit::clock::Clock;
 use ferry_mcp_testkit::temp_channel::TEST_SEAL_COST;
 
@@ -230,9 +231,9 @@ fn a_damaged_key_file_is_reported_in_status_and_the_rest_still_reads() {
     assert_eq!(
         local,
         vec![
-            ("member", "unreadable"),
-            ("orchestrator", "ready"),
-            ("worker", "ready")
+            ("member", KeyHere::Unreadable),
+            ("orchestrator", KeyHere::Ready),
+            ("worker", KeyHere::Ready)
         ]
     );
     assert_eq!(status.problems.len(), 1, "{:?}", status.problems);

@@ -9,6 +9,7 @@ use ferry_mcp_core::channel::identity::{
 use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined, OpsError};
 use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
@@ -121,7 +122,7 @@ fn a_name_held_by_another_key_cannot_be_joined_from_another_machine() {
         .register_project(temp.project(), temp.channel_dir())
         .unwrap();
     let err = ops::join(&other_home, temp.project(), &name("Fang"), None, temp.now()).unwrap_err();
-    assert!(matches!(err, OpsError::NameTaken { .. }), "{err}");
+    assert!(matches!(err, AccessError::NameTaken { .. }), "{err}");
     assert_eq!(err.to_string(), "the name fang is taken by another key");
 }
 
@@ -147,7 +148,7 @@ fn two_keys_joining_one_name_contest_it_until_the_master_grants_one() {
     let pick_first = grant_request(Level::Member, None);
     let err =
         ops::access_set(temp.home(), temp.project(), &fang, &pick_first, temp.now()).unwrap_err();
-    assert!(matches!(err, OpsError::Contested { .. }));
+    assert!(matches!(err, AccessError::Contested { .. }));
     let pick_first = GrantRequest {
         key: Some(first),
         ..pick_first
@@ -317,7 +318,7 @@ fn only_the_current_master_hands_mastership_on_and_held_entries_apply_after_it()
         temp.now(),
     )
     .unwrap_err();
-    assert!(matches!(err, OpsError::NotTheMaster(_)));
+    assert!(matches!(err, AccessError::Ops(OpsError::NotTheMaster(_))));
     let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
     assert_eq!(status.master_key_here, "former");
     assert_eq!(status.master, next_master.public_key().to_string());

@@ -364,8 +364,11 @@ fn a_later_grant_supersedes_an_earlier_one() {
 fn every_refusal_names_the_missing_level_scope_or_condition() {
     let temp = TempChannel::with_each_level();
     let mut said = Vec::new();
+    // As a person or an agent reads it: the refusal, and the command that fixes it.
     let mut refuse = |name: &str, op: Operation, scope: Option<&str>| {
-        said.push(may_in(&temp, name, op, scope).unwrap_err().to_string());
+        let refusal = may_in(&temp, name, op, scope).unwrap_err();
+        let text = refusal.to_string();
+        said.push(refusal.fix().map_or(text.clone(), |fix| fix.with(&text)));
     };
     refuse("stranger", Operation::Read, None);
     refuse("worker", Operation::Post, None);

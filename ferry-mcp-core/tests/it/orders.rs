@@ -12,9 +12,9 @@ use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::orders::{
     self, ClaimOutcome, IssueRequest, ListRequest, OrderDetail, SubmitRequest,
 };
-use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
+use ferry_mcp_core::channel::ops::{self, GrantRequest, OperationError};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::orders::{Verdict, kinds, tiebreak};
+use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds, tiebreak};
 use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
 use serde_json::json;
@@ -30,7 +30,7 @@ fn actor(name: &str) -> Actor {
 }
 
 /// The stable code of a result's error, or `ok`.
-fn code<T>(result: &Result<T, OpsError>) -> &'static str {
+fn code<T, E: OperationError>(result: &Result<T, E>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(err) => err.code(),
@@ -84,7 +84,13 @@ fn issue_reviewed(temp: &TempChannel, title: &str) -> String {
 
 fn claim(temp: &TempChannel, name: &str, id: &str) {
     let outcome = orders::claim(&mut temp.agent_session(name), id, temp.now()).unwrap();
-    assert_eq!(outcome, ClaimOutcome::Claimed { id: id.into() });
+    assert_eq!(
+        outcome,
+        ClaimOutcome::Claimed {
+            id: id.into(),
+            state: OrderState::Claimed,
+        }
+    );
 }
 
 fn submit_request(summary: &str) -> SubmitRequest {
@@ -95,7 +101,7 @@ fn submit_request(summary: &str) -> SubmitRequest {
     }
 }
 
-fn submit(temp: &TempChannel, name: &str, id: &str) -> &'static str {
+fn submit(temp: &TempChannel, name: &str, id: &str) -> OrderState {
     orders::submit(
         &mut temp.agent_session(name),
         id,
@@ -355,7 +361,7 @@ impl Row {
         }
         claim(temp, name, &id);
         if submitted {
-            assert_eq!(submit(temp, name, &id), "submitted");
+            assert_eq!(submit(temp, name, &id), OrderState::Submitted);
         }
         if self.who == Who::Worker {
             grant(temp, name, Level::Worker);
@@ -373,7 +379,7 @@ impl Row {
         };
         claim(temp, "holder", &id);
         if submitted {
-            assert_eq!(submit(temp, "holder", &id), "submitted");
+            assert_eq!(submit(temp, "holder", &id), OrderState::Submitted);
         }
         id
     }
@@ -443,7 +449,7 @@ impl Row {
         let now = temp.now();
         let mut session = temp.session(self.who.actor());
         let me = self.who.name();
-        let done = |state: &str| show(temp, &id).row.state == state;
+        let done = |state: OrderState| show(temp, &id).row.state == state;
         let outcome = match op {
             Op::Issue => {
                 let issued = orders::issue(
@@ -480,11 +486,11 @@ impl Row {
                 show(temp, &id).row.holder.as_ref().map(AgentName::as_str) == Some(me)
             }),
             Op::ReleaseOwn | Op::HandBack => {
-                effect(orders::release(&mut session, &id, None, now), |()| {
-                    done("open")
+                effect(orders::release(&mut session, &id, None, now), |_| {
+                    done(OrderState::Open)
                 })
             }
-            Op::Progress => effect(orders::progress(&mut session, &id, "halfway", now), |()| {
+            Op::Progress => effect(orders::progress(&mut session, &id, "halfway", now), |_| {
                 show(temp, &id).progress_lines == 1
             }),
             Op::HandIn => effect(
@@ -497,10 +503,10 @@ impl Row {
             ),
             Op::Review | Op::ReviewOwn => effect(
                 orders::review(&mut session, &id, Verdict::Accept, None, now),
-                |_| done("accepted"),
+                |_| done(OrderState::Accepted),
             ),
-            Op::Cancel => effect(orders::cancel(&mut session, &id, None, now), |()| {
-                done("cancelled")
+            Op::Cancel => effect(orders::cancel(&mut session, &id, None, now), |_| {
+                done(OrderState::Cancelled)
             }),
         };
         drop(session);
@@ -511,7 +517,10 @@ impl Row {
 
 /// `ok` when the operation succeeded and `counts` sees its effect, `void` when it succeeded
 /// without one, else the error's code.
-fn effect<T>(result: Result<T, OpsError>, counts: impl FnOnce(&T) -> bool) -> &'static str {
+fn effect<T, E: OperationError>(
+    result: Result<T, E>,
+    counts: impl FnOnce(&T) -> bool,
+) -> &'static str {
     match &result {
         Ok(value) if counts(value) => "ok",
         Ok(_) => "void",
@@ -670,8 +679,20 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
         now,
     )
     .unwrap();
-    assert_eq!(alice_claim, ClaimOutcome::Claimed { id: id.clone() });
-    assert_eq!(bob_claim, ClaimOutcome::Claimed { id: id.clone() });
+    assert_eq!(
+        alice_claim,
+        ClaimOutcome::Claimed {
+            id: id.clone(),
+            state: OrderState::Claimed,
+        }
+    );
+    assert_eq!(
+        bob_claim,
+        ClaimOutcome::Claimed {
+            id: id.clone(),
+            state: OrderState::Claimed,
+        }
+    );
 
     sync_into(&channel_a, &channel_b);
     sync_into(&channel_b, &channel_a);
@@ -698,7 +719,11 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
             Some(winner),
             "machine {machine}"
         );
-        let lost: Vec<_> = detail.voided.iter().filter(|void| void.lost_race).collect();
+        let lost: Vec<_> = detail
+            .voided
+            .iter()
+            .filter(|void| void.lost_race())
+            .collect();
         assert_eq!(lost.len(), 1, "machine {machine}: {:?}", detail.voided);
         assert_eq!(
             (lost[0].by.as_str(), lost[0].what.as_str()),
@@ -743,7 +768,7 @@ fn an_offered_order_is_claimable_only_by_the_agent_it_is_offered_to() {
             ..IssueRequest::default()
         },
     );
-    assert_eq!(show(&temp, &id).row.state, "offered");
+    assert_eq!(show(&temp, &id).row.state, OrderState::Offered);
     let taken = orders::claim(&mut temp.agent_session("alice"), &id, temp.now());
     assert_eq!(code(&taken), "offered_to_another");
     assert_eq!(
@@ -788,7 +813,7 @@ fn a_progress_line_over_2_kb_is_refused_and_one_of_2_kb_counts() {
     let detail = show(&temp, &id);
     assert_eq!(
         (detail.progress_lines, detail.row.state),
-        (1, "in_progress")
+        (1, OrderState::InProgress)
     );
 }
 
@@ -818,7 +843,7 @@ fn changes_need_notes_and_the_holder_then_submits_revision_2() {
     let temp = TempChannel::with_each_level();
     let id = issue_reviewed(&temp, "twice");
     claim(&temp, "member", &id);
-    assert_eq!(submit(&temp, "member", &id), "submitted");
+    assert_eq!(submit(&temp, "member", &id), OrderState::Submitted);
     assert_eq!(show(&temp, &id).revision, 1);
     let mut orchestrator = temp.agent_session("orchestrator");
     for notes in [None, Some(""), Some("  \n")] {
@@ -833,7 +858,7 @@ fn changes_need_notes_and_the_holder_then_submits_revision_2() {
         temp.now(),
     )
     .unwrap();
-    assert_eq!(state, "changes_requested");
+    assert_eq!(state, OrderState::ChangesRequested);
     let detail = show(&temp, &id);
     assert_eq!(
         detail.row.holder,
@@ -853,7 +878,7 @@ fn changes_need_notes_and_the_holder_then_submits_revision_2() {
     };
     assert_eq!(
         orders::submit(&mut member, &id, &again, temp.now()).unwrap(),
-        "submitted"
+        OrderState::Submitted
     );
     let detail = show(&temp, &id);
     assert_eq!(detail.revision, 2);
@@ -862,7 +887,7 @@ fn changes_need_notes_and_the_holder_then_submits_revision_2() {
         Some("feature/work-2")
     );
     let state = orders::review(&mut orchestrator, &id, Verdict::Accept, None, temp.now()).unwrap();
-    assert_eq!(state, "accepted");
+    assert_eq!(state, OrderState::Accepted);
 }
 
 #[test]
@@ -876,7 +901,7 @@ fn an_orchestrator_does_not_review_its_own_submission_but_another_or_the_master_
     let second = issue_reviewed(&temp, "olga's too");
     for id in [&first, &second] {
         claim(&temp, "olga", id);
-        assert_eq!(submit(&temp, "olga", id), "submitted");
+        assert_eq!(submit(&temp, "olga", id), OrderState::Submitted);
     }
     let own = orders::review(
         &mut temp.agent_session("olga"),
@@ -890,7 +915,7 @@ fn an_orchestrator_does_not_review_its_own_submission_but_another_or_the_master_
         own.unwrap_err().to_string(),
         "olga submitted this revision and cannot review it"
     );
-    assert_eq!(show(&temp, &first).row.state, "submitted");
+    assert_eq!(show(&temp, &first).row.state, OrderState::Submitted);
     let by_oscar = orders::review(
         &mut temp.agent_session("oscar"),
         &first,
@@ -898,7 +923,7 @@ fn an_orchestrator_does_not_review_its_own_submission_but_another_or_the_master_
         None,
         temp.now(),
     );
-    assert_eq!(by_oscar.unwrap(), "accepted");
+    assert_eq!(by_oscar.unwrap(), OrderState::Accepted);
     let by_master = orders::review(
         &mut temp.master_session(),
         &second,
@@ -906,7 +931,7 @@ fn an_orchestrator_does_not_review_its_own_submission_but_another_or_the_master_
         Some("one more thing"),
         temp.now(),
     );
-    assert_eq!(by_master.unwrap(), "changes_requested");
+    assert_eq!(by_master.unwrap(), OrderState::ChangesRequested);
     assert_eq!(
         show(&temp, &second).review_verdict.unwrap().by,
         AgentName::master()
@@ -933,7 +958,10 @@ fn only_the_master_cancels_an_order_and_a_done_order_stays_done() {
     )
     .unwrap();
     let detail = show(&temp, &id);
-    assert_eq!((detail.row.state, detail.row.holder), ("cancelled", None));
+    assert_eq!(
+        (detail.row.state, detail.row.holder),
+        (OrderState::Cancelled, None)
+    );
     let again = orders::cancel(&mut temp.master_session(), &id, None, temp.now());
     assert_eq!(code(&again), "wrong_state");
     let claimed = orders::claim(&mut temp.agent_session("member"), &id, temp.now());
@@ -981,7 +1009,7 @@ fn a_workers_hand_in_counts_and_the_holder_submits_it_by_its_id() {
     };
     assert_eq!(
         orders::submit(&mut member, &id, &theirs, temp.now()).unwrap(),
-        "submitted"
+        OrderState::Submitted
     );
     let submission = show(&temp, &id).submission.unwrap();
     assert_eq!(submission.handin, Some(handin));
@@ -1002,11 +1030,11 @@ fn a_submission_of_an_order_without_review_is_accepted_at_once() {
     let temp = TempChannel::with_each_level();
     let id = issue(&temp, "just do it");
     claim(&temp, "member", &id);
-    assert_eq!(submit(&temp, "member", &id), "accepted");
+    assert_eq!(submit(&temp, "member", &id), OrderState::Accepted);
     let detail = show(&temp, &id);
     assert_eq!(
         (detail.row.state, detail.revision, detail.review_verdict),
-        ("accepted", 1, None)
+        (OrderState::Accepted, 1, None)
     );
     // A done order leaves the board (a plain list), and no one reviews it.
     let listed = list(&mut temp.view(), None, temp.now());
@@ -1052,7 +1080,7 @@ fn a_list_since_a_cursor_gives_only_the_orders_that_changed() {
     orders::cancel(&mut temp.master_session(), &a, None, temp.now()).unwrap();
     let left = list(&mut member, Some(&cursor), temp.now());
     assert_eq!(ids(&left), [a.as_str()]);
-    assert_eq!(left.rows[0].row.state, "cancelled");
+    assert_eq!(left.rows[0].row.state, OrderState::Cancelled);
     assert!(!ids(&list(&mut member, None, temp.now())).contains(&a));
 }
 

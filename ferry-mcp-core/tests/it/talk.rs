@@ -8,6 +8,7 @@ use std::path::Path;
 
 use ferry_mcp_core::channel::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::levels::{Level, Refusal};
+use ferry_mcp_core::channel::ops::talk::TalkError;
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest, ReadRequest, ReadResult};
 use ferry_mcp_core::channel::ops::{self, OpsError};
 use ferry_mcp_core::channel::session::{Actor, Session};
@@ -41,7 +42,7 @@ fn post(temp: &TempChannel, from: &str, to: &str, text: &str) -> String {
 }
 
 /// The error `from` gets posting `text` to `to`.
-fn post_err(session: &mut Session, temp: &TempChannel, to: &str, text: &str) -> OpsError {
+fn post_err(session: &mut Session, temp: &TempChannel, to: &str, text: &str) -> TalkError {
     let request = PostRequest {
         to: to.into(),
         text: text.into(),
@@ -267,11 +268,11 @@ fn a_worker_posting_is_refused_for_its_level_and_nothing_is_written() {
     assert!(
         matches!(
             &err,
-            OpsError::Refused(Refusal::MissingLevel {
+            TalkError::Ops(OpsError::Refused(Refusal::MissingLevel {
                 needed: Level::Member,
                 has: Level::Worker,
                 ..
-            })
+            }))
         ),
         "{err:?}"
     );
@@ -286,9 +287,13 @@ fn an_unseated_agent_posting_is_told_to_join_the_channel() {
     let err = post_err(&mut ghost, &temp, "alice", "hello, anyone there?");
     eprintln!("an unseated agent posting got: {}: {err}", err.code());
     assert_eq!(err.code(), "unseated");
-    assert!(
-        err.to_string()
-            .contains("ferry channel join --as ghost --project demo"),
+    let fix = match &err {
+        TalkError::Ops(OpsError::Refused(refusal)) => refusal.fix(),
+        _ => None,
+    };
+    assert_eq!(
+        fix.map(|fix| fix.command()).as_deref(),
+        Some("ferry channel join --as ghost --project demo"),
         "{err}"
     );
     assert_eq!(logs_len(temp.channel_dir()), before);
@@ -326,7 +331,7 @@ fn an_unknown_recipient_is_refused_with_the_names_it_could_have_meant() {
     );
     assert_eq!(err.code(), "unknown_recipient");
     match &err {
-        OpsError::UnknownRecipient { name, suggestions } => {
+        TalkError::UnknownRecipient { name, suggestions } => {
             assert_eq!(name, "bobb");
             assert_eq!(suggestions, &["bob".to_owned()]);
         }

@@ -14,6 +14,7 @@ use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::{self, primary};
 use ferry_mcp_core::channel::session::Actor;
+use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_testkit::session::Session;
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
 use serde_json::{Value, json};
@@ -705,6 +706,6 @@ fn the_mcp_can_ask_but_never_approve_no_core_tool_answers_an_ask() {
     assert_eq!(status["structuredContent"]["state"], "pending");
     assert_eq!(
         asks::show(&mut temp.view(), &id, temp.now()).unwrap().state,
-        "pending"
+        AskState::Pending
     );
 }

@@ -4,27 +4,120 @@ use serde::Serialize;
 
 use super::OpsError;
 use crate::channel::home::{Home, KeyHolder};
-use crate::channel::identity::{GrantBody, GrantStanding, Identity, Seat, kinds};
+use crate::channel::identity::{GrantBody, GrantStanding, Seat};
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::{Level, LocalKey, Operation};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 
+/// Why seating an agent, granting a level or handing mastership on failed. One variant per
+/// cause; [`AccessError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// What any operation can fail with (the session, the machine's state).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("the name {name} is taken by another key")]
+    NameTaken { name: AgentName },
+    /// Several keys joined under the name: one is picked by its key.
+    #[error("{name} is contested by several keys")]
+    Contested { name: AgentName },
+    /// The master grants one of the keys (by its key).
+    #[error(
+        "{name} joined, but {keys} keys joined under this name: no key holds it until the master grants one"
+    )]
+    JoinContested {
+        name: AgentName,
+        keys: usize,
+        project: ProjectId,
+    },
+    #[error("key {key} has not joined as {name}")]
+    KeyNotJoined { name: AgentName, key: String },
+    #[error("key {0} has been master of this project before; mastership is never handed back")]
+    FormerMaster(String),
+    #[error("the new key did not prove it is held: {0}")]
+    BadHandover(String),
+}
+
+impl AccessError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::NameTaken { .. } => "name_taken",
+            Self::Contested { .. } | Self::JoinContested { .. } => "contested",
+            Self::KeyNotJoined { .. } => "key_not_joined",
+            Self::FormerMaster(_) => "former_master",
+            Self::BadHandover(_) => "bad_handover",
+        }
+    }
+}
+
+/// How a name is held on the roster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatState {
+    Seated,
+    Contested,
+}
+
+impl SeatState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Seated => "seated",
+            Self::Contested => "contested",
+        }
+    }
+}
+
+impl std::fmt::Display for SeatState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an agent's key stands on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyHere {
+    Missing,
+    Locked,
+    Ready,
+    /// Its key file does not read (reported).
+    Unreadable,
+}
+
+impl KeyHere {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Locked => "locked",
+            Self::Ready => "ready",
+            Self::Unreadable => "unreadable",
+        }
+    }
+}
+
+impl std::fmt::Display for KeyHere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One agent's row in `access show` and `channel status`.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentRow {
     pub name: AgentName,
-    /// `seated` or `contested`.
-    pub seat: &'static str,
+    pub seat: SeatState,
     /// The key holding the name (hex), or every candidate when contested.
     pub keys: Vec<String>,
     pub level: Level,
     /// The latest grant, described (`none`, `member`, `member in docs`, `orchestrator
     /// (expired)`, `member (void: names another key)`).
     pub grant: String,
-    /// The agent's key on this machine: `missing`, `locked` or `ready`.
-    pub local_key: &'static str,
+    /// The agent's key on this machine.
+    pub local_key: KeyHere,
     /// Whether the key holding the name differs from the one this machine pinned first.
     pub pin_changed: bool,
 }
@@ -55,9 +148,12 @@ pub(crate) fn agent_rows(
         if only.is_some_and(|only| only != name) {
             continue;
         }
-        let (seat_word, keys): (&'static str, Vec<String>) = match seat {
-            Seat::Seated(key) => ("seated", vec![key.to_string()]),
-            Seat::Contested(keys) => ("contested", keys.iter().map(ToString::to_string).collect()),
+        let (seat_word, keys) = match seat {
+            Seat::Seated(key) => (SeatState::Seated, vec![key.to_string()]),
+            Seat::Contested(keys) => (
+                SeatState::Contested,
+                keys.iter().map(ToString::to_string).collect(),
+            ),
             Seat::Vacant => continue,
         };
         let standing = identity.standing(name, now);
@@ -72,10 +168,10 @@ pub(crate) fn agent_rows(
             level: standing.level,
             grant: describe_grant(&standing.grant),
             local_key: match local {
-                Ok(LocalKey::Missing) => "missing",
-                Ok(LocalKey::Locked(_)) => "locked",
-                Ok(LocalKey::Ready(_)) => "ready",
-                Err(()) => "unreadable",
+                Ok(LocalKey::Missing) => KeyHere::Missing,
+                Ok(LocalKey::Locked(_)) => KeyHere::Locked,
+                Ok(LocalKey::Ready(_)) => KeyHere::Ready,
+                Err(()) => KeyHere::Unreadable,
             },
             pin_changed,
         });
@@ -97,11 +193,11 @@ pub fn access_show(
     project: &ProjectId,
     name: Option<&AgentName>,
     now: Timestamp,
-) -> Result<Vec<AgentRow>, OpsError> {
+) -> Result<Vec<AgentRow>, AccessError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
     let rows = agent_rows(&session, name, now, &mut Vec::new());
     session.save()?;
-    rows
+    Ok(rows?)
 }
 
 /// Whether `new` lets its key do less than `previous` did: a lower level (scopes make a
@@ -143,7 +239,7 @@ pub fn access_set(
     name: &AgentName,
     request: &GrantRequest,
     now: Timestamp,
-) -> Result<GrantBody, OpsError> {
+) -> Result<GrantBody, AccessError> {
     let mut session = Session::open(home, project, Actor::Master, now)?;
     session.master_key(now)?;
     let key = match (session.identity().seat(name), &request.key) {
@@ -151,20 +247,21 @@ pub fn access_set(
             return Err(OpsError::NotSeated {
                 name: name.clone(),
                 project: project.clone(),
-            });
+            }
+            .into());
         }
         (Seat::Seated(held), None) => *held,
         (Seat::Seated(held), Some(key)) if held == key => *key,
         (Seat::Seated(_), Some(key)) => {
-            return Err(OpsError::KeyNotJoined {
+            return Err(AccessError::KeyNotJoined {
                 name: name.clone(),
                 key: key.to_string(),
             });
         }
-        (Seat::Contested(_), None) => return Err(OpsError::Contested { name: name.clone() }),
+        (Seat::Contested(_), None) => return Err(AccessError::Contested { name: name.clone() }),
         (Seat::Contested(keys), Some(key)) if keys.contains(key) => *key,
         (Seat::Contested(_), Some(key)) => {
-            return Err(OpsError::KeyNotJoined {
+            return Err(AccessError::KeyNotJoined {
                 name: name.clone(),
                 key: key.to_string(),
             });
@@ -186,13 +283,7 @@ pub fn access_set(
     ) {
         body.after_seq = Some(session.log_seq(name, &key));
     }
-    session.append(
-        Operation::Approve,
-        None,
-        kinds::GRANT,
-        Identity::grant_body(&body),
-        now,
-    )?;
+    session.append(Operation::Approve, None, &body, now)?;
     session.save()?;
     Ok(body)
 }

@@ -3,7 +3,6 @@
 //! approve: only the master's answer counts (the fold decides).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
@@ -11,10 +10,40 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::asks::{
-    Ask, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, Verdict, kinds,
+    AnswerBody, Ask, AskState, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, RaiseBody,
+    Verdict,
 };
 use crate::guard::TextUse;
 use crate::time::Timestamp;
+
+/// Why an ask operation failed. One variant per cause; [`AsksError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum AsksError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("unknown ask {0}")]
+    UnknownAsk(String),
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
+    /// Asks are the agents' questions for the human, who answers them.
+    #[error("asks are the agents' questions for you: answer them")]
+    HumanAsks,
+    #[error("you have raised no ask yet")]
+    NoAskYet,
+}
+
+impl AsksError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::UnknownAsk(_) => "unknown_ask",
+            Self::HumanOnly { .. } => "master_only",
+            Self::HumanAsks | Self::NoAskYet => "invalid",
+        }
+    }
+}
 
 /// What to ask.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,8 +61,7 @@ pub struct AskView {
     pub title: String,
     pub recommendation: String,
     pub reasoning: String,
-    /// `pending`, `approved`, `rejected` or `sent_back`.
-    pub state: &'static str,
+    pub state: AskState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     pub time: Timestamp,
@@ -46,7 +74,7 @@ fn view(ask: &Ask) -> AskView {
         title: ask.title.clone(),
         recommendation: ask.recommendation.clone(),
         reasoning: ask.reasoning.clone(),
-        state: ask.state.as_str(),
+        state: ask.state,
         note: ask.note.clone(),
         time: ask.time,
     }
@@ -58,7 +86,7 @@ pub fn raise(
     session: &mut Session,
     request: &RaiseRequest,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, AsksError> {
     check_not_empty("the title", &request.title)?;
     check_chars("the title", &request.title, MAX_TITLE)?;
     check_not_empty("the recommendation", &request.recommendation)?;
@@ -72,25 +100,20 @@ pub fn raise(
     session.guard(&request.recommendation, TextUse::AskRecommendation)?;
     session.guard(&request.reasoning, TextUse::AskReasoning)?;
     if session.actor() == &Actor::Master {
-        return Err(OpsError::Invalid(
-            "asks are the agents' questions for you: answer them with `ferry ask approve`".into(),
-        ));
+        return Err(AsksError::HumanAsks);
     }
-    let mut body = Map::new();
-    body.insert("title".into(), request.title.clone().into());
-    body.insert(
-        "recommendation".into(),
-        request.recommendation.clone().into(),
-    );
-    if !request.reasoning.is_empty() {
-        body.insert("reasoning".into(), request.reasoning.clone().into());
-    }
-    let entry = session.append(Operation::Ask, None, kinds::RAISE, Value::Object(body), now)?;
+    let body = RaiseBody {
+        title: request.title.clone(),
+        recommendation: request.recommendation.clone(),
+        reasoning: request.reasoning.clone(),
+        seen: None,
+    };
+    let entry = session.append(Operation::Ask, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
 /// One ask.
-pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, OpsError> {
+pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, AsksError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let parsed: EntryId = id.parse()?;
@@ -99,7 +122,7 @@ pub fn show(session: &mut Session, id: &str, now: Timestamp) -> Result<AskView, 
         .asks
         .get(&parsed, session.identity())
         .map(view)
-        .ok_or_else(|| OpsError::UnknownAsk(id.to_owned()))
+        .ok_or_else(|| AsksError::UnknownAsk(id.to_owned()))
 }
 
 /// Asks, newest first: every one (`pending_only`: only those waiting for the human), or only
@@ -109,7 +132,7 @@ pub fn list(
     by: Option<&AgentName>,
     pending_only: bool,
     now: Timestamp,
-) -> Result<Vec<AskView>, OpsError> {
+) -> Result<Vec<AskView>, AsksError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let identity = session.identity();
@@ -118,7 +141,7 @@ pub fn list(
         .asks
         .iter(identity)
         .filter(|ask| by.is_none_or(|by| ask.by == *by))
-        .filter(|ask| !pending_only || ask.state == crate::channel::state::asks::AskState::Pending)
+        .filter(|ask| !pending_only || ask.state == AskState::Pending)
         .map(view)
         .collect();
     asks.reverse();
@@ -132,9 +155,9 @@ pub fn answer(
     verdict: Verdict,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<AskView, OpsError> {
+) -> Result<AskView, AsksError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::HumanOnly {
+        return Err(AsksError::HumanOnly {
             action: "answer an ask",
         });
     }
@@ -149,25 +172,15 @@ pub fn answer(
         .get(&parsed, session.identity())
         .is_none()
     {
-        return Err(OpsError::UnknownAsk(id.to_owned()));
+        return Err(AsksError::UnknownAsk(id.to_owned()));
     }
-    let verdict_text = match verdict {
-        Verdict::Approve => "approve",
-        Verdict::Reject => "reject",
-        Verdict::SendBack => "send_back",
+    let body = AnswerBody {
+        ask: id.to_owned(),
+        verdict,
+        note: note
+            .filter(|note| !note.trim().is_empty())
+            .map(str::to_owned),
     };
-    let mut body = Map::new();
-    body.insert("ask".into(), id.into());
-    body.insert("verdict".into(), verdict_text.into());
-    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
-        body.insert("note".into(), note.into());
-    }
-    session.append(
-        Operation::Approve,
-        None,
-        kinds::ANSWER,
-        Value::Object(body),
-        now,
-    )?;
+    session.append(Operation::Approve, None, &body, now)?;
     show(session, id, now)
 }

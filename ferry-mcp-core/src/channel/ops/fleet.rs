@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::OpsError;
 use super::primary::{Liveness, liveness};
-use crate::channel::levels::{Level, Operation, Refusal};
+use crate::channel::levels::{Fix, Level, Operation, Refusal};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::asks::AskState;
@@ -84,15 +84,24 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
             (Some(_), Some(level)) => Standing::Seated { level },
             _ => Standing::Observer,
         },
-        Err(OpsError::Refused(Refusal::Unseated { why, .. })) => Standing::Unseated {
-            why,
-            fix: format!(
-                "ferry channel join --as {} --project {project}",
-                agent.as_ref().map_or("NAME", AgentName::as_str)
-            ),
-        },
-        Err(OpsError::Refused(Refusal::Locked { agent, project })) => Standing::Locked {
-            fix: format!("ferry key unlock --as {agent} --project {project}"),
+        Err(OpsError::Refused(refused @ Refusal::Unseated { .. })) => {
+            let Refusal::Unseated { agent, why, .. } = &refused else {
+                unreachable!("matched above")
+            };
+            // Joining seats it, whatever else is wrong (another key, a contest: the human's).
+            let fix = Fix::Join {
+                agent: agent.clone(),
+                project: project.clone(),
+            };
+            Standing::Unseated {
+                why: refused
+                    .fix()
+                    .map_or_else(|| why.clone(), |fix| fix.with(why)),
+                fix: fix.command(),
+            }
+        }
+        Err(OpsError::Refused(refused @ Refusal::Locked { .. })) => Standing::Locked {
+            fix: refused.fix().map(|fix| fix.command()).unwrap_or_default(),
         },
         Err(other) => return Err(other),
     };
@@ -156,7 +165,7 @@ fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = Ord
 pub struct DigestOrder {
     pub id: String,
     pub title: String,
-    pub state: &'static str,
+    pub state: OrderState,
     pub holder: Option<AgentName>,
     /// Its holder has gone silent past the quiet period (it can be handed back).
     pub silent: bool,
@@ -191,7 +200,7 @@ pub struct Digest {
     /// The caller's orders (held, or offered to it).
     pub mine: Vec<DigestOrder>,
     /// The caller's asks.
-    pub asks: Vec<(String, &'static str)>,
+    pub asks: Vec<(String, AskState)>,
     /// What needs the caller, one short line each.
     pub waiting_on_you: Vec<String>,
     /// Messages for the caller not read yet.
@@ -246,7 +255,7 @@ pub fn catchup(
     let since = since
         .map(str::parse::<Since>)
         .transpose()
-        .map_err(|err| OpsError::Invalid(err.to_string()))?;
+        .map_err(OpsError::from)?;
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (since.counter, false),
@@ -339,7 +348,7 @@ pub fn catchup(
         .into_iter()
         .rev()
         .take(limits.asks)
-        .map(|ask| (ask.id.to_string(), ask.state.as_str()))
+        .map(|ask| (ask.id.to_string(), ask.state))
         .collect();
     let mut waiting = Vec::new();
     let may_review = session.authorize(Operation::Review, None, now).is_ok()
@@ -386,7 +395,7 @@ pub fn catchup(
     }
     if leadership.changed() > after {
         for (id, by, reason) in &leadership.view().voided {
-            if *by == me && reason.starts_with("lost the race") {
+            if *by == me && reason.is_lost_race() {
                 waiting.push(format!("your takeover {id} {reason}"));
             }
         }

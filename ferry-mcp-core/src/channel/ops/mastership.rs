@@ -5,11 +5,12 @@
 //! current master's machine puts both in the handover. A key nobody holds, or a weak one,
 //! can make no proof, so mastership can never be handed to it.
 
+use super::access::AccessError;
 use serde::Serialize;
 
-use super::{OpsError, generate_key};
+use super::generate_key;
 use crate::channel::home::{Home, KeyHolder, SealCost};
-use crate::channel::identity::{self, HandoverBody, kinds};
+use crate::channel::identity::{self, HandoverBody};
 use crate::channel::keys::{PublicKey, Signature};
 use crate::channel::levels::Operation;
 use crate::channel::names::ProjectId;
@@ -32,20 +33,19 @@ pub fn master_handover(
     to: &PublicKey,
     proof: &Signature,
     now: Timestamp,
-) -> Result<PublicKey, OpsError> {
+) -> Result<PublicKey, AccessError> {
     let mut session = Session::open(home, project, Actor::Master, now)?;
     let master = session.master_key(now)?;
     if session.identity().masters().contains(to) {
-        return Err(OpsError::FormerMaster(to.to_string()));
+        return Err(AccessError::FormerMaster(to.to_string()));
     }
     let body = HandoverBody {
         key: *to,
         proof: *proof,
     };
     identity::check_handover(project, &body)
-        .map_err(|err| OpsError::BadHandover(err.to_string()))?;
-    let body = serde_json::to_value(body).expect("a handover body always serializes");
-    session.append(Operation::Approve, None, kinds::MASTER_HANDOVER, body, now)?;
+        .map_err(|err| AccessError::BadHandover(err.to_string()))?;
+    session.append(Operation::Approve, None, &body, now)?;
     session.save()?;
     Ok(master.public_key())
 }
@@ -57,7 +57,7 @@ pub fn new_master_key(
     home: &Home,
     project: &ProjectId,
     passphrase: Option<(&[u8], SealCost)>,
-) -> Result<NewMasterKey, OpsError> {
+) -> Result<NewMasterKey, AccessError> {
     home.channel_dir(project)?;
     let key = generate_key()?;
     home.store_key(project, &KeyHolder::Master, &key, passphrase)?;

@@ -10,8 +10,10 @@
 //! - [`orders`]: issue, claim, progress, hand in, submit, review, release, cancel.
 //!
 //! Each operation goes through a [`Session`](super::session::Session) (read what is new,
-//! authorize, append) and returns a typed value; nothing here prints. Errors are [`OpsError`]:
-//! one short line each, with a stable [`OpsError::code`] that tool results carry.
+//! authorize, append) and returns a typed value; nothing here prints. Each domain has its
+//! error (wrapping [`OpsError`], what any operation can fail with): one short line each, with a
+//! stable code that tool results carry ([`OperationError`]). The texts name no command or
+//! flag: the tool facade and the CLI add the pointer their reader needs.
 
 pub mod access;
 pub mod asks;
@@ -26,12 +28,11 @@ pub mod secrets;
 pub mod status;
 pub mod talk;
 
-use std::path::PathBuf;
-
 use super::home::HomeError;
 use super::levels::Refusal;
 use super::names::{AgentName, ProjectId};
 use super::state::ids::BadId;
+use super::state::since::SinceError;
 use super::store::StoreError;
 
 pub use access::{AgentRow, GrantRequest, access_set, access_show};
@@ -40,79 +41,45 @@ pub use project::{Created, add_existing, init, pause, resume};
 pub use seats::{Joined, join};
 pub use status::{Status, status};
 
-/// Why an operation failed. One variant per cause; [`OpsError::code`] is stable.
+/// What any operation can fail with, whatever its domain: the session's causes (the machine's
+/// state, the channel's IO, a refusal of the level check, a read-only session, the master
+/// key) and the shape of its arguments (an id, a cursor, a text too long, empty or refused by
+/// the guard). Each domain's error wraps it ([`orders::OrdersError`], [`talk::TalkError`],
+/// [`primary::PrimaryError`], [`asks::AsksError`], [`access::AccessError`],
+/// [`project::ProjectError`], [`secrets::SecretsError`], [`search::SearchError`]) beside its own
+/// causes. One variant per cause; [`OpsError::code`] is stable.
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
     #[error(transparent)]
     Home(#[from] HomeError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("project {0} already exists on this machine")]
-    ProjectExists(ProjectId),
-    #[error("a channel already exists in {} (register it with `ferry channel add`)", .0.display())]
-    ChannelExists(PathBuf),
     #[error("the channel belongs to project {found}, not {expected}")]
     WrongProject {
         expected: ProjectId,
         found: ProjectId,
     },
-    #[error("the name {name} is taken by another key")]
-    NameTaken { name: AgentName },
     #[error("{name} is not seated in project {project}")]
     NotSeated { name: AgentName, project: ProjectId },
-    #[error("{name} is contested by several keys; pick one with --key")]
-    Contested { name: AgentName },
-    #[error(
-        "{name} joined, but {keys} keys joined under this name: no key holds it until the master grants one (`ferry access set {name} LEVEL --key HEX --project {project}`)"
-    )]
-    JoinContested {
-        name: AgentName,
-        keys: usize,
-        project: ProjectId,
-    },
-    #[error("key {key} has not joined as {name}")]
-    KeyNotJoined { name: AgentName, key: String },
     #[error("this machine does not hold the current master key of project {0}")]
     NotTheMaster(ProjectId),
     #[error(
         "the genesis master key of project {project} differs from the one pinned on this machine"
     )]
     MasterPinChanged { project: ProjectId },
-    #[error("key {0} has been master of this project before; mastership is never handed back")]
-    FormerMaster(String),
-    #[error("the new key did not prove it is held: {0}")]
-    BadHandover(String),
     #[error("the handover to this master key is not in the former master's log on this machine")]
     HandoverLineMissing,
     #[error("no random bytes for a new key: {0}")]
     Random(String),
+    /// No agent is named: name one to act.
     #[error("this session only reads (no agent is named)")]
     ReadOnly,
     #[error(transparent)]
     Refused(#[from] Refusal),
     #[error(transparent)]
     BadId(#[from] BadId),
-    #[error("unknown order {0}")]
-    UnknownOrder(String),
-    #[error("order {order} is {state}; {action} needs it {wanted}")]
-    WrongState {
-        order: String,
-        state: &'static str,
-        action: &'static str,
-        wanted: &'static str,
-    },
-    #[error("order {order} is held by {holder}, not {agent}")]
-    NotHolder {
-        order: String,
-        holder: String,
-        agent: AgentName,
-    },
-    #[error("order {order} is offered to {to}")]
-    OfferedToAnother { order: String, to: AgentName },
-    #[error("{agent} submitted this revision and cannot review it")]
-    OwnSubmission { agent: AgentName },
-    #[error("unknown hand-in {handin} for order {order}")]
-    UnknownHandIn { handin: String, order: String },
+    #[error(transparent)]
+    BadSince(#[from] SinceError),
     #[error("{what} is {len} {unit}, the limit is {max}")]
     TooLong {
         what: &'static str,
@@ -124,35 +91,6 @@ pub enum OpsError {
     Empty(&'static str),
     #[error(transparent)]
     Guarded(#[from] crate::guard::GuardRefusal),
-    #[error("{name} is not on the roster{}", suggest(.suggestions))]
-    UnknownRecipient {
-        name: String,
-        suggestions: Vec<String>,
-    },
-    #[error("unknown message {0}")]
-    UnknownMessage(String),
-    #[error(
-        "{primary} is {state} ({age_s}s since it was heard from; silent after {quiet_period_s}s): standby instead"
-    )]
-    PrimaryAlive {
-        primary: AgentName,
-        state: &'static str,
-        age_s: u64,
-        quiet_period_s: u64,
-    },
-    #[error("{agent} is not primary (the primary is {})", .primary.as_ref().map_or("nobody".to_owned(), ToString::to_string))]
-    NotPrimary {
-        agent: AgentName,
-        primary: Option<AgentName>,
-    },
-    #[error("unknown ask {0}")]
-    UnknownAsk(String),
-    #[error("the human does not {action}: agents do (name one with --as)")]
-    AgentsOnly { action: &'static str },
-    #[error("only the human (the master key) may {action}")]
-    HumanOnly { action: &'static str },
-    #[error("{0}")]
-    Invalid(String),
 }
 
 impl OpsError {
@@ -164,49 +102,121 @@ impl OpsError {
             OpsError::Home(HomeError::KeyMissing { .. }) => "key_missing",
             OpsError::Home(_) => "machine_state",
             OpsError::Store(_) => "channel_io",
-            OpsError::ProjectExists(_) => "project_exists",
-            OpsError::ChannelExists(_) => "channel_exists",
             OpsError::WrongProject { .. } => "wrong_project",
-            OpsError::NameTaken { .. } => "name_taken",
             OpsError::NotSeated { .. } => "not_seated",
-            OpsError::Contested { .. } | OpsError::JoinContested { .. } => "contested",
-            OpsError::KeyNotJoined { .. } => "key_not_joined",
             OpsError::NotTheMaster(_) => "not_the_master",
             OpsError::MasterPinChanged { .. } => "master_pin_changed",
-            OpsError::FormerMaster(_) => "former_master",
-            OpsError::BadHandover(_) => "bad_handover",
             OpsError::HandoverLineMissing => "handover_missing",
             OpsError::Random(_) => "no_randomness",
             OpsError::ReadOnly => "read_only",
             OpsError::Refused(refusal) => refusal.code(),
             OpsError::BadId(_) => "bad_id",
-            OpsError::UnknownOrder(_) => "unknown_order",
-            OpsError::WrongState { .. } => "wrong_state",
-            OpsError::NotHolder { .. } => "not_holder",
-            OpsError::OfferedToAnother { .. } => "offered_to_another",
-            OpsError::OwnSubmission { .. } => "own_submission",
-            OpsError::UnknownHandIn { .. } => "unknown_handin",
+            OpsError::BadSince(_) => "invalid",
             OpsError::TooLong { .. } => "too_long",
             OpsError::Empty(_) => "empty",
             OpsError::Guarded(refusal) => refusal.code(),
-            OpsError::UnknownRecipient { .. } => "unknown_recipient",
-            OpsError::UnknownMessage(_) => "unknown_message",
-            OpsError::PrimaryAlive { .. } => "primary_alive",
-            OpsError::NotPrimary { .. } => "not_primary",
-            OpsError::UnknownAsk(_) => "unknown_ask",
-            OpsError::AgentsOnly { .. } => "agents_only",
-            OpsError::HumanOnly { .. } => "master_only",
-            OpsError::Invalid(_) => "invalid",
         }
     }
 }
 
-/// `; did you mean a, b?`, or nothing.
-fn suggest(names: &[String]) -> String {
-    if names.is_empty() {
-        "; post to a seated agent, `master` (the human) or `all`".to_owned()
-    } else {
-        format!("; did you mean {}?", names.join(", "))
+/// What a tool or a command needs of any operation's error, whatever its domain: its stable
+/// code, and the error every operation can fail with when that is what it is (the tool facade
+/// and the CLI word a refusal's fix each their own way).
+pub trait OperationError: std::error::Error {
+    /// A stable machine-readable code (tool results carry it).
+    fn code(&self) -> &'static str;
+    /// The error of any operation inside, when it is one.
+    fn common(&self) -> Option<&OpsError>;
+}
+
+impl OperationError for OpsError {
+    fn code(&self) -> &'static str {
+        OpsError::code(self)
+    }
+    fn common(&self) -> Option<&OpsError> {
+        Some(self)
+    }
+}
+
+macro_rules! operation_error {
+    ($($domain:ty),* $(,)?) => {
+        $(impl OperationError for $domain {
+            fn code(&self) -> &'static str {
+                <$domain>::code(self)
+            }
+            fn common(&self) -> Option<&OpsError> {
+                match self {
+                    Self::Ops(err) => Some(err),
+                    _ => None,
+                }
+            }
+        })*
+    };
+}
+
+/// A domain error from any cause of [`OpsError`], so `?` works on what returns one.
+macro_rules! via_ops {
+    ($($domain:ty),* $(,)?) => {
+        $(
+            impl From<HomeError> for $domain {
+                fn from(err: HomeError) -> Self {
+                    Self::Ops(err.into())
+                }
+            }
+            impl From<StoreError> for $domain {
+                fn from(err: StoreError) -> Self {
+                    Self::Ops(err.into())
+                }
+            }
+            impl From<BadId> for $domain {
+                fn from(err: BadId) -> Self {
+                    Self::Ops(err.into())
+                }
+            }
+            impl From<Refusal> for $domain {
+                fn from(err: Refusal) -> Self {
+                    Self::Ops(err.into())
+                }
+            }
+            impl From<crate::guard::GuardRefusal> for $domain {
+                fn from(err: crate::guard::GuardRefusal) -> Self {
+                    Self::Ops(err.into())
+                }
+            }
+        )*
+    };
+}
+
+via_ops!(
+    orders::OrdersError,
+    talk::TalkError,
+    primary::PrimaryError,
+    asks::AsksError,
+    access::AccessError,
+    project::ProjectError,
+    secrets::SecretsError,
+    search::SearchError,
+);
+
+operation_error!(
+    orders::OrdersError,
+    talk::TalkError,
+    asks::AsksError,
+    access::AccessError,
+    project::ProjectError,
+    secrets::SecretsError,
+    search::SearchError,
+);
+
+impl OperationError for primary::PrimaryError {
+    fn code(&self) -> &'static str {
+        primary::PrimaryError::code(self)
+    }
+    fn common(&self) -> Option<&OpsError> {
+        match self {
+            Self::Ops(err) | Self::Talk(talk::TalkError::Ops(err)) => Some(err),
+            _ => None,
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! Orders: issue, claim, release, progress, hand in, submit, review, cancel, list and show.
 //!
 //! One function per operation, called by the `ferry order` commands and by the `ferry_orders`
-//! tool alike. Each reads what is new, checks what the fold will check (so a refusal is a
-//! clear error, not a silently void entry), and appends through the session's one path. The
-//! board itself is the fold of `state::orders`; nothing here decides who holds an order.
+//! tool alike. Each reads what is new, checks its arguments, asks the fold whether the entry it
+//! is about to write would count ([`Order::judge`]: so a refusal is a clear error, not a
+//! silently void entry, and the rules are the fold's, written once) and appends through the
+//! session's one path. The board itself is the fold of `state::orders`; nothing here decides
+//! who holds an order.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
 
 use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
@@ -14,12 +15,77 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::orders::{
-    self, Body, Hints, MAX_INLINE_BODY, MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY,
-    MAX_TITLE, Order, OrderRef, OrderState, Verdict, kinds,
+    self, Body, CancelBody, ChainEvent, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY,
+    MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
+    ProgressBody, ReleaseBody, ReviewBody, SubmitBody, Verdict, VoidReason,
 };
-use crate::channel::state::since::{Since, SinceError};
+use crate::channel::state::since::Since;
 use crate::guard::TextUse;
 use crate::time::Timestamp;
+
+/// Why an order operation failed. One variant per cause; [`OrdersError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum OrdersError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("unknown order {0}")]
+    UnknownOrder(String),
+    #[error("order {order} is {}; {action} needs it {wanted}", .state.as_str())]
+    WrongState {
+        order: String,
+        state: OrderState,
+        action: &'static str,
+        wanted: &'static str,
+    },
+    #[error("order {order} is held by {holder}, not {agent}")]
+    NotHolder {
+        order: String,
+        holder: String,
+        agent: AgentName,
+    },
+    #[error("order {order} is offered to {to}")]
+    OfferedToAnother { order: String, to: AgentName },
+    #[error("order {order}: this would not count ({reason})")]
+    DoesNotCount { order: String, reason: VoidReason },
+    #[error("{agent} submitted this revision and cannot review it")]
+    OwnSubmission { agent: AgentName },
+    #[error("unknown hand-in {handin} for order {order}")]
+    UnknownHandIn { handin: String, order: String },
+    #[error("the human does not {action}: agents do")]
+    AgentsOnly { action: &'static str },
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
+    #[error("the title is one line")]
+    TitleNotOneLine,
+    #[error("a ref is one word (a branch, tag or sha), never work content")]
+    RefNotOneWord,
+    #[error("a submission names a hand-in or a git ref")]
+    NoWork,
+    #[error("order {0} names a bad blob")]
+    BadBlob(String),
+}
+
+impl OrdersError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::UnknownOrder(_) => "unknown_order",
+            Self::WrongState { .. } => "wrong_state",
+            Self::NotHolder { .. } => "not_holder",
+            Self::OfferedToAnother { .. } => "offered_to_another",
+            Self::DoesNotCount { .. } => "does_not_count",
+            Self::OwnSubmission { .. } => "own_submission",
+            Self::UnknownHandIn { .. } => "unknown_handin",
+            Self::AgentsOnly { .. } => "agents_only",
+            Self::HumanOnly { .. } => "master_only",
+            Self::TitleNotOneLine | Self::RefNotOneWord | Self::NoWork | Self::BadBlob(_) => {
+                "invalid"
+            }
+        }
+    }
+}
 
 /// What to issue.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,7 +105,7 @@ pub struct IssueRequest {
 pub struct OrderRow {
     pub id: String,
     pub title: String,
-    pub state: &'static str,
+    pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<AgentName>,
 }
@@ -143,12 +209,11 @@ pub struct OrderDetail {
 pub enum ClaimOutcome {
     Claimed {
         id: String,
+        /// Where the order stands now, as folded.
+        state: OrderState,
     },
     /// Another claim made without seeing this one won the tie-break (ADR 0006).
-    LostRace {
-        id: String,
-        holder: AgentName,
-    },
+    LostRace { id: String, holder: AgentName },
 }
 
 /// A row from the brief alone: listing (and a digest) reads no order's record.
@@ -157,49 +222,100 @@ pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
     OrderRow {
         id: order.id().to_string(),
         title: brief.title.to_string(),
-        state: brief.state.as_str(),
+        state: brief.state,
         holder: brief.holder.clone(),
     }
 }
 
-fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OpsError> {
+fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OrdersError> {
     find_ref(session, id).map(|order| order.whole())
 }
 
-fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OpsError> {
+fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OrdersError> {
     let parsed: EntryId = id.parse()?;
     session
         .state()
         .orders()
         .get(&parsed)
-        .ok_or_else(|| OpsError::UnknownOrder(id.to_owned()))
+        .ok_or_else(|| OrdersError::UnknownOrder(id.to_owned()))
 }
 
-fn wrong_state(order: &Order, action: &'static str, wanted: &'static str) -> OpsError {
-    OpsError::WrongState {
+fn wrong_state(order: &Order, action: &'static str, wanted: &'static str) -> OrdersError {
+    OrdersError::WrongState {
         order: order.id.to_string(),
-        state: order.view().state.as_str(),
+        state: order.view().state,
         action,
         wanted,
     }
 }
 
-fn agent_of(session: &Session) -> Result<AgentName, OpsError> {
+/// What an operation is, for the words of its refusal: its action and the state it wants.
+#[derive(Clone, Copy)]
+struct Asked {
+    action: &'static str,
+    wanted: &'static str,
+}
+
+const HELD: &str = "claimed, in progress or with changes requested";
+
+/// Who the acting actor would write an entry as (and whether as the master), for the fold to
+/// judge; `None` for an observer, which the session refuses when it appends.
+fn proposer(session: &Session) -> Option<(AgentName, bool)> {
     match session.actor() {
-        Actor::Agent(name) => Ok(name.clone()),
-        Actor::Master => Ok(AgentName::master()),
-        Actor::Observer => Err(OpsError::ReadOnly),
+        Actor::Agent(name) => Some((name.clone(), false)),
+        Actor::Master => Some((AgentName::master(), true)),
+        Actor::Observer => None,
     }
 }
 
-fn event_body(order: &Order, fields: &[(&str, Value)]) -> Value {
-    let mut map = Map::new();
-    map.insert("order".into(), order.id.to_string().into());
-    map.insert("after".into(), order.view().tip.to_hex().into());
-    for (name, value) in fields {
-        map.insert((*name).into(), value.clone());
+/// Asks the fold whether `body`, written now by the acting actor, would count on `order`, and
+/// turns its reason into the operation's error.
+fn judged<B: ChainEvent>(
+    session: &Session,
+    order: &Order,
+    body: &B,
+    asked: Asked,
+) -> Result<(), OrdersError> {
+    let Some((me, by_master)) = proposer(session) else {
+        return Ok(());
+    };
+    order
+        .judge(&body.event_kind(), &me, by_master)
+        .map_err(|reason| refusal(order, &me, reason, asked))
+}
+
+/// The error of an operation the fold would not count.
+fn refusal(order: &Order, me: &AgentName, reason: VoidReason, asked: Asked) -> OrdersError {
+    let id = order.id.to_string();
+    match reason {
+        VoidReason::WrongState { .. } => wrong_state(order, asked.action, asked.wanted),
+        VoidReason::OfferedToAnother { to } => OrdersError::OfferedToAnother { order: id, to },
+        VoidReason::NotHolder { .. } => OrdersError::NotHolder {
+            order: id,
+            holder: order
+                .view()
+                .holder
+                .as_ref()
+                .map_or_else(|| "nobody".to_owned(), ToString::to_string),
+            agent: me.clone(),
+        },
+        VoidReason::OwnSubmission => OrdersError::OwnSubmission { agent: me.clone() },
+        VoidReason::MasterClaims => OrdersError::AgentsOnly {
+            action: "claim orders",
+        },
+        VoidReason::MasterOnly => OrdersError::HumanOnly {
+            action: "cancel an order",
+        },
+        reason => OrdersError::DoesNotCount { order: id, reason },
     }
-    Value::Object(map)
+}
+
+fn agent_of(session: &Session) -> Result<AgentName, OrdersError> {
+    match session.actor() {
+        Actor::Agent(name) => Ok(name.clone()),
+        Actor::Master => Ok(AgentName::master()),
+        Actor::Observer => Err(OpsError::ReadOnly.into()),
+    }
 }
 
 /// Issues an order: the master, or an Orchestrator with its own key. Returns its id.
@@ -207,11 +323,11 @@ pub fn issue(
     session: &mut Session,
     request: &IssueRequest,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, OrdersError> {
     check_not_empty("the title", &request.title)?;
     check_chars("the title", &request.title, MAX_TITLE)?;
     if request.title.contains(['\n', '\r']) {
-        return Err(OpsError::Invalid("the title is one line".into()));
+        return Err(OrdersError::TitleNotOneLine);
     }
     session.guard(&request.title, TextUse::OrderBody)?;
     if let Some(body) = &request.body {
@@ -221,7 +337,8 @@ pub fn issue(
                 len: body.len(),
                 max: crate::channel::store::MAX_BLOB_LEN as usize,
                 unit: "bytes",
-            });
+            }
+            .into());
         }
         session.guard(body, TextUse::OrderBody)?;
     }
@@ -232,84 +349,83 @@ pub fn issue(
         return Err(OpsError::NotSeated {
             name: to.clone(),
             project: session.project().clone(),
-        });
+        }
+        .into());
     }
-    let mut body = Map::new();
-    body.insert("title".into(), request.title.clone().into());
+    let mut body = IssueBody {
+        title: request.title.clone(),
+        body: None,
+        blob: None,
+        to: request.to.clone(),
+        review: request.review,
+        heavy: request.heavy,
+        hints: request.hints,
+        seen: None,
+    };
     if let Some(text) = request
         .body
         .as_deref()
         .filter(|text| !text.trim().is_empty())
     {
         if text.chars().count() > MAX_INLINE_BODY {
-            let blob = session.channel().put_blob(text.as_bytes())?;
-            body.insert("blob".into(), blob.to_hex().into());
+            body.blob = Some(session.channel().put_blob(text.as_bytes())?.to_hex());
         } else {
-            body.insert("body".into(), text.into());
+            body.body = Some(text.to_owned());
         }
     }
-    if let Some(to) = &request.to {
-        body.insert("to".into(), to.as_str().into());
-    }
-    if request.review {
-        body.insert("review".into(), true.into());
-    }
-    if request.heavy {
-        body.insert("heavy".into(), true.into());
-    }
-    if !request.hints.is_empty() {
-        body.insert("hints".into(), request.hints.to_json());
-    }
-    let entry = session.append(
-        Operation::Issue,
-        None,
-        kinds::ISSUE,
-        Value::Object(body),
-        now,
-    )?;
+    let entry = session.append(Operation::Issue, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
 /// Claims an order for the acting agent (Member and up; an offered order only by its named
 /// agent). Says whether the claim won.
-pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OpsError> {
+pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OrdersError> {
     session.refresh(now);
-    let me = agent_of(session)?;
-    if me.is_master() {
-        return Err(OpsError::AgentsOnly {
-            action: "claim orders",
-        });
-    }
     let order = find(session, id)?;
-    if !order.view().state.is_claimable() {
-        return Err(wrong_state(order, "claim", "open or offered"));
-    }
-    if let Some(to) = &order.issue.to
-        && *to != me
-    {
-        return Err(OpsError::OfferedToAnother {
-            order: order.id.to_string(),
-            to: to.clone(),
-        });
-    }
-    let body = event_body(order, &[]);
-    let order_id = order.id.clone();
-    session.append(Operation::Claim, None, kinds::CLAIM, body, now)?;
-    let view = session
-        .state()
-        .orders()
-        .get(&order_id)
-        .map(|order| order.view().clone());
-    match view.and_then(|view| view.holder) {
-        Some(holder) if holder == me => Ok(ClaimOutcome::Claimed { id: id.to_owned() }),
-        Some(holder) => Ok(ClaimOutcome::LostRace {
+    let body = ClaimBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+    };
+    let asked = Asked {
+        action: "claim",
+        wanted: "open or offered",
+    };
+    judged(session, order, &body, asked)?;
+    let entry = session.append(Operation::Claim, None, &body, now)?;
+    let mine = session.id_of(&entry);
+    let order = find(session, id)?;
+    // What the fold made of it: a claim that lost a race is void, and says to whom.
+    let void = order.view().voided.iter().find(|void| void.id == mine);
+    match (void, &order.view().holder) {
+        (Some(void), holder) => match &void.reason {
+            VoidReason::LostRace { winner, .. } => Ok(ClaimOutcome::LostRace {
+                id: id.to_owned(),
+                holder: holder.clone().unwrap_or_else(|| winner.clone()),
+            }),
+            reason => Err(OrdersError::DoesNotCount {
+                order: id.to_owned(),
+                reason: reason.clone(),
+            }),
+        },
+        (None, Some(holder)) if holder == entry.author() => Ok(ClaimOutcome::Claimed {
             id: id.to_owned(),
-            holder,
+            state: order.view().state,
         }),
-        None => Err(OpsError::Invalid(format!(
-            "the claim of {id} does not count here (see `ferry order show {id}`)"
-        ))),
+        (None, Some(holder)) => Ok(ClaimOutcome::LostRace {
+            id: id.to_owned(),
+            holder: holder.clone(),
+        }),
+        (None, None) => Err(OrdersError::DoesNotCount {
+            order: id.to_owned(),
+            reason: VoidReason::FollowsVoid,
+        }),
     }
+}
+
+/// A note that says something, or none.
+fn given(note: Option<&str>) -> Option<String> {
+    note.filter(|note| !note.trim().is_empty())
+        .map(str::to_owned)
 }
 
 /// Gives an order back to the board: its holder, or the master or an Orchestrator handing back
@@ -319,7 +435,7 @@ pub fn release(
     id: &str,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<OrderState, OrdersError> {
     session.refresh(now);
     let me = agent_of(session)?;
     if let Some(note) = note {
@@ -327,13 +443,6 @@ pub fn release(
         session.guard(note, TextUse::Post)?;
     }
     let order = find(session, id)?;
-    if !order.view().state.is_held() {
-        return Err(wrong_state(
-            order,
-            "release",
-            "claimed, in progress or with changes requested",
-        ));
-    }
     // A holder gives its own order back at any level (a demoted one too): the fold accepts
     // it; handing back another's order is an Orchestrator's.
     let operation = if order.view().holder.as_ref() == Some(&me) {
@@ -341,43 +450,28 @@ pub fn release(
     } else {
         Operation::HandBack
     };
-    let mut fields = Vec::new();
-    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
-        fields.push(("text", Value::from(note)));
-    }
-    let body = event_body(order, &fields);
-    session.append(operation, None, kinds::RELEASE, body, now)?;
-    Ok(())
+    let body = ReleaseBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        text: given(note),
+    };
+    let asked = Asked {
+        action: "release",
+        wanted: HELD,
+    };
+    judged(session, order, &body, asked)?;
+    session.append(operation, None, &body, now)?;
+    Ok(find_ref(session, id)?.brief().state)
 }
 
-fn holder_check(session: &Session, order: &Order, action: &'static str) -> Result<(), OpsError> {
-    let me = agent_of(session)?;
-    if !order.view().state.is_held() {
-        return Err(wrong_state(
-            order,
-            action,
-            "claimed, in progress or with changes requested",
-        ));
-    }
-    match &order.view().holder {
-        Some(holder) if *holder == me => Ok(()),
-        holder => Err(OpsError::NotHolder {
-            order: order.id.to_string(),
-            holder: holder
-                .as_ref()
-                .map_or_else(|| "nobody".to_owned(), ToString::to_string),
-            agent: me,
-        }),
-    }
-}
-
-/// Adds a progress line (holder only, at most 2 KB) to an order.
+/// Adds a progress line (holder only, at most 2 KB) to an order. Returns the order's state
+/// after it.
 pub fn progress(
     session: &mut Session,
     id: &str,
     text: &str,
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<OrderState, OrdersError> {
     check_not_empty("the progress line", text)?;
     if text.len() > MAX_PROGRESS_BYTES {
         return Err(OpsError::TooLong {
@@ -385,15 +479,32 @@ pub fn progress(
             len: text.len(),
             max: MAX_PROGRESS_BYTES,
             unit: "bytes",
-        });
+        }
+        .into());
     }
     session.guard(text, TextUse::Progress)?;
     session.refresh(now);
+    let me = agent_of(session)?;
     let order = find(session, id)?;
-    holder_check(session, order, "progress")?;
-    let body = event_body(order, &[("text", Value::from(text))]);
-    session.append(Operation::Progress, None, kinds::PROGRESS, body, now)?;
-    Ok(())
+    let asked = Asked {
+        action: "progress",
+        wanted: HELD,
+    };
+    // The fold counts a holder's line on a submitted order too; a line is written only while
+    // the order is being worked.
+    if !order.view().state.is_held() {
+        return Err(wrong_state(order, asked.action, asked.wanted));
+    }
+    order
+        .judge_progress(&me, text)
+        .map_err(|reason| refusal(order, &me, reason, asked))?;
+    let body = ProgressBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        text: text.to_owned(),
+    };
+    session.append(Operation::Progress, None, &body, now)?;
+    Ok(find_ref(session, id)?.brief().state)
 }
 
 /// Hands work in for an order: a git ref and a short summary, recorded in the acting agent's
@@ -405,14 +516,14 @@ pub fn hand_in(
     git_ref: &str,
     summary: &str,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, OrdersError> {
     check_git_ref(git_ref)?;
     check_not_empty("the summary", summary)?;
     check_chars("the summary", summary, MAX_SUMMARY)?;
     session.guard(git_ref, TextUse::Progress)?;
     session.guard(summary, TextUse::Summary)?;
     if agent_of(session)?.is_master() {
-        return Err(OpsError::AgentsOnly {
+        return Err(OrdersError::AgentsOnly {
             action: "hand work in",
         });
     }
@@ -421,8 +532,13 @@ pub fn hand_in(
     if order.view().state.is_done() {
         return Err(wrong_state(order, "hand in", "not accepted or cancelled"));
     }
-    let body = json!({"order": order.id.to_string(), "ref": git_ref, "summary": summary});
-    let entry = session.append(Operation::HandIn, None, kinds::HANDIN, body, now)?;
+    let body = HandInBody {
+        order: order.id.to_string(),
+        git_ref: git_ref.to_owned(),
+        summary: summary.to_owned(),
+        seen: None,
+    };
+    let entry = session.append(Operation::HandIn, None, &body, now)?;
     Ok(EntryId::Agent {
         name: entry.author().clone(),
         seq: entry.seq(),
@@ -431,13 +547,11 @@ pub fn hand_in(
 }
 
 /// A git ref or sha: one word of printable characters, never work content.
-fn check_git_ref(git_ref: &str) -> Result<(), OpsError> {
+fn check_git_ref(git_ref: &str) -> Result<(), OrdersError> {
     check_not_empty("the ref", git_ref)?;
     check_chars("the ref", git_ref, MAX_REF)?;
     if git_ref.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(OpsError::Invalid(
-            "a ref is one word (a branch, tag or sha), never work content".into(),
-        ));
+        return Err(OrdersError::RefNotOneWord);
     }
     Ok(())
 }
@@ -457,7 +571,7 @@ pub fn submit(
     id: &str,
     request: &SubmitRequest,
     now: Timestamp,
-) -> Result<&'static str, OpsError> {
+) -> Result<OrderState, OrdersError> {
     check_not_empty("the summary", &request.summary)?;
     check_chars("the summary", &request.summary, MAX_SUMMARY)?;
     if let Some(git_ref) = &request.git_ref {
@@ -467,41 +581,35 @@ pub fn submit(
     session.guard(&request.summary, TextUse::Summary)?;
     session.refresh(now);
     let order = find(session, id)?;
-    holder_check(session, order, "submit")?;
-    let mut fields = vec![("summary", Value::from(request.summary.as_str()))];
     match (&request.handin, &request.git_ref) {
         (None, None) => {
-            return Err(OpsError::Invalid(
-                "a submission names a hand-in (--handin ID) or a git ref (--ref REF)".into(),
-            ));
+            return Err(OrdersError::NoWork);
         }
         (Some(handin), _) => {
             let handin_id: EntryId = handin.parse()?;
             if order.handin(&handin_id).is_none() {
-                return Err(OpsError::UnknownHandIn {
+                return Err(OrdersError::UnknownHandIn {
                     handin: handin.clone(),
                     order: order.id.to_string(),
                 });
             }
-            fields.push(("handin", Value::from(handin.as_str())));
         }
         _ => {}
     }
-    if let Some(git_ref) = &request.git_ref {
-        fields.push(("ref", Value::from(git_ref.as_str())));
-    }
-    let body = event_body(order, &fields);
-    let order_id = order.id.clone();
-    session.append(Operation::Submit, None, kinds::SUBMIT, body, now)?;
-    Ok(state_of(session, &order_id))
-}
-
-fn state_of(session: &Session, id: &EntryId) -> &'static str {
-    session
-        .state()
-        .orders()
-        .get(id)
-        .map_or("unknown", |order| order.brief().state.as_str())
+    let body = SubmitBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        summary: request.summary.clone(),
+        handin: request.handin.clone(),
+        git_ref: request.git_ref.clone(),
+    };
+    let asked = Asked {
+        action: "submit",
+        wanted: HELD,
+    };
+    judged(session, order, &body, asked)?;
+    session.append(Operation::Submit, None, &body, now)?;
+    Ok(find_ref(session, id)?.brief().state)
 }
 
 /// Reviews an order's submission: accept, or ask for changes (notes required). An
@@ -512,70 +620,56 @@ pub fn review(
     verdict: Verdict,
     notes: Option<&str>,
     now: Timestamp,
-) -> Result<&'static str, OpsError> {
+) -> Result<OrderState, OrdersError> {
     let notes = notes.filter(|notes| !notes.trim().is_empty());
     if verdict == Verdict::Changes && notes.is_none() {
-        return Err(OpsError::Empty("the notes (asking for changes needs them)"));
+        return Err(OpsError::Empty("the notes (asking for changes needs them)").into());
     }
     if let Some(notes) = notes {
         check_chars("the notes", notes, MAX_NOTES)?;
         session.guard(notes, TextUse::ReviewNote)?;
     }
     session.refresh(now);
-    let me = agent_of(session)?;
     let order = find(session, id)?;
-    if order.view().state != OrderState::Submitted {
-        return Err(wrong_state(order, "review", "submitted"));
-    }
-    if order
-        .view()
-        .submission
-        .as_ref()
-        .is_some_and(|submission| submission.by == me)
-    {
-        return Err(OpsError::OwnSubmission { agent: me });
-    }
-    let verdict_text = match verdict {
-        Verdict::Accept => "accept",
-        Verdict::Changes => "changes",
+    let body = ReviewBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        verdict,
+        notes: notes.map(str::to_owned),
     };
-    let mut fields = vec![("verdict", Value::from(verdict_text))];
-    if let Some(notes) = notes {
-        fields.push(("notes", Value::from(notes)));
-    }
-    let body = event_body(order, &fields);
-    let order_id = order.id.clone();
-    session.append(Operation::Review, None, kinds::REVIEW, body, now)?;
-    Ok(state_of(session, &order_id))
+    let asked = Asked {
+        action: "review",
+        wanted: "submitted",
+    };
+    judged(session, order, &body, asked)?;
+    session.append(Operation::Review, None, &body, now)?;
+    Ok(find_ref(session, id)?.brief().state)
 }
 
-/// Cancels an order (the master only).
+/// Cancels an order (the master only). Returns the order's state after it.
 pub fn cancel(
     session: &mut Session,
     id: &str,
     note: Option<&str>,
     now: Timestamp,
-) -> Result<(), OpsError> {
-    if session.actor() != &Actor::Master {
-        return Err(OpsError::HumanOnly {
-            action: "cancel an order",
-        });
-    }
+) -> Result<OrderState, OrdersError> {
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
     }
     session.refresh(now);
     let order = find(session, id)?;
-    if order.view().state.is_done() {
-        return Err(wrong_state(order, "cancel", "not accepted or cancelled"));
-    }
-    let mut fields = Vec::new();
-    if let Some(note) = note.filter(|note| !note.trim().is_empty()) {
-        fields.push(("text", Value::from(note)));
-    }
-    let body = event_body(order, &fields);
-    session.append(Operation::Approve, None, kinds::CANCEL, body, now)?;
-    Ok(())
+    let body = CancelBody {
+        order: order.id.to_string(),
+        after: order.view().tip,
+        text: given(note),
+    };
+    let asked = Asked {
+        action: "cancel",
+        wanted: "not accepted or cancelled",
+    };
+    judged(session, order, &body, asked)?;
+    session.append(Operation::Approve, None, &body, now)?;
+    Ok(find_ref(session, id)?.brief().state)
 }
 
 /// The board: open and held orders (every order with `request.all`), in the order of their
@@ -584,7 +678,7 @@ pub fn list(
     session: &mut Session,
     request: &ListRequest,
     now: Timestamp,
-) -> Result<OrderList, OpsError> {
+) -> Result<OrderList, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let since = request
@@ -592,7 +686,7 @@ pub fn list(
         .as_deref()
         .map(str::parse::<Since>)
         .transpose()
-        .map_err(|err: SinceError| OpsError::Invalid(err.to_string()))?;
+        .map_err(OpsError::from)?;
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (Some(since.counter), false),
@@ -625,7 +719,7 @@ pub fn show(
     id: &str,
     queue: Option<&dyn HeavyQueue>,
     now: Timestamp,
-) -> Result<OrderDetail, OpsError> {
+) -> Result<OrderDetail, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let found = find_ref(session, id)?;
@@ -666,7 +760,7 @@ pub fn show(
 
 /// The full text of an order's body (a blob's, or the inline one): what
 /// `ferry://<project>/order/<id>` serves.
-pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OpsError> {
+pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let order = find(session, id)?;
@@ -680,7 +774,7 @@ pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<Stri
         Body::Blob(blob) => {
             let blob = blob
                 .parse()
-                .map_err(|_| OpsError::Invalid(format!("order {id} names a bad blob")))?;
+                .map_err(|_| OrdersError::BadBlob(id.to_owned()))?;
             let bytes = session.channel().get_blob(&blob)?;
             text.push('\n');
             text.push_str(&String::from_utf8_lossy(&bytes));

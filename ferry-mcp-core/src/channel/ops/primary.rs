@@ -7,16 +7,70 @@
 //! after it. Taking over needs an Orchestrator on a machine that is not paused, and a primary
 //! that is silent (or none); the race between two takeovers is the fold's (ADR 0006).
 
+use super::talk::TalkError;
 use serde::Serialize;
-use serde_json::json;
 
 use super::{OpsError, check_chars, check_not_empty};
+use crate::channel::body::PresenceBody;
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::primary::{MAX_BRIEF_LINE, MAX_CONSTRAINTS, kinds};
+use crate::channel::state::primary::{
+    BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, PrimaryReleaseBody, PrimaryVoid,
+    SettingsBody, StandbyBody, TakeBody,
+};
 use crate::guard::TextUse;
 use crate::time::Timestamp;
+
+/// Why an operation on the primary or a brief failed. One variant per cause;
+/// [`PrimaryError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum PrimaryError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    /// The takeover was written; telling the fleet failed.
+    #[error(transparent)]
+    Talk(#[from] TalkError),
+    #[error(
+        "{primary} is {} ({age_s}s since it was heard from; silent after {quiet_period_s}s): standby instead",
+        .state.as_str()
+    )]
+    PrimaryAlive {
+        primary: AgentName,
+        state: Liveness,
+        age_s: u64,
+        quiet_period_s: u64,
+    },
+    #[error("{agent} is not primary (the primary is {})", .primary.as_ref().map_or("nobody".to_owned(), ToString::to_string))]
+    NotPrimary {
+        agent: AgentName,
+        primary: Option<AgentName>,
+    },
+    #[error("this would not count: {reason}")]
+    DoesNotCount { reason: PrimaryVoid },
+    #[error("only the human (the master key) may {action}")]
+    HumanOnly { action: &'static str },
+    #[error("a quiet period is between 1 second and 30 days")]
+    QuietPeriodOutOfRange,
+    #[error("a brief is an agent's")]
+    BriefIsAnAgents,
+}
+
+impl PrimaryError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::Talk(err) => err.code(),
+            Self::PrimaryAlive { .. } => "primary_alive",
+            Self::NotPrimary { .. } => "not_primary",
+            Self::DoesNotCount { .. } => "does_not_count",
+            Self::HumanOnly { .. } => "master_only",
+            Self::QuietPeriodOutOfRange | Self::BriefIsAnAgents => "invalid",
+        }
+    }
+}
 
 /// How recently an agent was heard from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,6 +79,12 @@ pub enum Liveness {
     Alive,
     Quiet,
     Silent,
+}
+
+impl std::fmt::Display for Liveness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Liveness {
@@ -41,8 +101,7 @@ impl Liveness {
 pub const ALIVE_FOR_S: u64 = 120;
 /// A tool call records that its agent is alive at most this often (ADR 0028, presence).
 pub const PRESENCE_EVERY_MS: u64 = 60_000;
-/// The entry kind of presence.
-pub const PRESENCE: &str = "presence";
+pub use crate::channel::body::PRESENCE;
 
 /// How long ago `agent` was heard from here, and what that makes it, at `now`.
 pub fn liveness(session: &Session, agent: &AgentName, now: Timestamp) -> Option<(u64, Liveness)> {
@@ -80,7 +139,7 @@ fn me(session: &Session) -> Option<AgentName> {
 }
 
 /// Who is primary, how it stands, and what the caller may do.
-pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
+pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, PrimaryError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let view = session.state().leadership.view().clone();
@@ -126,8 +185,8 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Op
 }
 
 /// Records that the caller waits for the primary.
-pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, OpsError> {
-    session.append(Operation::StandBy, None, kinds::STANDBY, json!({}), now)?;
+pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, PrimaryError> {
+    session.append(Operation::StandBy, None, &StandbyBody {}, now)?;
     status(session, now)
 }
 
@@ -145,29 +204,45 @@ pub enum Takeover {
 
 /// Takes over as primary: an Orchestrator, on a machine that is not paused, when the primary
 /// is silent past the quiet period (or there is none). Tells the fleet.
-pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsError> {
+pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, PrimaryError> {
     session.refresh(now);
     session.authorize(Operation::TakeOver, None, now)?;
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
-    if view.primary.as_ref() == Some(&me) {
-        return Ok(Takeover::AlreadyPrimary);
+    match session.state().leadership.judge(true, &me) {
+        Ok(()) => {}
+        Err(PrimaryVoid::AlreadyPrimary) => return Ok(Takeover::AlreadyPrimary),
+        Err(reason) => return Err(PrimaryError::DoesNotCount { reason }),
     }
     if let Some(primary) = &view.primary
         && let Some((age, state)) = liveness(session, primary, now)
         && state != Liveness::Silent
     {
-        return Err(OpsError::PrimaryAlive {
+        return Err(PrimaryError::PrimaryAlive {
             primary: primary.clone(),
-            state: state.as_str(),
+            state,
             age_s: age,
             quiet_period_s: session.state().leadership.quiet_period_s(),
         });
     }
-    let body = json!({ "after": view.tip.to_hex() });
-    let take = session.append(Operation::TakeOver, None, kinds::TAKE, body, now)?;
+    let body = TakeBody {
+        after: view.tip,
+        seen: None,
+    };
+    let take = session.append(Operation::TakeOver, None, &body, now)?;
     let take = session.id_of(&take);
     let after = session.state().leadership.view().clone();
+    // What the fold made of it: a take that lost a race is void, and says to whom.
+    if let Some((_, _, reason)) = after.voided.iter().find(|(id, _, _)| *id == take) {
+        return match reason {
+            PrimaryVoid::LostRace { winner } => Ok(Takeover::LostRace {
+                primary: after.primary.unwrap_or_else(|| winner.clone()),
+            }),
+            reason => Err(PrimaryError::DoesNotCount {
+                reason: reason.clone(),
+            }),
+        };
+    }
     match after.primary {
         Some(primary) if primary == me => {
             if let Some(from) = &view.primary {
@@ -181,25 +256,32 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, OpsEr
             Ok(Takeover::TookOver { from: view.primary })
         }
         Some(primary) => Ok(Takeover::LostRace { primary }),
-        None => Err(OpsError::Invalid(
-            "the takeover does not count here (see `ferry primary status`)".into(),
-        )),
+        None => Err(PrimaryError::DoesNotCount {
+            reason: PrimaryVoid::FollowsVoid,
+        }),
     }
 }
 
 /// Hands the primary's role back (the primary only).
-pub fn release(session: &mut Session, now: Timestamp) -> Result<(), OpsError> {
+pub fn release(session: &mut Session, now: Timestamp) -> Result<(), PrimaryError> {
     session.refresh(now);
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
-    if view.primary.as_ref() != Some(&me) {
-        return Err(OpsError::NotPrimary {
-            agent: me,
-            primary: view.primary,
-        });
+    match session.state().leadership.judge(false, &me) {
+        Ok(()) => {}
+        Err(PrimaryVoid::NotPrimary { .. }) => {
+            return Err(PrimaryError::NotPrimary {
+                agent: me,
+                primary: view.primary,
+            });
+        }
+        Err(reason) => return Err(PrimaryError::DoesNotCount { reason }),
     }
-    let body = json!({ "after": view.tip.to_hex() });
-    session.append(Operation::ReleasePrimary, None, kinds::RELEASE, body, now)?;
+    let body = PrimaryReleaseBody {
+        after: view.tip,
+        seen: None,
+    };
+    session.append(Operation::ReleasePrimary, None, &body, now)?;
     Ok(())
 }
 
@@ -208,22 +290,21 @@ pub fn set_quiet_period(
     session: &mut Session,
     seconds: u64,
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<(), PrimaryError> {
     if session.actor() != &Actor::Master {
-        return Err(OpsError::HumanOnly {
+        return Err(PrimaryError::HumanOnly {
             action: "set the quiet period",
         });
     }
     if seconds == 0 || seconds > 30 * 24 * 3600 {
-        return Err(OpsError::Invalid(
-            "a quiet period is between 1 second and 30 days".into(),
-        ));
+        return Err(PrimaryError::QuietPeriodOutOfRange);
     }
     session.append(
         Operation::Approve,
         None,
-        kinds::SETTINGS,
-        json!({ "quiet_period_s": seconds }),
+        &SettingsBody {
+            quiet_period_s: seconds,
+        },
         now,
     )?;
     Ok(())
@@ -236,7 +317,7 @@ pub fn set_brief(
     objective: &str,
     constraints: &[String],
     now: Timestamp,
-) -> Result<(), OpsError> {
+) -> Result<(), PrimaryError> {
     check_not_empty("the objective", objective)?;
     check_chars("the objective", objective, MAX_BRIEF_LINE)?;
     session.guard(objective, TextUse::Post)?;
@@ -246,7 +327,8 @@ pub fn set_brief(
             len: constraints.len(),
             max: MAX_CONSTRAINTS,
             unit: "lines",
-        });
+        }
+        .into());
     }
     for line in constraints {
         check_chars("a constraint", line, MAX_BRIEF_LINE)?;
@@ -256,15 +338,18 @@ pub fn set_brief(
     session.append(
         Operation::Post,
         None,
-        kinds::BRIEF_SET,
-        json!({ "objective": objective, "constraints": constraints }),
+        &BriefBody {
+            objective: objective.to_owned(),
+            constraints: constraints.to_vec(),
+            seen: None,
+        },
         now,
     )?;
     Ok(())
 }
 
 /// Records a decision in the acting agent's brief (Member and up).
-pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<String, OpsError> {
+pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<String, PrimaryError> {
     check_not_empty("the decision", line)?;
     check_chars("the decision", line, MAX_BRIEF_LINE)?;
     session.guard(line, TextUse::Post)?;
@@ -272,19 +357,19 @@ pub fn decide(session: &mut Session, line: &str, now: Timestamp) -> Result<Strin
     let entry = session.append(
         Operation::Post,
         None,
-        kinds::BRIEF_DECIDE,
-        json!({ "line": line }),
+        &DecideBody {
+            line: line.to_owned(),
+            seen: None,
+        },
         now,
     )?;
     Ok(session.id_of(&entry).to_string())
 }
 
-fn brief_writer(session: &Session) -> Result<(), OpsError> {
+fn brief_writer(session: &Session) -> Result<(), PrimaryError> {
     match session.actor() {
         Actor::Agent(_) => Ok(()),
-        _ => Err(OpsError::Invalid(
-            "a brief is an agent's: name it with --as".into(),
-        )),
+        _ => Err(PrimaryError::BriefIsAnAgents),
     }
 }
 
@@ -303,5 +388,5 @@ pub fn note_alive(session: &mut Session, now: Timestamp) {
         return;
     }
     // A failure to write presence costs only liveness; the call goes on.
-    let _ = session.append(Operation::HandIn, None, PRESENCE, json!({}), now);
+    let _ = session.append(Operation::HandIn, None, &PresenceBody {}, now);
 }

@@ -12,6 +12,37 @@ use crate::channel::names::ProjectId;
 use crate::channel::store::{Channel, StoreError};
 use crate::time::Timestamp;
 
+/// Why creating or registering a project failed. One variant per cause;
+/// [`ProjectError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// What any operation can fail with (the session, the machine's state).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("project {0} already exists on this machine")]
+    ProjectExists(ProjectId),
+    /// Register it instead of creating it.
+    #[error("a channel already exists in {}", .0.display())]
+    ChannelExists(PathBuf),
+    /// An interrupted init: run it again, sealed with the same passphrase.
+    #[error(
+        "an interrupted init left a sealed master key for {0}: run it again sealed with the same passphrase"
+    )]
+    InterruptedInit(ProjectId),
+}
+
+impl ProjectError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::ProjectExists(_) => "project_exists",
+            Self::ChannelExists(_) => "channel_exists",
+            Self::InterruptedInit(_) => "invalid",
+        }
+    }
+}
+
 /// What [`init`] created.
 #[derive(Debug, Clone, Serialize)]
 pub struct Created {
@@ -32,9 +63,9 @@ pub fn init(
     channel_dir: &Path,
     passphrase: Option<(&[u8], SealCost)>,
     now: Timestamp,
-) -> Result<Created, OpsError> {
+) -> Result<Created, ProjectError> {
     match home.channel_dir(project) {
-        Ok(_) => return Err(OpsError::ProjectExists(project.clone())),
+        Ok(_) => return Err(ProjectError::ProjectExists(project.clone())),
         Err(HomeError::UnknownProject(_)) => {}
         Err(other) => return Err(other.into()),
     }
@@ -53,9 +84,7 @@ pub fn init(
             key
         }
         Err(HomeError::Locked { .. }) => {
-            return Err(OpsError::Invalid(format!(
-                "an interrupted `ferry init` left a sealed master key for {project}: run it again with --seal and the same passphrase"
-            )));
+            return Err(ProjectError::InterruptedInit(project.clone()));
         }
         Err(other) => return Err(other.into()),
     };
@@ -68,7 +97,7 @@ pub fn init(
                 Ok(channel)
                     if channel.project() == project
                         && *channel.genesis_master() == master.public_key() => {}
-                _ => return Err(OpsError::ChannelExists(dir)),
+                _ => return Err(ProjectError::ChannelExists(dir)),
             }
         }
         Err(other) => return Err(other.into()),
@@ -105,30 +134,32 @@ pub fn add_existing(
     home: &Home,
     project: &ProjectId,
     channel_dir: &Path,
-) -> Result<PublicKey, OpsError> {
+) -> Result<PublicKey, ProjectError> {
     let channel = Channel::open(channel_dir)?;
     if channel.project() != project {
         return Err(OpsError::WrongProject {
             expected: project.clone(),
             found: channel.project().clone(),
-        });
+        }
+        .into());
     }
     let master = *channel.genesis_master();
     if let PinOutcome::Changed { .. } = home.pin_master(project, &master)? {
         return Err(OpsError::MasterPinChanged {
             project: project.clone(),
-        });
+        }
+        .into());
     }
     home.register_project(project, channel_dir)?;
     Ok(master)
 }
 
 /// Pauses every agent on this machine.
-pub fn pause(home: &Home, reason: &str, now: Timestamp) -> Result<(), OpsError> {
+pub fn pause(home: &Home, reason: &str, now: Timestamp) -> Result<(), ProjectError> {
     Ok(home.pause(reason, now)?)
 }
 
 /// Lifts the pause; returns whether the machine was paused.
-pub fn resume(home: &Home) -> Result<bool, OpsError> {
+pub fn resume(home: &Home) -> Result<bool, ProjectError> {
     Ok(home.resume()?)
 }

@@ -15,6 +15,28 @@ use crate::channel::session::{Actor, Session};
 use crate::guard;
 use crate::time::Timestamp;
 
+/// Why a search failed. One variant per cause; [`SearchError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("{0:?} is not a search cursor (like s20)")]
+    BadCursor(String),
+    #[error("a query is {} to {} characters, not {chars}", QUERY_CHARS.start(), QUERY_CHARS.end())]
+    QueryLength { chars: usize },
+}
+
+impl SearchError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::BadCursor(_) | Self::QueryLength { .. } => "invalid",
+        }
+    }
+}
+
 /// The shortest and the longest query.
 pub const QUERY_CHARS: std::ops::RangeInclusive<usize> = 2..=200;
 
@@ -61,11 +83,11 @@ fn cursor_at(at: usize) -> String {
     format!("s{at}")
 }
 
-fn parse_cursor(text: &str) -> Result<usize, OpsError> {
+fn parse_cursor(text: &str) -> Result<usize, SearchError> {
     text.strip_prefix('s')
         .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|digits| digits.parse().ok())
-        .ok_or_else(|| OpsError::Invalid(format!("{text:?} is not a search cursor (like s20)")))
+        .ok_or_else(|| SearchError::BadCursor(text.to_owned()))
 }
 
 /// The first [`MAX_LINE`] characters of `text` with its secrets masked, on one line.
@@ -86,15 +108,11 @@ pub fn search(
     session: &mut Session,
     request: &SearchRequest,
     now: Timestamp,
-) -> Result<SearchPage, OpsError> {
+) -> Result<SearchPage, SearchError> {
     session.authorize(Operation::Read, None, now)?;
     let chars = request.query.chars().count();
     if !QUERY_CHARS.contains(&chars) {
-        return Err(OpsError::Invalid(format!(
-            "a query is {} to {} characters, not {chars}",
-            QUERY_CHARS.start(),
-            QUERY_CHARS.end()
-        )));
+        return Err(SearchError::QueryLength { chars });
     }
     let from = request
         .cursor

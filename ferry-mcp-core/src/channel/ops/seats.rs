@@ -1,11 +1,12 @@
 //! Seating an agent on this machine: its key here and its roster entry in the channel.
 
+use super::access::AccessError;
 use serde::Serialize;
-use serde_json::json;
 
-use super::{OpsError, generate_key};
+use super::generate_key;
+use crate::channel::body::JoinBody;
 use crate::channel::home::{Home, KeyHolder, SealCost};
-use crate::channel::identity::{Seat, kinds};
+use crate::channel::identity::Seat;
 use crate::channel::keys::PublicKey;
 use crate::channel::levels::LocalKey;
 use crate::channel::names::{AgentName, ProjectId};
@@ -31,7 +32,7 @@ pub fn join(
     name: &AgentName,
     passphrase: Option<(&[u8], SealCost)>,
     now: Timestamp,
-) -> Result<(Joined, PublicKey), OpsError> {
+) -> Result<(Joined, PublicKey), AccessError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
     let result = join_in(&mut session, name, passphrase, now);
     session.save()?;
@@ -43,12 +44,12 @@ fn join_in(
     name: &AgentName,
     passphrase: Option<(&[u8], SealCost)>,
     now: Timestamp,
-) -> Result<(Joined, PublicKey), OpsError> {
+) -> Result<(Joined, PublicKey), AccessError> {
     let home = session.home().clone();
     let project = session.project().clone();
     let holder = KeyHolder::Agent(name.clone());
     let local = home.key_state(&project, &holder, now)?;
-    let contested = |keys: usize| OpsError::JoinContested {
+    let contested = |keys: usize| AccessError::JoinContested {
         name: name.clone(),
         keys,
         project: project.clone(),
@@ -62,7 +63,7 @@ fn join_in(
     let key = match local {
         LocalKey::Missing => {
             if identity.seat(name) != Seat::Vacant {
-                return Err(OpsError::NameTaken { name: name.clone() });
+                return Err(AccessError::NameTaken { name: name.clone() });
             }
             let key = generate_key()?;
             home.store_key(&project, &holder, &key, passphrase)?;
@@ -70,7 +71,7 @@ fn join_in(
         }
         LocalKey::Locked(public) | LocalKey::Ready(public) => {
             if taken(&public) {
-                return Err(OpsError::NameTaken { name: name.clone() });
+                return Err(AccessError::NameTaken { name: name.clone() });
             }
             match identity.seat(name) {
                 Seat::Seated(held) if *held == public => {
@@ -86,7 +87,7 @@ fn join_in(
             home.open_key(&project, &holder, passphrase.map(|(phrase, _)| phrase), now)?
         }
     };
-    session.append_unchecked(name, &key, kinds::ROSTER_JOIN, json!({}), now)?;
+    session.append_unchecked(name, &key, &JoinBody {}, now)?;
     // A roster entry another machine wrote for this name may have synced meanwhile.
     if let Seat::Contested(keys) = session.identity().seat(name) {
         return Err(contested(keys.len()));

@@ -3,23 +3,57 @@
 //! a blob; the entry names only the secret, the recipient and the blob. No MCP tool calls
 //! these functions: a secret's value never reaches a model through ferry.
 
-use serde_json::json;
-
 use super::OpsError;
 use crate::channel::home::KeyHolder;
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::secret;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::secrets::SHARE;
+use crate::channel::state::secrets::ShareBody;
 use crate::time::Timestamp;
+
+/// Why a secret operation failed. One variant per cause; [`SecretsError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("a secret name is 1 to {MAX_NAME} of A-Z a-z 0-9 . - _")]
+    BadName,
+    /// Secrets are sent to agents and opened by them: the human names one.
+    #[error("a secret is an agent's: name the agent")]
+    AgentsOnly,
+    #[error("no secret {name} was sent to {agent}")]
+    NotSent { name: String, agent: AgentName },
+    #[error("secret {name} was sealed to another key of {agent}: ask for it again")]
+    OtherKey { name: String, agent: AgentName },
+    #[error("secret {0} names a bad blob")]
+    BadBlob(String),
+    #[error(transparent)]
+    Sealed(#[from] secret::SecretError),
+}
+
+impl SecretsError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::BadName
+            | Self::AgentsOnly
+            | Self::NotSent { .. }
+            | Self::OtherKey { .. }
+            | Self::BadBlob(_)
+            | Self::Sealed(_) => "invalid",
+        }
+    }
+}
 
 /// The longest secret name.
 pub const MAX_NAME: usize = 64;
 /// The largest secret value, in bytes.
 pub const MAX_VALUE: usize = 64 * 1024;
 
-fn check_name(name: &str) -> Result<(), OpsError> {
+fn check_name(name: &str) -> Result<(), SecretsError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME
         && name
@@ -28,9 +62,7 @@ fn check_name(name: &str) -> Result<(), OpsError> {
     if ok {
         Ok(())
     } else {
-        Err(OpsError::Invalid(format!(
-            "a secret name is 1 to {MAX_NAME} of A-Z a-z 0-9 . - _"
-        )))
+        Err(SecretsError::BadName)
     }
 }
 
@@ -43,10 +75,10 @@ pub fn send(
     to: &AgentName,
     value: &[u8],
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, SecretsError> {
     check_name(name)?;
     if value.is_empty() {
-        return Err(OpsError::Empty("the secret"));
+        return Err(OpsError::Empty("the secret").into());
     }
     if value.len() > MAX_VALUE {
         return Err(OpsError::TooLong {
@@ -54,7 +86,8 @@ pub fn send(
             len: value.len(),
             max: MAX_VALUE,
             unit: "bytes",
-        });
+        }
+        .into());
     }
     session.refresh(now);
     session.authorize(Operation::Post, None, now)?;
@@ -65,20 +98,24 @@ pub fn send(
             name: to.clone(),
             project: session.project().clone(),
         })?;
-    let sealed = secret::seal(&key, value).map_err(|err| OpsError::Invalid(err.to_string()))?;
+    let sealed = secret::seal(&key, value)?;
     let blob = session.channel().put_blob(&sealed)?;
-    let body = json!({ "name": name, "to": to, "key": key, "blob": blob.to_hex() });
-    let entry = session.append(Operation::Post, None, SHARE, body, now)?;
+    let body = ShareBody {
+        name: name.to_owned(),
+        to: to.clone(),
+        key,
+        blob: blob.to_hex(),
+        seen: None,
+    };
+    let entry = session.append(Operation::Post, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
 /// Opens secret `name` sent to the acting agent, with its key on this machine.
-pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>, OpsError> {
+pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>, SecretsError> {
     check_name(name)?;
     let Actor::Agent(me) = session.actor().clone() else {
-        return Err(OpsError::Invalid(
-            "a secret opens only for the agent it was sent to: name it with --as".into(),
-        ));
+        return Err(SecretsError::AgentsOnly);
     };
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
@@ -87,27 +124,31 @@ pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>,
         .secrets
         .latest(&me, name, session.identity())
         .cloned()
-        .ok_or_else(|| OpsError::Invalid(format!("no secret {name} was sent to {me}")))?;
+        .ok_or_else(|| SecretsError::NotSent {
+            name: name.to_owned(),
+            agent: me.clone(),
+        })?;
     let key = session
         .home()
         .load_key(session.project(), &KeyHolder::Agent(me.clone()), now)?;
     if key.public_key() != share.to_key {
-        return Err(OpsError::Invalid(format!(
-            "secret {name} was sealed to another key of {me}: ask for it again"
-        )));
+        return Err(SecretsError::OtherKey {
+            name: name.to_owned(),
+            agent: me,
+        });
     }
     let blob = share
         .blob
         .parse()
-        .map_err(|_| OpsError::Invalid(format!("secret {name} names a bad blob")))?;
+        .map_err(|_| SecretsError::BadBlob(name.to_owned()))?;
     let sealed = session.channel().get_blob(&blob)?;
-    secret::open(&key, &sealed).map_err(|err| OpsError::Invalid(err.to_string()))
+    Ok(secret::open(&key, &sealed)?)
 }
 
 /// The names of the secrets sent to the acting agent (never their values).
-pub fn list(session: &mut Session, now: Timestamp) -> Result<Vec<String>, OpsError> {
+pub fn list(session: &mut Session, now: Timestamp) -> Result<Vec<String>, SecretsError> {
     let Actor::Agent(me) = session.actor().clone() else {
-        return Err(OpsError::Invalid("name the agent with --as".into()));
+        return Err(SecretsError::AgentsOnly);
     };
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);

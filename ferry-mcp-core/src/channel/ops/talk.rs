@@ -7,7 +7,6 @@
 //! latest sent messages, who has read them (read receipts).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
@@ -15,9 +14,51 @@ use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::EntryId;
 use crate::channel::state::since::Since;
-use crate::channel::state::talk::{MAX_INLINE_TEXT, MAX_TEXT, Message, Recipient, kinds};
+use crate::channel::state::talk::{
+    MAX_INLINE_TEXT, MAX_TEXT, MarkBody, Message, PostBody, Recipient,
+};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
+
+/// Why a talk operation failed. One variant per cause; [`TalkError::code`] is stable.
+#[derive(Debug, thiserror::Error)]
+pub enum TalkError {
+    /// What any operation can fail with (the session, the arguments' shape).
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+    #[error("{name} is not on the roster{}", suggest(.suggestions))]
+    UnknownRecipient {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    #[error("unknown message {0}")]
+    UnknownMessage(String),
+    #[error("a message to yourself goes nowhere")]
+    ToYourself,
+    #[error("message {0} names a bad blob")]
+    BadBlob(String),
+}
+
+impl TalkError {
+    /// A stable machine-readable code (tool results carry it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Ops(err) => err.code(),
+            Self::UnknownRecipient { .. } => "unknown_recipient",
+            Self::UnknownMessage(_) => "unknown_message",
+            Self::ToYourself | Self::BadBlob(_) => "invalid",
+        }
+    }
+}
+
+/// `; did you mean a, b?`, or who may be written to.
+fn suggest(names: &[String]) -> String {
+    if names.is_empty() {
+        "; post to a seated agent, `master` (the human) or `all`".to_owned()
+    } else {
+        format!("; did you mean {}?", names.join(", "))
+    }
+}
 
 /// What to post.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -89,18 +130,18 @@ pub struct ReadRequest {
     pub receipts: usize,
 }
 
-fn reader_of(session: &Session) -> Result<AgentName, OpsError> {
+fn reader_of(session: &Session) -> Result<AgentName, TalkError> {
     match session.actor() {
         Actor::Agent(name) => Ok(name.clone()),
         Actor::Master => Ok(AgentName::master()),
-        Actor::Observer => Err(OpsError::ReadOnly),
+        Actor::Observer => Err(OpsError::ReadOnly.into()),
     }
 }
 
 /// Refuses a recipient that is not on the roster, naming the ones it could have meant.
-fn recipient(session: &Session, to: &str, me: &AgentName) -> Result<Recipient, OpsError> {
+fn recipient(session: &Session, to: &str, me: &AgentName) -> Result<Recipient, TalkError> {
     let to = to.trim().to_ascii_lowercase();
-    let unknown = |suggestions: Vec<String>| OpsError::UnknownRecipient {
+    let unknown = |suggestions: Vec<String>| TalkError::UnknownRecipient {
         name: to.clone(),
         suggestions,
     };
@@ -109,9 +150,7 @@ fn recipient(session: &Session, to: &str, me: &AgentName) -> Result<Recipient, O
     };
     if let Recipient::One(name) = &parsed {
         if name == me {
-            return Err(OpsError::Invalid(
-                "a message to yourself goes nowhere".into(),
-            ));
+            return Err(TalkError::ToYourself);
         }
         if !name.is_master() && session.identity().holder(name).is_none() {
             let mut names: Vec<String> = session
@@ -154,7 +193,7 @@ pub fn post(
     session: &mut Session,
     request: &PostRequest,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, TalkError> {
     post_announcing(session, request, None, now)
 }
 
@@ -164,7 +203,7 @@ pub(super) fn post_announcing(
     request: &PostRequest,
     take: Option<&EntryId>,
     now: Timestamp,
-) -> Result<String, OpsError> {
+) -> Result<String, TalkError> {
     check_not_empty("the text", &request.text)?;
     check_chars("the text", &request.text, MAX_TEXT)?;
     session.guard(&request.text, TextUse::Post)?;
@@ -179,28 +218,27 @@ pub(super) fn post_announcing(
             .message(&id, session.identity())
             .is_none()
         {
-            return Err(OpsError::UnknownMessage(reply_to.clone()));
+            return Err(TalkError::UnknownMessage(reply_to.clone()));
         }
     }
     // Check the level before a long text goes into a blob.
     session.authorize(Operation::Post, None, now)?;
-    let mut body = Map::new();
-    body.insert("to".into(), to.as_str().into());
-    if request.text.chars().count() > MAX_INLINE_TEXT {
+    let (text, blob) = if request.text.chars().count() > MAX_INLINE_TEXT {
         let blob = session.channel().put_blob(request.text.as_bytes())?;
         let start: String = request.text.chars().take(MAX_INLINE_TEXT).collect();
-        body.insert("text".into(), start.into());
-        body.insert("blob".into(), blob.to_hex().into());
+        (start, Some(blob.to_hex()))
     } else {
-        body.insert("text".into(), request.text.clone().into());
-    }
-    if let Some(reply_to) = &request.reply_to {
-        body.insert("reply_to".into(), reply_to.clone().into());
-    }
-    if let Some(take) = take {
-        body.insert("takeover".into(), take.to_string().into());
-    }
-    let entry = session.append(Operation::Post, None, kinds::POST, Value::Object(body), now)?;
+        (request.text.clone(), None)
+    };
+    let body = PostBody {
+        to: to.as_str().to_owned(),
+        text,
+        blob,
+        reply_to: request.reply_to.clone(),
+        takeover: take.map(ToString::to_string),
+        seen: None,
+    };
+    let entry = session.append(Operation::Post, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
@@ -211,7 +249,7 @@ fn view(message: &Message, leadership: &crate::channel::state::primary::Leadersh
             .voided
             .iter()
             .find(|(id, _, _)| id == take)
-            .map(|(_, _, reason)| reason.clone())
+            .map(|(_, _, reason)| reason.to_string())
     });
     MessageView {
         void,
@@ -233,7 +271,7 @@ pub fn read(
     request: &ReadRequest,
     fits: &mut dyn FnMut(&MessageView) -> bool,
     now: Timestamp,
-) -> Result<ReadResult, OpsError> {
+) -> Result<ReadResult, TalkError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let me = reader_of(session)?;
@@ -242,7 +280,7 @@ pub fn read(
         .as_deref()
         .map(str::parse::<Since>)
         .transpose()
-        .map_err(|err| OpsError::Invalid(err.to_string()))?;
+        .map_err(OpsError::from)?;
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (Some(since.counter), false),
@@ -287,9 +325,9 @@ pub fn read(
             let at = upto.entry(from.clone()).or_default();
             *at = (*at).max(*seq);
         }
-        let body = serde_json::json!({ "upto": upto });
+        let body = MarkBody { upto, seen: None };
         // A marker is the reader's own record: any seated agent writes it.
-        session.append(Operation::Read, None, kinds::MARK, body, now)?;
+        session.append(Operation::Read, None, &body, now)?;
         marked = true;
     }
     Ok(ReadResult {
@@ -336,7 +374,7 @@ fn receipts(session: &Session, me: &AgentName, limit: usize) -> Vec<Receipt> {
 
 /// The whole text of a message (its blob's, when the entry holds only its start): what
 /// `ferry://<project>/msg/<id>` serves.
-pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OpsError> {
+pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, TalkError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
     let parsed: EntryId = id.parse()?;
@@ -344,13 +382,13 @@ pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<S
         .state()
         .talk()
         .message(&parsed, session.identity())
-        .ok_or_else(|| OpsError::UnknownMessage(id.to_owned()))?;
+        .ok_or_else(|| TalkError::UnknownMessage(id.to_owned()))?;
     let text = match &message.blob {
         None => message.text.clone(),
         Some(blob) => {
             let blob = blob
                 .parse()
-                .map_err(|_| OpsError::Invalid(format!("message {id} names a bad blob")))?;
+                .map_err(|_| TalkError::BadBlob(id.to_owned()))?;
             String::from_utf8_lossy(&session.channel().get_blob(&blob)?).into_owned()
         }
     };

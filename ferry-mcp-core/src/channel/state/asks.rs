@@ -34,7 +34,7 @@ pub const MAX_NOTE: usize = 2_000;
 pub struct RaiseBody {
     pub title: String,
     pub recommendation: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
@@ -67,6 +67,12 @@ pub enum AskState {
     Approved,
     Rejected,
     SentBack,
+}
+
+impl std::fmt::Display for AskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl AskState {

@@ -114,6 +114,11 @@ impl Hints {
         }
         serde_json::Value::Object(map)
     }
+
+    /// [`Hints::to_json`] as a serde field writer (an issue's entry form).
+    fn serialize_given<S: serde::Serializer>(hints: &Hints, s: S) -> Result<S::Ok, S::Error> {
+        hints.to_json().serialize(s)
+    }
 }
 
 /// The body of `order.issue`.
@@ -135,7 +140,11 @@ pub struct IssueBody {
     pub review: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub heavy: bool,
-    #[serde(default)]
+    #[serde(
+        default,
+        skip_serializing_if = "Hints::is_empty",
+        serialize_with = "Hints::serialize_given"
+    )]
     pub hints: Hints,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
@@ -177,6 +186,107 @@ pub struct EventBody {
     pub seen: Option<MasterPos>,
 }
 
+/// The body of `order.claim` (read as an [`EventBody`], like every chain event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimBody {
+    pub order: String,
+    pub after: EntryHash,
+}
+
+/// The body of `order.release`: an optional note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReleaseBody {
+    pub order: String,
+    pub after: EntryHash,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The body of `order.progress`: the line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgressBody {
+    pub order: String,
+    pub after: EntryHash,
+    pub text: String,
+}
+
+/// The body of `order.submit`: a hand-in or a git ref, and the summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubmitBody {
+    pub order: String,
+    pub after: EntryHash,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handin: Option<String>,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+}
+
+/// The body of `order.review`: the verdict, and notes (required for changes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewBody {
+    pub order: String,
+    pub after: EntryHash,
+    pub verdict: Verdict,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+/// The body of `order.cancel`: an optional note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CancelBody {
+    pub order: String,
+    pub after: EntryHash,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A chain event's body as the fold judges it.
+pub(crate) trait ChainEvent {
+    fn event_kind(&self) -> EventKind;
+}
+
+impl ChainEvent for ClaimBody {
+    fn event_kind(&self) -> EventKind {
+        EventKind::Claim
+    }
+}
+
+impl ChainEvent for ReleaseBody {
+    fn event_kind(&self) -> EventKind {
+        EventKind::Release {
+            note: self.text.clone(),
+        }
+    }
+}
+
+impl ChainEvent for SubmitBody {
+    fn event_kind(&self) -> EventKind {
+        EventKind::Submit {
+            handin: self.handin.clone(),
+            git_ref: self.git_ref.clone(),
+            summary: self.summary.clone(),
+        }
+    }
+}
+
+impl ChainEvent for ReviewBody {
+    fn event_kind(&self) -> EventKind {
+        EventKind::Review {
+            verdict: self.verdict,
+            notes: self.notes.clone(),
+        }
+    }
+}
+
+impl ChainEvent for CancelBody {
+    fn event_kind(&self) -> EventKind {
+        EventKind::Cancel {
+            note: self.text.clone(),
+        }
+    }
+}
+
 /// The body of `work.handin`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,6 +311,12 @@ pub enum OrderState {
     ChangesRequested,
     Accepted,
     Cancelled,
+}
+
+impl std::fmt::Display for OrderState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl OrderState {
@@ -262,8 +378,9 @@ pub struct Issue {
     pub hints: Hints,
 }
 
+/// What a chain event does, as the fold judges it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-enum EventKind {
+pub(crate) enum EventKind {
     Claim,
     Release {
         note: Option<String>,
@@ -294,14 +411,114 @@ impl EventKind {
         }
     }
 
-    fn name(&self) -> &'static str {
+    fn name(&self) -> EventName {
+        match self {
+            Self::Claim => EventName::Claim,
+            Self::Release { .. } => EventName::Release,
+            Self::Submit { .. } => EventName::Submit,
+            Self::Review { .. } => EventName::Review,
+            Self::Cancel { .. } => EventName::Cancel,
+        }
+    }
+}
+
+/// Which chain event: what a void names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventName {
+    Claim,
+    Release,
+    Submit,
+    Review,
+    Cancel,
+    /// A progress line (not a chain event, judged on its own).
+    Progress,
+}
+
+impl EventName {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::Claim => "claim",
-            Self::Release { .. } => "release",
-            Self::Submit { .. } => "submit",
-            Self::Review { .. } => "review",
-            Self::Cancel { .. } => "cancel",
+            Self::Release => "release",
+            Self::Submit => "submit",
+            Self::Review => "review",
+            Self::Cancel => "cancel",
+            Self::Progress => "progress",
         }
+    }
+}
+
+impl std::fmt::Display for EventName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A text of an event that has a length limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextField {
+    Note,
+    Notes,
+    Ref,
+    Summary,
+}
+
+impl std::fmt::Display for TextField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Note => "note",
+            Self::Notes => "notes",
+            Self::Ref => "ref",
+            Self::Summary => "summary",
+        })
+    }
+}
+
+/// Why an event of an order does not count (ADR 0006): the one judgement the fold makes and
+/// an operation asks before it writes ([`Order::judge`]). The text is the fold's own words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+pub enum VoidReason {
+    #[error("{author} does not hold its name")]
+    Unseated { author: AgentName },
+    #[error("{event} needs {needed}; {author} was {level}")]
+    LevelTooLow {
+        event: EventName,
+        needed: Level,
+        author: AgentName,
+        level: Level,
+    },
+    #[error("the master does not claim orders")]
+    MasterClaims,
+    /// The order did not stand where the event needs it.
+    #[error("the order was {}", .state.as_str())]
+    WrongState { state: OrderState },
+    #[error("the order is offered to {to}")]
+    OfferedToAnother { to: AgentName },
+    #[error("{author} does not hold the order")]
+    NotHolder { author: AgentName },
+    #[error("a submission names a hand-in or a git ref")]
+    NoWork,
+    #[error("{field} is over {max} characters")]
+    TooLong { field: TextField, max: usize },
+    #[error("the author of a submission does not review it")]
+    OwnSubmission,
+    #[error("asking for changes needs notes")]
+    ChangesWithoutNotes,
+    #[error("only the master cancels an order")]
+    MasterOnly,
+    /// Valid, but another event following the same tip won (ADR 0006).
+    #[error("lost the race to {winner}'s {event}")]
+    LostRace { winner: AgentName, event: EventName },
+    #[error("it follows an event that does not count")]
+    FollowsVoid,
+}
+
+impl VoidReason {
+    /// Whether it lost a race (rather than being refused).
+    pub fn is_lost_race(&self) -> bool {
+        matches!(self, Self::LostRace { .. })
     }
 }
 
@@ -409,10 +626,15 @@ pub struct ReviewRecord {
 pub struct Voided {
     pub id: EntryId,
     pub by: AgentName,
-    pub what: String,
-    pub reason: String,
+    pub what: EventName,
+    pub reason: VoidReason,
+}
+
+impl Voided {
     /// Whether it lost a race (rather than being refused).
-    pub lost_race: bool,
+    pub fn lost_race(&self) -> bool {
+        self.reason.is_lost_race()
+    }
 }
 
 /// The last counted progress line.
@@ -513,6 +735,26 @@ impl Order {
         }
     }
 
+    /// Whether an event `kind` that `author` (the master, when `by_master`) is about to write,
+    /// following this order's tip, would count by the order's rules: the fold's own judgement
+    /// of a chain event, against the order as it stands. An operation asks it before it
+    /// writes, so a refusal is its error and never a void entry, and the rules exist once.
+    /// Standing (the seat, the level in force) is the session's authorize to judge and word.
+    pub(crate) fn judge(
+        &self,
+        kind: &EventKind,
+        author: &AgentName,
+        by_master: bool,
+    ) -> Result<(), VoidReason> {
+        rules(kind, author, by_master, None, &self.issue, &self.view)
+    }
+
+    /// Whether a progress line `text` that `author` is about to write, naming this order's
+    /// tip, would count by a line's rules.
+    pub(crate) fn judge_progress(&self, author: &AgentName, text: &str) -> Result<(), VoidReason> {
+        line_rules(author, self.view.holder.as_ref(), text)
+    }
+
     /// The hand-in `id` of this order, if it counts.
     pub fn handin(&self, id: &EntryId) -> Option<&HandIn> {
         self.handins().find(|handin| handin.id == *id)
@@ -560,7 +802,7 @@ impl Brief {
             lost_races: view
                 .voided
                 .iter()
-                .filter(|void| void.lost_race)
+                .filter(|void| void.lost_race())
                 .cloned()
                 .collect(),
             involves: involves.into(),
@@ -1349,51 +1591,73 @@ fn issue_counts(id: &EntryId, issue: &Issue, identity: &Identity) -> bool {
             >= Level::Orchestrator
 }
 
-/// Whether `event` may happen to an order standing at `view` (ADR 0006, rule 1).
+/// Whether `event` may happen to an order standing at `view` (ADR 0006, rule 1): its author
+/// holds its name, and the order's rules allow it at the level in force for it.
 fn judge(
     event: &Event,
     issue: &Issue,
     view: &OrderView,
     identity: &Identity,
-) -> Result<(), String> {
+) -> Result<(), VoidReason> {
     let made = &event.made;
     if !made.seated(identity) {
-        return Err(format!("{} does not hold its name", made.author));
+        return Err(VoidReason::Unseated {
+            author: made.author.clone(),
+        });
     }
-    let level = if made.by_master {
-        None
-    } else {
-        Some(made.level(identity))
-    };
+    let level = (!made.by_master).then(|| made.level(identity));
+    rules(
+        &event.kind,
+        &made.author,
+        made.by_master,
+        level,
+        issue,
+        view,
+    )
+}
+
+/// The order's rules for an event `kind` by `author` (the master's when `by_master`), at
+/// `level` when it is judged (`None`: the master's, or a candidate whose standing the
+/// session's authorize judges).
+fn rules(
+    kind: &EventKind,
+    author: &AgentName,
+    by_master: bool,
+    level: Option<Level>,
+    issue: &Issue,
+    view: &OrderView,
+) -> Result<(), VoidReason> {
     let at_least = |needed: Level| match level {
         None => Ok(()),
         Some(level) if level >= needed => Ok(()),
-        Some(level) => Err(format!(
-            "{} needs {needed}; {} was {level}",
-            event.kind.name(),
-            made.author
-        )),
+        Some(level) => Err(VoidReason::LevelTooLow {
+            event: kind.name(),
+            needed,
+            author: author.clone(),
+            level,
+        }),
     };
-    let is_holder = view.holder.as_ref() == Some(&made.author) && !made.by_master;
-    match &event.kind {
+    let was = || VoidReason::WrongState { state: view.state };
+    let is_holder = view.holder.as_ref() == Some(author) && !by_master;
+    match kind {
         EventKind::Claim => {
-            if made.by_master {
-                return Err("the master does not claim orders".into());
+            if by_master {
+                return Err(VoidReason::MasterClaims);
             }
             if !view.state.is_claimable() {
-                return Err(format!("the order was {}", view.state.as_str()));
+                return Err(was());
             }
             if let Some(to) = &issue.to
-                && *to != made.author
+                && to != author
             {
-                return Err(format!("the order is offered to {to}"));
+                return Err(VoidReason::OfferedToAnother { to: to.clone() });
             }
             at_least(Level::Member)
         }
         EventKind::Release { note } => {
-            check_len(note.as_deref(), MAX_NOTES, "note")?;
+            check_len(note.as_deref(), MAX_NOTES, TextField::Note)?;
             if !view.state.is_held() {
-                return Err(format!("the order was {}", view.state.as_str()));
+                return Err(was());
             }
             if is_holder {
                 Ok(())
@@ -1408,54 +1672,102 @@ fn judge(
             summary,
         } => {
             if !view.state.is_held() {
-                return Err(format!("the order was {}", view.state.as_str()));
+                return Err(was());
             }
             if !is_holder {
-                return Err(format!("{} does not hold the order", made.author));
+                return Err(VoidReason::NotHolder {
+                    author: author.clone(),
+                });
             }
             if handin.is_none() && git_ref.is_none() {
-                return Err("a submission names a hand-in or a git ref".into());
+                return Err(VoidReason::NoWork);
             }
-            check_len(git_ref.as_deref(), MAX_REF, "ref")?;
-            check_len(Some(summary), MAX_SUMMARY, "summary")?;
+            check_len(git_ref.as_deref(), MAX_REF, TextField::Ref)?;
+            check_len(Some(summary), MAX_SUMMARY, TextField::Summary)?;
             at_least(Level::Member)
         }
         EventKind::Review { verdict, notes } => {
             if view.state != OrderState::Submitted {
-                return Err(format!("the order was {}", view.state.as_str()));
+                return Err(was());
             }
             if view
                 .submission
                 .as_ref()
-                .is_some_and(|submission| submission.by == made.author)
+                .is_some_and(|submission| submission.by == *author)
             {
-                return Err("the author of a submission does not review it".into());
+                return Err(VoidReason::OwnSubmission);
             }
             if *verdict == Verdict::Changes && notes.as_deref().is_none_or(|n| n.trim().is_empty())
             {
-                return Err("asking for changes needs notes".into());
+                return Err(VoidReason::ChangesWithoutNotes);
             }
-            check_len(notes.as_deref(), MAX_NOTES, "notes")?;
+            check_len(notes.as_deref(), MAX_NOTES, TextField::Notes)?;
             at_least(Level::Orchestrator)
         }
         EventKind::Cancel { note } => {
-            check_len(note.as_deref(), MAX_NOTES, "note")?;
-            if !made.by_master {
-                return Err("only the master cancels an order".into());
+            check_len(note.as_deref(), MAX_NOTES, TextField::Note)?;
+            if !by_master {
+                return Err(VoidReason::MasterOnly);
             }
             if view.state.is_done() {
-                return Err(format!("the order was {}", view.state.as_str()));
+                return Err(was());
             }
             Ok(())
         }
     }
 }
 
-fn check_len(text: Option<&str>, max: usize, what: &str) -> Result<(), String> {
+fn check_len(text: Option<&str>, max: usize, field: TextField) -> Result<(), VoidReason> {
     match text {
-        Some(text) if text.chars().count() > max => Err(format!("{what} is over {max} characters")),
+        Some(text) if text.chars().count() > max => Err(VoidReason::TooLong { field, max }),
         _ => Ok(()),
     }
+}
+
+/// Whether a progress line by `made` counts, when `holder` held the order right after the
+/// event it names: the line's rules, by its author seated at Member or above.
+fn judge_line(
+    made: &Made,
+    holder: Option<&AgentName>,
+    text: &str,
+    identity: &Identity,
+) -> Result<(), VoidReason> {
+    line_rules(&made.author, holder, text)?;
+    if !made.seated(identity) {
+        return Err(VoidReason::Unseated {
+            author: made.author.clone(),
+        });
+    }
+    let level = made.level(identity);
+    if level < Level::Member {
+        return Err(VoidReason::LevelTooLow {
+            event: EventName::Progress,
+            needed: Level::Member,
+            author: made.author.clone(),
+            level,
+        });
+    }
+    Ok(())
+}
+
+/// A progress line's rules: its author held the order, and it is not too long.
+fn line_rules(
+    author: &AgentName,
+    holder: Option<&AgentName>,
+    text: &str,
+) -> Result<(), VoidReason> {
+    if holder != Some(author) {
+        return Err(VoidReason::NotHolder {
+            author: author.clone(),
+        });
+    }
+    if text.len() > MAX_PROGRESS_BYTES {
+        return Err(VoidReason::TooLong {
+            field: TextField::Note,
+            max: MAX_PROGRESS_BYTES,
+        });
+    }
+    Ok(())
 }
 
 fn apply(event: &Event, issue: &Issue, view: &mut OrderView) {
@@ -1513,16 +1825,15 @@ fn apply(event: &Event, issue: &Issue, view: &mut OrderView) {
     view.updated = view.updated.max(made.time);
 }
 
-fn void(view: &mut OrderView, event: &Event, reason: String, lost_race: bool) {
+fn void(view: &mut OrderView, event: &Event, reason: VoidReason) {
     if view.voided.len() >= KEPT_VOID {
         view.voided.remove(0);
     }
     view.voided.push(Voided {
         id: event.made.id(),
         by: event.made.author.clone(),
-        what: event.kind.name().to_owned(),
+        what: event.kind.name(),
         reason,
-        lost_race,
     });
 }
 
@@ -1561,7 +1872,7 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
                 )),
                 Err(reason) => {
                     decided[index] = true;
-                    void(&mut view, event, reason, false);
+                    void(&mut view, event, reason);
                 }
             }
         }
@@ -1571,17 +1882,13 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
         };
         for &(_, loser) in &valid[1..] {
             decided[loser] = true;
-            let winner = &order.events[winner].made.author;
+            let winner = order.events[winner].made.author.clone();
             let event = &order.events[loser];
-            void(
-                &mut view,
-                event,
-                format!(
-                    "lost the race to {winner}'s {}",
-                    order.events[loser].kind.name()
-                ),
-                true,
-            );
+            let reason = VoidReason::LostRace {
+                winner,
+                event: event.kind.name(),
+            };
+            void(&mut view, event, reason);
         }
         decided[winner] = true;
         let event = &order.events[winner];
@@ -1591,25 +1898,14 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
     }
     for (index, event) in order.events.iter().enumerate() {
         if !decided[index] {
-            void(
-                &mut view,
-                event,
-                "it follows an event that does not count".into(),
-                false,
-            );
+            void(&mut view, event, VoidReason::FollowsVoid);
         }
     }
     // Progress lines: by the holder right after the event they name, at Member or above.
     let mut counted = 0u32;
     for line in &order.progress {
-        let held = holder_after
-            .get(&line.after)
-            .is_some_and(|holder| holder.as_ref() == Some(&line.made.author));
-        if held
-            && line.made.seated(identity)
-            && line.made.level(identity) >= Level::Member
-            && line.text.len() <= MAX_PROGRESS_BYTES
-        {
+        let holder = holder_after.get(&line.after).and_then(Option::as_ref);
+        if judge_line(&line.made, holder, &line.text, identity).is_ok() {
             counted += 1;
             if view.holder.as_ref() == Some(&line.made.author) && view.state == OrderState::Claimed
             {

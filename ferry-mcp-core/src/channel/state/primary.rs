@@ -51,14 +51,27 @@ pub const MAX_BRIEF_LINE: usize = 300;
 /// Decisions kept (the newest).
 const KEPT_DECISIONS: usize = 32;
 
-/// The body of `primary.take` and `primary.release`.
+/// The body of `primary.take`: the chain event it follows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PrimaryBody {
+pub struct TakeBody {
     pub after: EntryHash,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
 }
+
+/// The body of `primary.release`: the chain event it follows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrimaryReleaseBody {
+    pub after: EntryHash,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// The body of `primary.standby`: the entry itself says its author waits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StandbyBody {}
 
 /// The body of `settings`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,7 +147,34 @@ pub struct PrimaryView {
     /// What the next take or release names as `after`.
     pub tip: EntryHash,
     /// Takes and releases that do not count (lost races, refusals), latest last.
-    pub voided: Vec<(EntryId, AgentName, String)>,
+    pub voided: Vec<(EntryId, AgentName, PrimaryVoid)>,
+}
+
+/// Why a take or a release of the primary's role does not count: the one judgement the fold
+/// makes and an operation asks before it writes ([`Leadership::judge`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+pub enum PrimaryVoid {
+    #[error("{author} does not hold its name")]
+    Unseated { author: AgentName },
+    #[error("taking over needs orchestrator; {author} was {level}")]
+    LevelTooLow { author: AgentName, level: Level },
+    #[error("already primary")]
+    AlreadyPrimary,
+    #[error("{author} was not primary")]
+    NotPrimary { author: AgentName },
+    /// Valid, but another take or release following the same tip won (ADR 0006).
+    #[error("lost the race to {winner}")]
+    LostRace { winner: AgentName },
+    #[error("it follows an event that does not count")]
+    FollowsVoid,
+}
+
+impl PrimaryVoid {
+    /// Whether it lost a race (rather than being refused).
+    pub fn is_lost_race(&self) -> bool {
+        matches!(self, Self::LostRace { .. })
+    }
 }
 
 /// A brief as folded.
@@ -208,6 +248,13 @@ impl Leadership {
     }
 
     /// Who is primary.
+    /// Whether a take (`take`) or a release that `author` is about to write, following the
+    /// chain's tip, would count by the role's rules: the fold's own judgement, against the
+    /// primary as it stands. Standing is the session's authorize to judge and word.
+    pub(crate) fn judge(&self, take: bool, author: &AgentName) -> Result<(), PrimaryVoid> {
+        rules(take, author, &self.view)
+    }
+
     pub fn view(&self) -> &PrimaryView {
         &self.view
     }
@@ -254,8 +301,13 @@ impl Leadership {
     pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         match acted.kind() {
             kinds::TAKE | kinds::RELEASE => {
-                let body = match PrimaryBody::deserialize(acted.body()) {
-                    Ok(body) => body,
+                let after = if acted.kind() == kinds::TAKE {
+                    TakeBody::deserialize(acted.body()).map(|body| body.after)
+                } else {
+                    PrimaryReleaseBody::deserialize(acted.body()).map(|body| body.after)
+                };
+                let after = match after {
+                    Ok(after) => after,
                     Err(err) => return self.report(acted, format!("bad {}: {err}", acted.kind())),
                 };
                 if acted.by_master {
@@ -265,7 +317,7 @@ impl Leadership {
                     take: acted.kind() == kinds::TAKE,
                     made: Made::from(acted),
                     hash: *acted.entry.hash(),
-                    after: body.after,
+                    after,
                 });
                 self.rejudge(identity, changes);
             }
@@ -367,6 +419,38 @@ impl Leadership {
     }
 }
 
+/// Whether a take (or a release) by `made` may follow the chain's tip, where `view` stands:
+/// its author holds its name (an Orchestrator's, to take), and the role's rules allow it.
+fn judge(
+    take: bool,
+    made: &Made,
+    view: &PrimaryView,
+    identity: &Identity,
+) -> Result<(), PrimaryVoid> {
+    match (take, made.level(identity)) {
+        (_, None) => Err(PrimaryVoid::Unseated {
+            author: made.author.clone(),
+        }),
+        (true, Some(level)) if level < Level::Orchestrator => Err(PrimaryVoid::LevelTooLow {
+            author: made.author.clone(),
+            level,
+        }),
+        _ => rules(take, &made.author, view),
+    }
+}
+
+/// The role's rules: one takes it who is not primary, one gives it back who is.
+fn rules(take: bool, author: &AgentName, view: &PrimaryView) -> Result<(), PrimaryVoid> {
+    let is_primary = view.primary.as_ref() == Some(author);
+    match take {
+        true if is_primary => Err(PrimaryVoid::AlreadyPrimary),
+        false if !is_primary => Err(PrimaryVoid::NotPrimary {
+            author: author.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// How concurrent events are ordered (ADR 0006): rank, tie-break, author, seq.
 type RaceKey = (u8, [u8; 32], AgentName, u64);
 
@@ -380,7 +464,7 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
         children.entry(event.after).or_default().push(index);
     }
     let mut decided = vec![false; events.len()];
-    let void = |view: &mut PrimaryView, event: &Event, reason: String| {
+    let void = |view: &mut PrimaryView, event: &Event, reason: PrimaryVoid| {
         if view.voided.len() >= 8 {
             view.voided.remove(0);
         }
@@ -391,22 +475,7 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
         let mut valid: Vec<(RaceKey, usize)> = Vec::new();
         for &index in kids {
             let event = &events[index];
-            let level = event.made.level(identity);
-            let judged = match (event.take, level) {
-                (_, None) => Err(format!("{} does not hold its name", event.made.author)),
-                (true, Some(level)) if level < Level::Orchestrator => Err(format!(
-                    "taking over needs orchestrator; {} was {level}",
-                    event.made.author
-                )),
-                (true, Some(_)) if view.primary.as_ref() == Some(&event.made.author) => {
-                    Err("already primary".into())
-                }
-                (false, Some(_)) if view.primary.as_ref() != Some(&event.made.author) => {
-                    Err(format!("{} was not primary", event.made.author))
-                }
-                _ => Ok(()),
-            };
-            match judged {
+            match judge(event.take, &event.made, &view, identity) {
                 Ok(()) => valid.push((
                     (
                         u8::from(event.take),
@@ -428,7 +497,9 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
         };
         for &(_, loser) in &valid[1..] {
             decided[loser] = true;
-            let reason = format!("lost the race to {}", events[winner].made.author);
+            let reason = PrimaryVoid::LostRace {
+                winner: events[winner].made.author.clone(),
+            };
             void(&mut view, &events[loser], reason);
         }
         decided[winner] = true;
@@ -445,11 +516,7 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
     }
     for (index, event) in events.iter().enumerate() {
         if !decided[index] {
-            void(
-                &mut view,
-                event,
-                "it follows an event that does not count".into(),
-            );
+            void(&mut view, event, PrimaryVoid::FollowsVoid);
         }
     }
     view
