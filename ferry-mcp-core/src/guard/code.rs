@@ -97,9 +97,8 @@ fn headerless_diff(lines: &[&str]) -> bool {
     let (mut plus, mut minus, mut score, mut heaviest) = (false, false, 0, 0);
     for line in lines {
         let sign = line.as_bytes().first().copied();
-        let changed = matches!(sign, Some(b'+' | b'-'))
-            && !line.starts_with("++")
-            && !line.starts_with("--");
+        let changed =
+            matches!(sign, Some(b'+' | b'-')) && !line.starts_with("++") && !line.starts_with("--");
         if changed {
             let w = weight(rules, line[1..].trim());
             if w == 0 {
@@ -136,7 +135,7 @@ static FRAME: LazyLock<RegexSet> = LazyLock::new(|| {
 });
 
 static TRACE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:Traceback \(most recent call last\):|thread '[^']*' panicked at|goroutine [0-9]+ \[|Exception in thread |stack backtrace:|Unhandled exception\.|panic: |[A-Za-z_][A-Za-z0-9_.$]*(?:Exception|Error)(?::|$))")
+    Regex::new(r"^(?:Traceback \(most recent call last\):|thread '[^']*' panicked at|goroutine [0-9]+ \[|Exception in thread |stack backtrace:|Unhandled exception\.|panic: |(?:[A-Za-z_][A-Za-z0-9_.$]*)?(?:Exception|Error)(?::|$))")
         .expect("compiles")
 });
 
@@ -162,11 +161,12 @@ static YAML_KEY: LazyLock<Regex> = LazyLock::new(|| {
 static TOML_SECTION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\[\[?[A-Za-z0-9_.-]+\]\]?$").expect("compiles"));
 static TOML_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^[A-Za-z_][A-Za-z0-9_.-]*\s*=\s*(?:"|'|[0-9]|true|false|\[|\{)"#).expect("compiles")
+    Regex::new(r#"^[A-Za-z_][A-Za-z0-9_.-]*\s*=\s*(?:"|'|[0-9]|true|false|\[|\{)"#)
+        .expect("compiles")
 });
 
-/// A configuration blob: JSON (an object or array with three values or more), YAML of
-/// three keys or more with one nested under another, or a TOML section with two keys.
+/// A configuration blob: JSON (an object or array with three values or more), YAML of five
+/// keys with nesting (or four, nested two deep), or a TOML section with two keys.
 fn config(text: &str, lines: &[&str]) -> bool {
     if let (Some(open), Some(close)) = (text.find(['{', '[']), text.rfind(['}', ']']))
         && open < close
@@ -176,19 +176,26 @@ fn config(text: &str, lines: &[&str]) -> bool {
     {
         return true;
     }
-    let (mut run, mut nested, mut parent) = (0, false, false);
+    // A status note is often `Results:` with a few indented `name: word` lines; a config
+    // has more keys, or keys nested two deep.
+    let (mut run, mut indents, mut parent) = (0, Vec::new(), false);
     for line in lines {
         match YAML_KEY.captures(line) {
             Some(caps) => {
                 run += 1;
-                nested |= caps.name("indent").is_some_and(|i| !i.as_str().is_empty());
+                let indent = caps.name("indent").map_or(0, |i| i.as_str().len());
+                if indent > 0 && !indents.contains(&indent) {
+                    indents.push(indent);
+                }
                 parent |= caps.name("value").is_none();
-                if run >= 3 && nested && parent {
+                let deep = indents.len() >= 2 && run >= 4;
+                let many = !indents.is_empty() && run >= 5;
+                if parent && (deep || many) {
                     return true;
                 }
             }
             None if line.trim().is_empty() || line.trim_start().starts_with('#') => {}
-            None => (run, nested, parent) = (0, false, false),
+            None => (run, indents, parent) = (0, Vec::new(), false),
         }
     }
     lines.iter().enumerate().any(|(i, line)| {
@@ -212,6 +219,11 @@ static ONE_LINE: LazyLock<RegexSet> = LazyLock::new(|| {
         // SQL written as SQL: upper-case keywords
         r"^SELECT\s+.+\s+FROM\s+[A-Za-z_][A-Za-z0-9_.]*(?:\s+(?:WHERE|JOIN|GROUP BY|ORDER BY|LIMIT|INNER|LEFT)\b.*)?;?$",
         r"^(?:INSERT INTO\s+\S+.*VALUES\s*\(|UPDATE\s+\S+\s+SET\s+\S+\s*=|DELETE FROM\s+\S+\s+WHERE\b|CREATE TABLE\s+\S+\s*\()",
+        // C-family and Go: a test whose block returns, on one line
+        r"^if\s*\(?[^{]+\)?\s*\{\s*return\b[^}]*\}$",
+        // Shell: a loop or a test with its body on the line
+        r"^(?:for|while|until)\s.+;\s*do\s.+;\s*done$",
+        r"^if\s.+;\s*then\s.+;\s*fi$",
         // JavaScript: an arrow function bound to a name
         r"^(?:export\s+)?(?:const|let|var)\s+[A-Za-z_$][A-Za-z0-9_$]*\s*=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][A-Za-z0-9_$]*)\s*=>",
     ])
@@ -231,13 +243,11 @@ fn one_line_code(line: &str) -> bool {
     if !line.contains([';', '{', '}']) {
         return false;
     }
+    // One statement alone (`let x = foo()?;`) is a mention, and `key=value;` pairs are a
+    // connection string: two statements or more, one a definition or a block, are a paste.
     let pieces = statements(line);
-    if pieces.len() == 1 {
-        // A whole line that is one strong statement ending as statements do.
-        let rules = &*LINE_RULES;
-        return line.ends_with([';', '}']) && rules.strong.is_match(line);
-    }
-    source(&pieces)
+    let rules = &*LINE_RULES;
+    (line.contains('{') || pieces.iter().any(|p| rules.strong.is_match(p))) && source(&pieces)
 }
 
 /// A line split after each `;` and `{` and around each `}`, outside quoted strings.

@@ -107,17 +107,83 @@ fn invisible(c: char) -> bool {
 /// The Latin letter or digit a Cyrillic, Greek or Armenian look-alike stands for.
 fn confusable(c: char) -> Option<char> {
     Some(match c {
-        'А' => 'A', 'В' => 'B', 'Е' => 'E', 'К' => 'K', 'М' => 'M', 'Н' => 'H', 'О' => 'O',
-        'Р' => 'P', 'С' => 'C', 'Т' => 'T', 'Х' => 'X', 'У' => 'Y', 'І' => 'I', 'Ј' => 'J',
-        'Ѕ' => 'S', 'Ԁ' => 'D', 'Ԍ' => 'G', 'Ԛ' => 'Q', 'Ԝ' => 'W', 'Ү' => 'Y', 'Ӏ' => 'I',
-        'а' => 'a', 'в' => 'b', 'е' => 'e', 'к' => 'k', 'м' => 'm', 'н' => 'h', 'о' => 'o',
-        'р' => 'p', 'с' => 'c', 'т' => 't', 'х' => 'x', 'у' => 'y', 'і' => 'i', 'ј' => 'j',
-        'ѕ' => 's', 'ԁ' => 'd', 'ԛ' => 'q', 'ԝ' => 'w', 'һ' => 'h', 'ӏ' => 'l', 'ɡ' => 'g',
-        'ү' => 'y', 'ꓲ' => 'I', 'Α' => 'A', 'Β' => 'B', 'Ε' => 'E', 'Ζ' => 'Z', 'Η' => 'H',
-        'Ι' => 'I', 'Κ' => 'K', 'Μ' => 'M', 'Ν' => 'N', 'Ο' => 'O', 'Ρ' => 'P', 'Τ' => 'T',
-        'Υ' => 'Y', 'Χ' => 'X', 'ο' => 'o', 'ν' => 'v', 'ι' => 'i', 'α' => 'a', 'κ' => 'k',
-        'ρ' => 'p', 'τ' => 't', 'υ' => 'u', 'χ' => 'x', 'օ' => 'o', 'ս' => 'u', 'ց' => 'g',
-        'ո' => 'n', 'հ' => 'h', 'ք' => 'q', 'Տ' => 'S', 'Օ' => 'O', 'ı' => 'i', 'ȷ' => 'j',
+        'А' => 'A',
+        'В' => 'B',
+        'Е' => 'E',
+        'К' => 'K',
+        'М' => 'M',
+        'Н' => 'H',
+        'О' => 'O',
+        'Р' => 'P',
+        'С' => 'C',
+        'Т' => 'T',
+        'Х' => 'X',
+        'У' => 'Y',
+        'І' => 'I',
+        'Ј' => 'J',
+        'Ѕ' => 'S',
+        'Ԁ' => 'D',
+        'Ԍ' => 'G',
+        'Ԛ' => 'Q',
+        'Ԝ' => 'W',
+        'Ү' => 'Y',
+        'Ӏ' => 'I',
+        'а' => 'a',
+        'в' => 'b',
+        'е' => 'e',
+        'к' => 'k',
+        'м' => 'm',
+        'н' => 'h',
+        'о' => 'o',
+        'р' => 'p',
+        'с' => 'c',
+        'т' => 't',
+        'х' => 'x',
+        'у' => 'y',
+        'і' => 'i',
+        'ј' => 'j',
+        'ѕ' => 's',
+        'ԁ' => 'd',
+        'ԛ' => 'q',
+        'ԝ' => 'w',
+        'һ' => 'h',
+        'ӏ' => 'l',
+        'ɡ' => 'g',
+        'ү' => 'y',
+        'ꓲ' => 'I',
+        'Α' => 'A',
+        'Β' => 'B',
+        'Ε' => 'E',
+        'Ζ' => 'Z',
+        'Η' => 'H',
+        'Ι' => 'I',
+        'Κ' => 'K',
+        'Μ' => 'M',
+        'Ν' => 'N',
+        'Ο' => 'O',
+        'Ρ' => 'P',
+        'Τ' => 'T',
+        'Υ' => 'Y',
+        'Χ' => 'X',
+        'ο' => 'o',
+        'ν' => 'v',
+        'ι' => 'i',
+        'α' => 'a',
+        'κ' => 'k',
+        'ρ' => 'p',
+        'τ' => 't',
+        'υ' => 'u',
+        'χ' => 'x',
+        'օ' => 'o',
+        'ս' => 'u',
+        'ց' => 'g',
+        'ո' => 'n',
+        'հ' => 'h',
+        'ք' => 'q',
+        'Տ' => 'S',
+        'Օ' => 'O',
+        'ı' => 'i',
+        'ȷ' => 'j',
         _ => return None,
     })
 }
@@ -134,7 +200,10 @@ fn normalised(text: &str) -> Option<View> {
     let mut view = View::new();
     let mut previous: Option<Range<usize>> = None;
     let mut start = 0;
-    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    for (at, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
         if !c.is_whitespace() {
             continue;
         }
@@ -211,7 +280,8 @@ static SPACED: LazyLock<Regex> = LazyLock::new(|| {
         .expect("compiles")
 });
 static QUOTE_JOIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"[A-Za-z0-9_-]["'`]\s*(?:\+|\.|\|\||,|&)?\s*["'`][A-Za-z0-9_-]"#).expect("compiles")
+    Regex::new(r#"[A-Za-z0-9_-]["'`]\s*(?:\+|\.|\|\||,|&)?\s*["'`][A-Za-z0-9_-]"#)
+        .expect("compiles")
 });
 
 fn joined(text: &str) -> Option<View> {
@@ -284,10 +354,14 @@ fn decoded_runs(text: &str) -> Option<View> {
         // A prefixed token rot13'd keeps its separator after the prefix; reversed, before it.
         let bytes = word.as_bytes();
         let separator = |b: &u8| matches!(b, b'_' | b'-');
-        if bytes.iter().take(13).skip(2).any(separator) {
+        // An unprefixed one (an AWS key id) is upper case and digits, and no hex digest.
+        let bare = word.len() <= 100
+            && bytes.iter().any(u8::is_ascii_uppercase)
+            && !bytes.iter().all(u8::is_ascii_hexdigit);
+        if bare || bytes.iter().take(13).skip(2).any(separator) {
             add(&rot13(word));
         }
-        if bytes.iter().rev().take(13).skip(2).any(separator) {
+        if bare || bytes.iter().rev().take(13).skip(2).any(separator) {
             add(&word.chars().rev().collect::<String>());
         }
     }

@@ -233,10 +233,10 @@ secret_kinds! {
     BearerToken = "bearer_token", "a bearer token";
     /// An assignment like `API_KEY=…`, `SECRET: …`, `"client_secret": "…"` of a random value.
     EnvSecret = "env_secret", "a secret assignment";
-    /// A password assigned to a password-named variable (`DB_PASSWORD=…`, `"password": "…"`).
-    PasswordAssignment = "password_assignment", "a password assignment";
     /// A connection string with a password (`Server=…;Password=…`, `AccountKey=` aside).
     ConnectionString = "connection_string", "a connection string with a password";
+    /// A password assigned to a password-named variable (`DB_PASSWORD=…`, `"password": "…"`).
+    PasswordAssignment = "password_assignment", "a password assignment";
 }
 
 impl fmt::Display for SecretKind {
@@ -409,7 +409,11 @@ const RULES: &[Rule] = &[
         kind: SecretKind::AwsAccessKeyId,
         check: Check::AwsId,
         trigger: "",
-        pattern: concat!(b!(), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}", b!()),
+        pattern: concat!(
+            b!(),
+            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+            b!()
+        ),
     },
     Rule {
         kind: SecretKind::AwsSecretAccessKey,
@@ -649,16 +653,17 @@ const RULES: &[Rule] = &[
         kind: SecretKind::DefinedNetworkingKey,
         check: Check::Plausible,
         trigger: "dnkey-",
-        pattern: concat!(
-            b!(),
-            r"dnkey-[a-z0-9=_-]{26}-(?P<b>[a-z0-9=_-]{52})"
-        ),
+        pattern: concat!(b!(), r"dnkey-[a-z0-9=_-]{26}-(?P<b>[a-z0-9=_-]{52})"),
     },
     Rule {
         kind: SecretKind::DopplerToken,
         check: Check::Plausible,
         trigger: "dp.",
-        pattern: concat!(b!(), r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<b>[A-Za-z0-9]{40,44})", b!()),
+        pattern: concat!(
+            b!(),
+            r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<b>[A-Za-z0-9]{40,44})",
+            b!()
+        ),
     },
     Rule {
         kind: SecretKind::DropboxToken,
@@ -676,11 +681,7 @@ const RULES: &[Rule] = &[
         kind: SecretKind::DynatraceToken,
         check: Check::Plausible,
         trigger: "dt0c01.",
-        pattern: concat!(
-            b!(),
-            r"dt0c01\.[A-Z0-9]{24}\.(?P<b>[A-Z0-9]{64})",
-            b!()
-        ),
+        pattern: concat!(b!(), r"dt0c01\.[A-Z0-9]{24}\.(?P<b>[A-Z0-9]{64})", b!()),
     },
     Rule {
         kind: SecretKind::EasypostKey,
@@ -849,7 +850,10 @@ const RULES: &[Rule] = &[
         kind: SecretKind::PlanetscaleToken,
         check: Check::Plausible,
         trigger: "pscale_",
-        pattern: concat!(b!(), r"pscale_(?:tkn|oauth|pw)_(?P<b>[A-Za-z0-9=._-]{32,64})"),
+        pattern: concat!(
+            b!(),
+            r"pscale_(?:tkn|oauth|pw)_(?P<b>[A-Za-z0-9=._-]{32,64})"
+        ),
     },
     Rule {
         kind: SecretKind::PostmanKey,
@@ -971,7 +975,11 @@ const RULES: &[Rule] = &[
         kind: SecretKind::BasicAuth,
         check: Check::Basic,
         trigger: "basic ",
-        pattern: concat!(r"(?i)", b!(), r"basic\s+(?P<s>(?P<b>[A-Za-z0-9+/]{8,}={0,2}))"),
+        pattern: concat!(
+            r"(?i)",
+            b!(),
+            r"basic\s+(?P<s>(?P<b>[A-Za-z0-9+/]{8,}={0,2}))"
+        ),
     },
     Rule {
         kind: SecretKind::BasicAuth,
@@ -1059,8 +1067,30 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let mut triggered: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, rule) in RULES.iter().enumerate() {
         for literal in rule.trigger.split('|').filter(|l| !l.is_empty()) {
-            triggered.entry(literal.to_ascii_lowercase()).or_default().push(i);
+            triggered
+                .entry(literal.to_ascii_lowercase())
+                .or_default()
+                .push(i);
         }
+    }
+    // Leftmost-first finds only the longest literal at a place: `password` must also trigger
+    // what `pass` triggers.
+    let inside: Vec<(String, Vec<usize>)> = triggered
+        .iter()
+        .map(|(long, _)| {
+            let more = triggered
+                .iter()
+                .filter(|(short, _)| *short != long && long.contains(short.as_str()))
+                .flat_map(|(_, rules)| rules.iter().copied())
+                .collect();
+            (long.clone(), more)
+        })
+        .collect();
+    for (long, more) in inside {
+        let rules = triggered.get_mut(&long).expect("listed above");
+        rules.extend(more);
+        rules.sort_unstable();
+        rules.dedup();
     }
     let mut literals: Vec<&String> = triggered.keys().collect();
     // Longest first, so a literal inside a longer one does not hide it.
@@ -1489,6 +1519,7 @@ fn typed_password(value: &str) -> bool {
     value.len() >= 10
         && kinds >= 3
         && !value.starts_with(['$', '<', '{', '%', '['])
+        && !(value.contains('<') && value.ends_with('>'))
         && !PLACEHOLDER_WORDS
             .iter()
             .any(|w| value.to_ascii_lowercase().contains(w))
@@ -1673,9 +1704,27 @@ fn unquoted(value: &str) -> &str {
 /// Values a password-named field holds that are not a password: types, flags, references,
 /// words of a schema or a form.
 const NOT_PASSWORDS: &[&str] = &[
-    "required", "optional", "string", "secret", "password", "hidden", "masked", "none", "null",
-    "true", "false", "undefined", "boolean", "integer", "text", "prompt", "empty", "unset",
-    "default", "enabled", "disabled",
+    "required",
+    "optional",
+    "string",
+    "secret",
+    "password",
+    "hidden",
+    "masked",
+    "none",
+    "null",
+    "true",
+    "false",
+    "undefined",
+    "boolean",
+    "integer",
+    "text",
+    "prompt",
+    "empty",
+    "unset",
+    "default",
+    "enabled",
+    "disabled",
 ];
 
 /// A password someone typed, which need not look random (`correcthorsebattery`,
@@ -1690,6 +1739,10 @@ fn hand_typed_password(value: &str) -> bool {
         && real_password(value)
         && !value.starts_with(['$', '<', '{', '%', '[', '(', '*', '#', '@', '&'])
         && !value.contains("()")
+        && !value.contains('<')
+        // `correct-horse-battery-staple`: the passphrase of every example, not of anyone.
+        && !(value.split(['-', '_']).count() >= 3
+            && value.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_'))
         && !value.contains("::")
         && !value.contains("{{")
         && !NOT_PASSWORDS.contains(&lower.as_str())

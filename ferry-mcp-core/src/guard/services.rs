@@ -197,7 +197,10 @@ const SERVICES: &[Service] = &[
     Service {
         names: &["lob"],
         kind: SecretKind::ServiceKey,
-        shapes: &[r"(?:live|test)_[a-f0-9]{35}", r"(?:test|live)_pub_[a-f0-9]{31}"],
+        shapes: &[
+            r"(?:live|test)_[a-f0-9]{35}",
+            r"(?:test|live)_pub_[a-f0-9]{31}",
+        ],
     },
     Service {
         names: &["looker"],
