@@ -394,7 +394,7 @@ fn decodings(word: &str) -> Vec<String> {
     };
     let trimmed = word.trim_matches(['.', ':', '~']);
     if trimmed.len() >= 16
-        && trimmed.len() % 2 == 0
+        && trimmed.len().is_multiple_of(2)
         && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
         && let Some(text) = hex(trimmed).and_then(printable)
     {

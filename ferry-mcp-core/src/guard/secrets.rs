@@ -1076,8 +1076,8 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     // Leftmost-first finds only the longest literal at a place: `password` must also trigger
     // what `pass` triggers.
     let inside: Vec<(String, Vec<usize>)> = triggered
-        .iter()
-        .map(|(long, _)| {
+        .keys()
+        .map(|long| {
             let more = triggered
                 .iter()
                 .filter(|(short, _)| *short != long && long.contains(short.as_str()))
@@ -1519,7 +1519,7 @@ fn typed_password(value: &str) -> bool {
     value.len() >= 10
         && kinds >= 3
         && !value.starts_with(['$', '<', '{', '%', '['])
-        && !(value.contains('<') && value.ends_with('>'))
+        && (!value.contains('<') || !value.ends_with('>'))
         && !PLACEHOLDER_WORDS
             .iter()
             .any(|w| value.to_ascii_lowercase().contains(w))
