@@ -99,7 +99,13 @@ fn headerless_diff(lines: &[&str]) -> bool {
         let sign = line.as_bytes().first().copied();
         let changed =
             matches!(sign, Some(b'+' | b'-')) && !line.starts_with("++") && !line.starts_with("--");
-        if changed {
+        // `- renamed x`, `+ one more test`: a list, not a change.
+        let bullet = changed
+            && line[1..].starts_with(' ')
+            && line[2..].starts_with(|c: char| c.is_ascii_alphabetic());
+        if changed && bullet {
+            (plus, minus, score, heaviest) = (false, false, 0, 0);
+        } else if changed {
             let w = weight(rules, line[1..].trim());
             if w == 0 {
                 (plus, minus, score, heaviest) = (false, false, 0, 0);
@@ -141,7 +147,11 @@ static TRACE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A stack trace: two frames, or a header and a frame.
 fn stack_trace(lines: &[&str]) -> bool {
-    let frames = lines.iter().filter(|l| FRAME.is_match(l)).count();
+    // Every frame names a place (`file:line`) or a parenthesised method.
+    let frames = lines
+        .iter()
+        .filter(|l| l.contains([':', '(']) && FRAME.is_match(l))
+        .count();
     frames >= 2 || (frames >= 1 && lines.iter().any(|l| TRACE_HEADER.is_match(l.trim_start())))
 }
 
@@ -180,7 +190,12 @@ fn config(text: &str, lines: &[&str]) -> bool {
     // has more keys, or keys nested two deep.
     let (mut run, mut indents, mut parent) = (0, Vec::new(), false);
     for line in lines {
-        match YAML_KEY.captures(line) {
+        let key = if line.contains(':') && YAML_KEY.is_match(line) {
+            YAML_KEY.captures(line)
+        } else {
+            None
+        };
+        match key {
             Some(caps) => {
                 run += 1;
                 let indent = caps.name("indent").map_or(0, |i| i.as_str().len());
@@ -199,7 +214,8 @@ fn config(text: &str, lines: &[&str]) -> bool {
         }
     }
     lines.iter().enumerate().any(|(i, line)| {
-        TOML_SECTION.is_match(line.trim())
+        line.trim_start().starts_with('[')
+            && TOML_SECTION.is_match(line.trim())
             && lines[i + 1..]
                 .iter()
                 .take_while(|l| !l.trim().is_empty())
@@ -498,6 +514,24 @@ fn source(lines: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_and_odd_lines_are_judged_without_a_panic() {
+        for text in [
+            "",
+            "+",
+            "-",
+            "+é",
+            "- ",
+            "\n+\n-\n",
+            "[",
+            "{",
+            "+ é\n- ü",
+            "{\"a\":",
+        ] {
+            let _ = detect(text);
+        }
+    }
 
     #[test]
     fn every_line_pattern_compiles() {

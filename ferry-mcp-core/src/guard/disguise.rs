@@ -280,8 +280,7 @@ static SPACED: LazyLock<Regex> = LazyLock::new(|| {
         .expect("compiles")
 });
 static QUOTE_JOIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"[A-Za-z0-9_-]["'`]\s*(?:\+|\.|\|\||,|&)?\s*["'`][A-Za-z0-9_-]"#)
-        .expect("compiles")
+    Regex::new(r#"[A-Za-z0-9_-]["'`]\s*(?:\+|\.|\|\||&)?\s*["'`][A-Za-z0-9_-]"#).expect("compiles")
 });
 
 fn joined(text: &str) -> Option<View> {
@@ -314,16 +313,29 @@ fn joined(text: &str) -> Option<View> {
         }
     }
     gaps.sort_by_key(|g| g.start);
+    // Only the lines that hold a gap are read again, each joined.
+    let line_of = |at: usize| {
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+        start..end
+    };
     let mut view = View::new();
-    let mut at = 0;
-    for gap in gaps {
-        if gap.start < at {
-            continue;
+    let mut gaps = gaps.into_iter().peekable();
+    while let Some(first) = gaps.next() {
+        let line = line_of(first.start);
+        let mut at = line.start;
+        let mut gap = Some(first);
+        while let Some(g) = gap {
+            if g.start >= at {
+                view.push(&text[at..g.start], at..g.start);
+                at = g.end;
+            }
+            gap = gaps.next_if(|next| next.start < line.end);
         }
-        view.push(&text[at..gap.start], at..gap.start);
-        at = gap.end;
+        let end = line.end.max(at);
+        view.push(&text[at..end], at..end);
+        view.push("\n", end..end);
     }
-    view.push(&text[at..], at..text.len());
     Some(view)
 }
 
@@ -351,12 +363,20 @@ fn decoded_runs(text: &str) -> Option<View> {
                 add(&again);
             }
         }
-        // A prefixed token rot13'd keeps its separator after the prefix; reversed, before it.
+        // Only a token's own characters are worth turning: a URL or a path is not a token.
         let bytes = word.as_bytes();
+        if !bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        {
+            continue;
+        }
+        // A prefixed token rot13'd keeps its separator after the prefix; reversed, before it.
         let separator = |b: &u8| matches!(b, b'_' | b'-');
-        // An unprefixed one (an AWS key id) is upper case and digits, and no hex digest.
+        // An unprefixed one (an AWS key id) has upper case and digits, and is no hex digest.
         let bare = word.len() <= 100
             && bytes.iter().any(u8::is_ascii_uppercase)
+            && bytes.iter().any(u8::is_ascii_digit)
             && !bytes.iter().all(u8::is_ascii_hexdigit);
         if bare || bytes.iter().take(13).skip(2).any(separator) {
             add(&rot13(word));
@@ -401,6 +421,7 @@ fn decodings(word: &str) -> Vec<String> {
         out.push(text);
     }
     if trimmed.len() >= 16
+        && !trimmed.contains([':', '.', '%', '~'])
         && let Some(text) = checksum::base64_decode(trimmed).and_then(printable)
     {
         out.push(text);
@@ -476,9 +497,9 @@ mod tests {
     #[test]
     fn spaced_letters_and_quoted_halves_are_joined() {
         let spaced = joined("key: g h p _ a b c d e f g h i j k l").unwrap();
-        assert_eq!(spaced.text, "key: ghp_abcdefghijkl");
+        assert_eq!(spaced.text, "key: ghp_abcdefghijkl\n");
         let quoted = joined(r#"t = "ghp_abc" + "def""#).unwrap();
-        assert_eq!(quoted.text, r#"t = "ghp_abcdef""#);
+        assert_eq!(quoted.text, "t = \"ghp_abcdef\"\n");
     }
 
     #[test]

@@ -990,7 +990,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::PasswordAssignment,
         check: Check::TypedPassword,
-        trigger: "pass|pwd",
+        trigger: "password|passwd|passphrase|pwd|_pass|-pass|.pass|pass=|pass:|pass\"|pass'",
         pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*(?:pass(?:w(?:or)?d|phrase)?|pwd)(?:[_.-][A-Za-z0-9_.-]*)?)["']?[ \t]*(?::=|=>|[:=])[ \t]*(?P<s>"[^"\n]{6,128}"|'[^'\n]{6,128}'|[^\s"'`,;]{6,128})"#,
     },
     Rule {
@@ -1150,8 +1150,8 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
     let mut windows: Vec<(usize, Range<usize>)> = Vec::new();
     for m in compiled.literals.find_iter(text) {
         if let Some(rules) = compiled.triggered.get(&m.as_str().to_ascii_lowercase()) {
-            let start = floor_boundary(text, m.start().saturating_sub(WINDOW));
-            let end = ceil_boundary(text, m.end() + WINDOW);
+            let start = floor_boundary(text, m.start().saturating_sub(BEFORE));
+            let end = ceil_boundary(text, m.end() + AFTER);
             windows.extend(rules.iter().map(|&i| (i, start..end)));
         }
     }
@@ -1263,9 +1263,12 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
     }
 }
 
-/// How far around a trigger's literal its rule is matched: more than the longest key name
-/// before a value and the longest value after it that a triggered rule knows.
-const WINDOW: usize = 512;
+/// How far before a trigger's literal its rule is matched: more than a key name before its
+/// service's name, or a connection string's parts before its password.
+const BEFORE: usize = 256;
+/// How far after it: more than the longest value a triggered rule knows (a Vault batch
+/// token's 300 characters, a Grafana key's 400).
+const AFTER: usize = 448;
 
 fn floor_boundary(text: &str, mut at: usize) -> usize {
     while !text.is_char_boundary(at) {

@@ -130,6 +130,16 @@ const SERVICES: &[Service] = &[
         shapes: &[r"[a-z0-9]{32}"],
     },
     Service {
+        names: &["discord"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-f0-9]{64}", r"[a-z0-9=_-]{32}"],
+    },
+    Service {
+        names: &["facebook", "fb_app", "fb_secret"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-f0-9]{32}", r"[0-9]{15,16}(?:\||%7C)[0-9a-z_-]{27,40}"],
+    },
+    Service {
         names: &["dropbox"],
         kind: SecretKind::ServiceKey,
         shapes: &[r"[a-z0-9]{15}", r"[a-z0-9]{11}AAAAAAAAAA[a-z0-9_=-]{43}"],
@@ -195,7 +205,7 @@ const SERVICES: &[Service] = &[
         shapes: &[r"[a-z0-9]{16}", r"[a-z0-9]{14}"],
     },
     Service {
-        names: &["lob"],
+        names: &["lob_", "lob.", "lob-"],
         kind: SecretKind::ServiceKey,
         shapes: &[
             r"(?:live|test)_[a-f0-9]{35}",
@@ -302,12 +312,12 @@ const SERVICES: &[Service] = &[
 /// The name of a service among a key's words, then a value: `DATADOG_API_KEY=…`,
 /// `"heroku_token": "…"`, `mailgun.key: …`.
 pub(super) const PATTERN: &str = concat!(
-    r#"(?i)(?P<k>[A-Za-z0-9_.-]{0,50}?(?:datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|kraken|kucoin|launchdarkly|linkedin|lob|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|zendesk)[A-Za-z0-9_.-]{0,20})"#,
+    r#"(?i)(?P<k>[A-Za-z0-9_.-]{0,50}?(?:datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|discord|facebook|fb_app|fb_secret|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|kraken|kucoin|launchdarkly|linkedin|lob[_.-]|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|zendesk)[A-Za-z0-9_.-]{0,20})"#,
     r#"["']?[ \t]*(?::=|=>|\|\||[:=,>])[ \t]*["'`]?(?P<s>[A-Za-z0-9_=+/.%~-]{8,140})"#
 );
 
 /// The service names alone, for the guard's first pass.
-pub(super) const TRIGGER: &str = "datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|kraken|kucoin|launchdarkly|linkedin|lob|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|zendesk";
+pub(super) const TRIGGER: &str = "datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|discord|facebook|fb_app|fb_secret|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|kraken|kucoin|launchdarkly|linkedin|lob[_.-]|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|zendesk";
 
 struct Compiled {
     /// Per service, its shapes as whole-value patterns.
