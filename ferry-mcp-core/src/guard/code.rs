@@ -147,10 +147,10 @@ static TRACE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A stack trace: two frames, or a header and a frame.
 fn stack_trace(lines: &[&str]) -> bool {
-    // Every frame names a place (`file:line`) or a parenthesised method.
+    // Every frame names a place (`file:line`, `File "…", line`) or a parenthesised method.
     let frames = lines
         .iter()
-        .filter(|l| l.contains([':', '(']) && FRAME.is_match(l))
+        .filter(|l| (l.contains([':', '(']) || l.contains("File \"")) && FRAME.is_match(l))
         .count();
     frames >= 2 || (frames >= 1 && lines.iter().any(|l| TRACE_HEADER.is_match(l.trim_start())))
 }

@@ -9,6 +9,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::{Captures, Regex, RegexSet};
 
 use super::{checksum, disguise, services};
@@ -1049,10 +1050,11 @@ struct Compiled {
     set: RegexSet,
     /// Which rule each position of `set` is.
     in_set: Vec<usize>,
-    /// The first pass over the triggers: one search for every literal.
-    literals: Regex,
-    /// The rules each literal (lower-cased) triggers.
-    triggered: HashMap<String, Vec<usize>>,
+    /// The first pass over the triggers: one Aho-Corasick search for every literal (a regex
+    /// alternation of them, without regard to case, is too big for a fast automaton).
+    literals: AhoCorasick,
+    /// The rules each literal triggers, by the literal's index in `literals`.
+    triggered: Vec<Vec<usize>>,
     each: Vec<Regex>,
     /// A 40-character AWS secret candidate (checked for boundaries by hand).
     aws_secret: Regex,
@@ -1073,7 +1075,7 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
                 .push(i);
         }
     }
-    // Leftmost-first finds only the longest literal at a place: `password` must also trigger
+    // Leftmost-longest finds only the longest literal at a place: `password` must also trigger
     // what `pass` triggers.
     let inside: Vec<(String, Vec<usize>)> = triggered
         .keys()
@@ -1092,18 +1094,15 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         rules.sort_unstable();
         rules.dedup();
     }
-    let mut literals: Vec<&String> = triggered.keys().collect();
-    // Longest first, so a literal inside a longer one does not hide it.
-    literals.sort_by_key(|l| std::cmp::Reverse(l.len()));
-    let alternation = literals
-        .iter()
-        .map(|l| regex::escape(l))
-        .collect::<Vec<_>>()
-        .join("|");
+    let (literals, triggered): (Vec<String>, Vec<Vec<usize>>) = triggered.into_iter().unzip();
     Compiled {
         set: RegexSet::new(in_set.iter().map(|&i| RULES[i].pattern))
             .expect("the guard's patterns compile"),
-        literals: Regex::new(&format!("(?i){alternation}")).expect("the triggers compile"),
+        literals: AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&literals)
+            .expect("the triggers compile"),
         triggered,
         in_set,
         each: RULES
@@ -1149,11 +1148,10 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
     // contains one ("passed", "global") costs a short look, not a pass over the text.
     let mut windows: Vec<(usize, Range<usize>)> = Vec::new();
     for m in compiled.literals.find_iter(text) {
-        if let Some(rules) = compiled.triggered.get(&m.as_str().to_ascii_lowercase()) {
-            let start = floor_boundary(text, m.start().saturating_sub(BEFORE));
-            let end = ceil_boundary(text, m.end() + AFTER);
-            windows.extend(rules.iter().map(|&i| (i, start..end)));
-        }
+        let start = floor_boundary(text, m.start().saturating_sub(BEFORE));
+        let end = ceil_boundary(text, m.end() + AFTER);
+        let rules = &compiled.triggered[m.pattern().as_usize()];
+        windows.extend(rules.iter().map(|&i| (i, start..end)));
     }
     windows.sort_by_key(|(i, w)| (*i, w.start));
     let mut merged: Vec<(usize, Range<usize>)> = Vec::with_capacity(windows.len());
