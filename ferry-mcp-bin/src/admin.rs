@@ -6,13 +6,14 @@
 //! one line on stderr and a non-zero exit (see `main`). Everything printed passes through
 //! `display`, as names, paths and problem lines may come from the channel.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
+use crate::common::{agent_name, print, print_raw, project_id};
 use crate::{display, paths};
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::{PublicKey, Signature};
@@ -20,14 +21,6 @@ use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
 use ferry_mcp_core::time::Timestamp;
-
-pub(crate) fn agent_name(raw: &str) -> Result<AgentName, String> {
-    AgentName::parse(raw).map_err(|err| err.to_string())
-}
-
-pub(crate) fn project_id(raw: &str) -> Result<ProjectId, String> {
-    ProjectId::parse(raw).map_err(|err| err.to_string())
-}
 
 /// A project scope as granted: a non-empty word without spaces, commas or control characters
 /// (scopes are listed comma-separated in the agent table).
@@ -252,17 +245,6 @@ fn read_passphrase() -> anyhow::Result<Vec<u8>> {
         bail!("no passphrase on stdin");
     }
     Ok(line.as_bytes().to_vec())
-}
-
-/// Prints `text` and a newline; its lines are built from [`shown`] parts, and any control
-/// character but a line break that slipped in is escaped here too.
-pub(crate) fn print(text: &str) -> anyhow::Result<()> {
-    print_raw(&display::escape_lines(text))
-}
-
-fn print_raw(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}").context("writing to stdout")
 }
 
 /// A value as printed inside one line: every control character escaped, line breaks too.

@@ -1,4 +1,4 @@
-//! `ferry primary ...`, `ferry brief ...` (alias `ferry marvin brief ...`) and `ferry ask ...`:
+//! `ferry primary ...`, `ferry brief ...` and `ferry ask ...`:
 //! the human's side of the primary and of asks, and an agent's brief, on the same library
 //! functions as the `ferry_primary` and `ferry_ask_human` tools.
 
@@ -11,8 +11,8 @@ use ferry_mcp_core::channel::state::asks::Verdict;
 use serde_json::json;
 
 use crate::clock;
+use crate::common::{Acting, with_session};
 use crate::display;
-use crate::orders::{Acting, with_session};
 
 #[derive(Debug, Subcommand)]
 pub enum PrimaryCommand {
@@ -57,15 +57,6 @@ pub enum BriefCommand {
         line: String,
         #[command(flatten)]
         acting: Acting,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MarvinCommand {
-    /// The primary's brief (the same as `ferry brief`).
-    Brief {
-        #[command(subcommand)]
-        command: BriefCommand,
     },
 }
 
@@ -196,12 +187,6 @@ pub fn run_brief(cmd: BriefCommand) -> anyhow::Result<ExitCode> {
             let id = primary::decide(session, &line, now)?;
             Ok((format!("decision {id} recorded"), json!({ "id": id })))
         }),
-    }
-}
-
-pub fn run_marvin(cmd: MarvinCommand) -> anyhow::Result<ExitCode> {
-    match cmd {
-        MarvinCommand::Brief { command } => run_brief(command),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod admin;
 mod clock;
+mod common;
 mod display;
 mod fleet;
 mod mcp;
@@ -46,12 +47,6 @@ enum Command {
     Brief {
         #[command(subcommand)]
         command: fleet::BriefCommand,
-    },
-    /// The older name of `ferry brief`.
-    #[command(hide = true)]
-    Marvin {
-        #[command(subcommand)]
-        command: fleet::MarvinCommand,
     },
     /// The agents' asks: list, show, and answer them (signed with the master key).
     Ask {
@@ -96,7 +91,6 @@ fn main() -> std::process::ExitCode {
         Command::Talk { command } => talk::run(command),
         Command::Primary { command } => fleet::run_primary(command),
         Command::Brief { command } => fleet::run_brief(command),
-        Command::Marvin { command } => fleet::run_marvin(command),
         Command::Ask { command } => fleet::run_ask(command),
         Command::Search(args) => search::run(args),
         Command::Work { command } => orders::run_work(command),

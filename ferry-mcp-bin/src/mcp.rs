@@ -77,20 +77,19 @@ struct Selectable {
 /// What `--tools` selects when it is not given.
 const DEFAULT_GROUPS: &str = "core";
 
-/// Every group `--tools` can name, sorted by name: the tools crate's groups, and `fixture`,
-/// which exercises every protocol path for the real-client tests and is served only when named.
+/// Every group `--tools` can name, sorted by name: the tools crate's groups, and in a test
+/// build its test groups (`fixture`, which exercises every protocol path for the real-client
+/// tests), hidden and served only when named.
 fn selectable_groups() -> Vec<Selectable> {
-    let mut catalog: Vec<Selectable> = ferry_mcp_tools::GROUPS
-        .iter()
-        .map(|group| Selectable {
-            group,
-            hidden: false,
-        })
-        .collect();
-    catalog.push(Selectable {
-        group: &ferry_mcp_testkit::fixture::GROUP,
+    let shown = ferry_mcp_tools::GROUPS.iter().map(|group| Selectable {
+        group,
+        hidden: false,
+    });
+    let hidden = ferry_mcp_tools::TEST_GROUPS.iter().map(|group| Selectable {
+        group,
         hidden: true,
     });
+    let mut catalog: Vec<Selectable> = shown.chain(hidden).collect();
     catalog.sort_by_key(|entry| entry.group.name);
     catalog
 }
@@ -121,7 +120,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         (project, agent)
     };
     // The server starts whatever the channel's state: an app shows a server that exits as a
-    // bare failure, while a running one can tell the agent what to do (ADR 0028, ferry_join).
+    // bare failure, while a running one can tell the agent what to do (ADR 0003; `ferry_join` says what to do).
     // Nothing here reads the channel: it is opened in the background, and the first tool call
     // that needs it waits for it only if it is not open yet.
     eprintln!(
@@ -336,7 +335,9 @@ mod tests {
             .iter()
             .map(|entry| entry.group)
             .collect();
-        Registry::new(&groups).unwrap().check_schemas().unwrap();
+        Registry::new(&groups).unwrap();
+        let surface = Surface::build(&groups, false).unwrap();
+        ferry_mcp_testkit::schema::check_compiles(&surface).unwrap();
     }
 
     #[test]

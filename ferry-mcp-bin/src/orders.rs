@@ -9,32 +9,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, Subcommand, ValueEnum};
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use clap::{Subcommand, ValueEnum};
+use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::orders::{
     self as ops, ClaimOutcome, IssueRequest, ListRequest, OrderDetail, RunVia, SubmitRequest,
 };
-use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::state::orders::{Hints, Verdict};
 use serde_json::json;
 
-use crate::admin::{agent_name, project_id};
+use crate::common::{Acting, agent_name, with_session};
 use crate::display;
 use crate::snifrig::Snifrig;
 use crate::{clock, paths};
-
-/// Who acts and where, for every order command.
-#[derive(Debug, Args)]
-pub struct Acting {
-    #[arg(long, value_parser = project_id)]
-    project: ProjectId,
-    /// Act as this agent (its key on this machine) instead of the master.
-    #[arg(long = "as", value_parser = agent_name)]
-    agent: Option<AgentName>,
-    /// Print JSON for scripts.
-    #[arg(long)]
-    json: bool,
-}
 
 #[derive(Debug, Subcommand)]
 pub enum OrderCommand {
@@ -154,35 +140,6 @@ pub enum WorkCommand {
         #[arg(long)]
         summary: String,
     },
-}
-
-pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
-    let home = paths::home()?;
-    let actor = match &acting.agent {
-        Some(agent) => Actor::Agent(agent.clone()),
-        None => Actor::Master,
-    };
-    Ok(Session::open(&home, &acting.project, actor, clock::now())?.for_one_operation())
-}
-
-/// Runs `work` on a session of `acting`, saves what was verified, and prints its text (or
-/// its JSON with `--json`).
-pub(crate) fn with_session(
-    acting: &Acting,
-    work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
-) -> anyhow::Result<ExitCode> {
-    let mut session = open_session(acting)?;
-    let result = work(&mut session);
-    // What was read is kept even when the operation was refused.
-    session.save().context("writing the verified state")?;
-    let (text, json) = result?;
-    let out = if acting.json {
-        display::escape_json(&json.to_string()).into_owned()
-    } else {
-        display::escape_lines(&text).into_owned()
-    };
-    crate::admin::print(&out)?;
-    Ok(ExitCode::SUCCESS)
 }
 
 fn board_text(rows: &[ops::ListedOrder]) -> String {

@@ -7,7 +7,7 @@ use clap::Args;
 use ferry_mcp_core::channel::ops::search::{self as ops, SearchRequest};
 
 use crate::clock;
-use crate::orders::{Acting, with_session};
+use crate::common::{Acting, with_session};
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {

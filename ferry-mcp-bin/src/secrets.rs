@@ -11,9 +11,8 @@ use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::secrets as ops;
 use serde_json::json;
 
-use crate::admin::agent_name;
 use crate::clock;
-use crate::orders::{Acting, open_session, with_session};
+use crate::common::{Acting, agent_name, open_session, with_session};
 
 #[derive(Debug, Subcommand)]
 pub enum SecretCommand {

@@ -8,8 +8,8 @@ use ferry_mcp_core::channel::ops::talk::{self as ops, PostRequest, ReadRequest};
 use serde_json::json;
 
 use crate::clock;
+use crate::common::{Acting, with_session};
 use crate::display;
-use crate::orders::{Acting, with_session};
 
 #[derive(Debug, Subcommand)]
 pub enum TalkCommand {

@@ -6,22 +6,24 @@
 //! objects without line breaks) is checked when the registry or the surface is built, with a typed
 //! error naming the culprit. The surface also freezes the `tools/list` bytes once, spliced from the
 //! static definitions, so that they are identical on every run and for every agent, project and
-//! clock (ADR T8).
+//! clock (T8 in docs/mcp-budgets.md).
 //!
-//! Compiling JSON Schema validators is the one costly step: the first costs about 1.4 ms in a
-//! release build (jsonschema sets up its meta-schemas once; each further one costs microseconds),
-//! as much as the rest of start-up together, and agents drop a server that is slow to list its
-//! tools. So a tool's input validator is compiled on its first call, not when the surface is
-//! built (`tools/list` never needs one); that
-//! every schema compiles is proved by [`Surface::check_schemas`], which the tests of every group
-//! (and the testkit's session, on every surface it drives) run.
+//! Each tool's frozen `inputSchema` is also read once, when the surface is built, into the
+//! [`ArgumentSchema`] that every call's arguments are checked against before the tool runs
+//! ([`arguments`]): a schema outside the compact subset that check reads is refused then, naming
+//! the tool. Reading them costs microseconds; no JSON Schema validator is compiled at run time
+//! (ADR 0014). That each frozen schema is valid JSON Schema, and equal to the one derived from the
+//! tool's types, is for tests (`ferry_mcp_testkit::schema`).
+
+pub mod arguments;
 
 use std::fmt::Write as _;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::tool::{ResourceKind, Tool, ToolDefinition};
+
+pub use arguments::ArgumentSchema;
 
 /// A named group of tools (`core`, `admin`, `legacy`, or one a downstream crate adds).
 #[derive(Clone, Copy)]
@@ -148,12 +150,6 @@ impl Registry {
         self.groups.iter().copied().find(|group| group.name == name)
     }
 
-    /// Compiles every input and output schema of every group (see [`Surface::check_schemas`]):
-    /// the test a binary runs over all the groups it knows.
-    pub fn check_schemas(&self) -> Result<(), RegistryError> {
-        Surface::build(&self.groups, false)?.check_schemas()
-    }
-
     /// Assembles the surface of the selected groups (in any order; duplicates are ignored).
     pub fn surface(&self, selection: &Selection<'_>) -> Result<Surface, RegistryError> {
         let mut chosen: Vec<&'static Group> = Vec::new();
@@ -243,12 +239,11 @@ fn check_disjoint(first: &Group, second: &Group) -> Result<(), RegistryError> {
 }
 
 /// The tools and resource kinds one server serves: tools sorted by name, the `tools/list` bytes
-/// frozen, and each input validator compiled on the tool's first call.
+/// frozen, and each tool's input schema read for the calls to come.
 pub struct Surface {
     tools: Vec<&'static dyn Tool>,
-    /// One slot per tool, in the order of `tools`: its compiled input validator, or why the
-    /// schema does not compile.
-    validators: Vec<OnceLock<Result<jsonschema::Validator, RegistryError>>>,
+    /// One per tool, in the order of `tools`: what its arguments are checked against.
+    arguments: Vec<ArgumentSchema>,
     /// The compact JSON of each tool definition, in the order of `tools`.
     tool_json: Vec<String>,
     /// `[` + the tool JSONs joined by `,` + `]`.
@@ -271,7 +266,7 @@ impl Default for Surface {
     fn default() -> Self {
         Self {
             tools: Vec::new(),
-            validators: Vec::new(),
+            arguments: Vec::new(),
             tool_json: Vec::new(),
             tools_json: "[]".into(),
             resources: Vec::new(),
@@ -292,16 +287,17 @@ impl<'a> ServedTool<'a> {
         self.surface.tools[self.index]
     }
 
-    /// The compiled validator of the tool's inputSchema: compiled on the first use, then kept.
-    pub fn input_validator(&self) -> Result<&'a jsonschema::Validator, RegistryError> {
-        self.surface.input_validator(self.index)
+    /// What the tool's arguments are checked against: its inputSchema, read when the surface
+    /// was built.
+    pub fn arguments(&self) -> &'a ArgumentSchema {
+        &self.surface.arguments[self.index]
     }
 }
 
 impl Surface {
     /// Builds a surface from groups directly (a [`Registry`] checks the groups first).
-    /// Checks the structure of every schema (a JSON object on one line; the input schema of
-    /// type `object`) but compiles none: see [`Surface::check_schemas`].
+    /// Checks the structure of every schema (a JSON object on one line) and reads each input
+    /// schema into the [`ArgumentSchema`] its calls are checked against.
     pub fn build(groups: &[&'static Group], read_only: bool) -> Result<Self, RegistryError> {
         for group in groups {
             check_group_tools(group)?;
@@ -318,16 +314,14 @@ impl Surface {
             .collect();
         tools.sort_by_key(|tool| tool.definition().name);
         let mut tool_json = Vec::with_capacity(tools.len());
+        let mut arguments = Vec::with_capacity(tools.len());
         for tool in &tools {
             let definition = tool.definition();
             let input = parse_schema(definition, "inputSchema", definition.input_schema)?;
-            if input.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(bad_schema(
-                    definition,
-                    "inputSchema",
-                    "not an object schema".into(),
-                ));
-            }
+            arguments.push(
+                ArgumentSchema::read(&input)
+                    .map_err(|reason| bad_schema(definition, "inputSchema", reason))?,
+            );
             if let Some(output) = definition.output_schema {
                 parse_schema(definition, "outputSchema", output)?;
             }
@@ -364,27 +358,12 @@ impl Surface {
             .join("\n");
         Ok(Self {
             instructions,
-            validators: tools.iter().map(|_| OnceLock::new()).collect(),
+            arguments,
             tools,
             tool_json,
             tools_json,
             resources,
         })
-    }
-
-    /// Compiles every input schema (keeping the validators for the calls to come) and every
-    /// output schema, and names the first that is not valid JSON Schema.
-    pub fn check_schemas(&self) -> Result<(), RegistryError> {
-        for (index, tool) in self.tools.iter().enumerate() {
-            self.input_validator(index)?;
-            let definition = tool.definition();
-            if let Some(output) = definition.output_schema {
-                let output = parse_schema(definition, "outputSchema", output)?;
-                jsonschema::validator_for(&output)
-                    .map_err(|e| bad_schema(definition, "outputSchema", e.to_string()))?;
-            }
-        }
-        Ok(())
     }
 
     /// The server instructions of this surface: the texts of the groups it serves.
@@ -422,26 +401,6 @@ impl Surface {
             surface: self,
             index,
         })
-    }
-
-    /// How many input validators have been compiled so far (each on its tool's first call).
-    pub fn compiled_validators(&self) -> usize {
-        self.validators
-            .iter()
-            .filter(|slot| slot.get().is_some())
-            .count()
-    }
-
-    fn input_validator(&self, index: usize) -> Result<&jsonschema::Validator, RegistryError> {
-        self.validators[index]
-            .get_or_init(|| {
-                let definition = self.tools[index].definition();
-                let input = parse_schema(definition, "inputSchema", definition.input_schema)?;
-                jsonschema::validator_for(&input)
-                    .map_err(|e| bad_schema(definition, "inputSchema", e.to_string()))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
     }
 
     /// The resource kind serving `<kind>` URIs.

@@ -1,7 +1,7 @@
 //! Response shaping shared by every tool: what a call answers ([`ToolOutcome`]), the per-response
-//! caps of ADR T4 (20 items, 4,000 characters of structuredContent JSON, then `truncated: true`
+//! caps of T4 (`docs/mcp-budgets.md`: 20 items, 4,000 characters of structuredContent JSON, then `truncated: true`
 //! and an opaque `next` cursor), and `ferry://<project>/<kind>/<id>` links ([`ResourceUri`],
-//! [`ResourceLink`]) for bodies that are fetched on demand instead of inlined (ADR T7).
+//! [`ResourceLink`]) for bodies that are fetched on demand instead of inlined (T7).
 //!
 //! Keeping this in one place is what lets a budget test speak for every tool at once.
 
@@ -10,9 +10,9 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-/// At most this many items in one response list (ADR T4).
+/// At most this many items in one response list (T4).
 pub const MAX_ITEMS: usize = 20;
-/// At most this many characters in the JSON of one response's structuredContent (ADR T4).
+/// At most this many characters in the JSON of one response's structuredContent (T4).
 pub const MAX_STRUCTURED_CHARS: usize = 4_000;
 /// The longest component of a `ferry://` URI.
 pub const MAX_URI_COMPONENT: usize = 128;
@@ -221,8 +221,7 @@ fn check_component(component: &str) -> Result<(), UriError> {
 
 /// An opaque cursor naming a position in a list: `nextCursor` of `tools/list` and the `next`
 /// of a truncated tool response, written `p<hex>`. Clients must treat it as opaque; we only
-/// promise that a cursor we issued decodes again. It never starts like a channel cursor
-/// (`channel::reader::Cursor`, `c1...`), so neither kind is ever read as the other.
+/// promise that a cursor we issued decodes again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor(pub usize);
 
@@ -232,24 +231,16 @@ pub enum CursorError {
     /// Not a cursor that we issued.
     #[error("invalid cursor")]
     Invalid,
-    /// A channel cursor (`c1...`) given where a page cursor belongs.
-    #[error("that is a channel cursor, pass it as `since`")]
-    ChannelCursor,
 }
 
 impl Cursor {
     const PREFIX: &'static str = "p";
-    /// How every channel cursor starts (`channel::reader::Cursor` writes `c1...`).
-    const CHANNEL_PREFIX: &'static str = "c";
 
     pub fn encode(self) -> String {
         format!("{}{:x}", Self::PREFIX, self.0)
     }
 
     pub fn decode(text: &str) -> Result<Self, CursorError> {
-        if text.starts_with(Self::CHANNEL_PREFIX) {
-            return Err(CursorError::ChannelCursor);
-        }
         let digits = text
             .strip_prefix(Self::PREFIX)
             .ok_or(CursorError::Invalid)?;
@@ -288,7 +279,7 @@ pub enum PageError {
 }
 
 /// Cuts the page of `all` that starts at `cursor` (the start when `None`) so that the response
-/// stays within ADR T4: at most [`MAX_ITEMS`] items, and item JSON (plus separators) of at most
+/// stays within T4: at most [`MAX_ITEMS`] items, and item JSON (plus separators) of at most
 /// [`MAX_STRUCTURED_CHARS`] minus `reserve_chars`, the characters the rest of the structured
 /// response takes (its other fields, plus `"truncated":true,"next":"..."`). At least one item is
 /// given when any remain, so a client always makes progress.
@@ -333,7 +324,7 @@ pub fn paginate<T: Serialize>(
 /// Characters that `"truncated":true,"next":"<cursor>"` adds to a response, for `reserve_chars`.
 pub const TRUNCATION_FIELDS_CHARS: usize = 48;
 
-/// Why a structured response breaks the ADR T4 caps.
+/// Why a structured response breaks the T4 caps.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CapError {
     #[error("structuredContent is {0} characters, over {MAX_STRUCTURED_CHARS}")]
@@ -342,7 +333,7 @@ pub enum CapError {
     TooManyItems { field: String, len: usize },
 }
 
-/// Checks a structuredContent value against the ADR T4 caps (every array, at any depth, counts).
+/// Checks a structuredContent value against the T4 caps (every array, at any depth, counts).
 pub fn check_caps(structured: &Value) -> Result<(), CapError> {
     let chars = structured.to_string().chars().count();
     if chars > MAX_STRUCTURED_CHARS {

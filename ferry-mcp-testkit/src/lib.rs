@@ -7,8 +7,11 @@
 
 pub mod bulk;
 pub mod clock;
-pub mod fixture;
 pub mod schema;
 pub mod session;
 pub mod temp_channel;
 pub mod tokens;
+
+/// The fixture tool group (it lives in the tools crate behind its `fixture` feature, so that
+/// the binary's tests can serve it without the binary depending on this crate).
+pub use ferry_mcp_tools::fixture;

@@ -1,7 +1,7 @@
 //! The compact JSON Schemas ferry freezes, derived from the types the tools parse and answer.
 //!
 //! A tool's `inputSchema` and `outputSchema` are frozen `&'static` texts (the `tools/list` bytes
-//! must never change on their own, ADR T8), but its arguments are a typed value (a serde enum
+//! must never change on their own, T8 in docs/mcp-budgets.md), but its arguments are a typed value (a serde enum
 //! tagged by `action`) and its answer a typed struct. A test of each tool derives the types'
 //! schemas with `schemars` ([`input_schema`], [`output_schema`]), compacts them with [`compact`]
 //! and holds the result equal to the frozen texts, so the definition and the parser never drift.
@@ -39,6 +39,7 @@
 //! order them differently: compare [`compact`] with the frozen text as JSON values.
 //! [`compact_text`] is the same schema as one line of compact JSON, in the order above.
 
+use ferry_mcp_core::registry::{RegistryError, Surface};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value};
@@ -310,6 +311,30 @@ pub fn assert_input_frozen<Args: JsonSchema>(definition: &ferry_mcp_core::tool::
         "{}: the frozen inputSchema differs from the derived one",
         definition.name
     );
+}
+
+/// Compiles every frozen input and output schema of `surface` as JSON Schema, as a client's
+/// validator would, and names the first that is not valid. (The server itself reads only the
+/// compact subset of its input schemas, `registry::arguments`, and compiles none.)
+pub fn check_compiles(surface: &Surface) -> Result<(), RegistryError> {
+    for tool in surface.tools() {
+        let definition = tool.definition();
+        let schemas = [
+            ("inputSchema", Some(definition.input_schema)),
+            ("outputSchema", definition.output_schema),
+        ];
+        for (which, text) in schemas {
+            let Some(text) = text else { continue };
+            let bad = |reason: String| RegistryError::BadSchema {
+                tool: definition.name,
+                which,
+                reason,
+            };
+            let schema: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+            jsonschema::validator_for(&schema).map_err(|e| bad(e.to_string()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Panics unless `definition` has an `outputSchema` and it is the one derived from `Out`.

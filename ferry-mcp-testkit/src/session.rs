@@ -7,7 +7,7 @@
 //! - every schema of the surface compiles (checked when the session starts);
 //! - every `tools/call` result has a one-line text summary first, and a successful result of a
 //!   tool with an outputSchema carries structuredContent that validates against it and keeps the
-//!   ADR T4 caps ([`check_call_result`]).
+//!   T4 caps of docs/mcp-budgets.md ([`check_call_result`]).
 
 use ferry_mcp_core::protocol::Server;
 use ferry_mcp_core::registry::Surface;
@@ -39,7 +39,7 @@ pub struct Session {
 impl Session {
     /// A session over `server`. Panics when a schema of its surface does not compile.
     pub fn new(server: Server) -> Self {
-        if let Err(error) = server.surface().check_schemas() {
+        if let Err(error) = crate::schema::check_compiles(server.surface()) {
             panic!("the surface under test is broken: {error}");
         }
         Self {
@@ -225,7 +225,7 @@ fn params_name(line: &str) -> Option<String> {
 /// Panics unless `result`, a `tools/call` result of the tool `name`, keeps the rules of response
 /// shaping: `content` starts with a non-empty one-line text summary; a successful result of a
 /// tool with an outputSchema carries `structuredContent` that validates against it (the check
-/// real clients make) and keeps the ADR T4 caps.
+/// real clients make) and keeps the T4 caps.
 pub fn check_call_result(surface: &Surface, name: &str, result: &Value) {
     let summary = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
@@ -246,8 +246,8 @@ pub fn check_call_result(surface: &Surface, name: &str, result: &Value) {
     let structured = result.get("structuredContent").unwrap_or_else(|| {
         panic!("{name} has an outputSchema but gave no structuredContent: {result}")
     });
-    let schema: Value = serde_json::from_str(output).expect("checked by check_schemas");
-    let validator = jsonschema::validator_for(&schema).expect("checked by check_schemas");
+    let schema: Value = serde_json::from_str(output).expect("checked by check_compiles");
+    let validator = jsonschema::validator_for(&schema).expect("checked by check_compiles");
     let errors: Vec<String> = validator
         .iter_errors(structured)
         .map(|e| e.to_string())

@@ -1,4 +1,4 @@
-//! Token estimators and budget assertions for tests (ADR T1: characters / 4).
+//! Token estimators and budget assertions for tests (T1 in `docs/mcp-budgets.md`: characters / 4).
 
 use serde_json::Value;
 

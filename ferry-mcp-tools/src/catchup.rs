@@ -15,7 +15,7 @@ use crate::facade;
 
 /// The arguments of `ferry_catchup`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CatchupArgs {
     #[serde(default)]
@@ -26,7 +26,7 @@ pub struct CatchupArgs {
 
 /// An order in the digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct OrderOut {
     pub id: String,
     pub title: String,
@@ -39,7 +39,7 @@ pub struct OrderOut {
 
 /// The brief in the digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct BriefOut {
     pub objective: String,
     pub constraints: Vec<String>,
@@ -47,7 +47,7 @@ pub struct BriefOut {
 
 /// A decision in the digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct DecisionOut {
     pub id: String,
     pub line: String,
@@ -55,7 +55,7 @@ pub struct DecisionOut {
 
 /// An ask in the digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct AskOut {
     pub id: String,
     pub state: String,
@@ -63,7 +63,7 @@ pub struct AskOut {
 
 /// The primary in the digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct PrimaryOut {
     pub name: String,
     pub state: String,
@@ -71,7 +71,7 @@ pub struct PrimaryOut {
 
 /// What `ferry_catchup` answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct CatchupOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary: Option<PrimaryOut>,
@@ -240,20 +240,4 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
         outcome = outcome.with_link(link);
     }
     outcome
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
-
-    #[test]
-    fn the_frozen_input_schema_is_the_one_derived_from_the_arguments() {
-        assert_input_frozen::<CatchupArgs>(&DEFINITION);
-    }
-
-    #[test]
-    fn the_frozen_output_schema_is_the_one_derived_from_the_answer() {
-        assert_output_frozen::<CatchupOut>(&DEFINITION);
-    }
 }

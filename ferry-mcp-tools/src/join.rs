@@ -13,13 +13,13 @@ use crate::facade;
 
 /// The arguments of `ferry_join`: none.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JoinArgs {}
 
 /// The primary, briefly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct PrimaryOut {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -29,7 +29,7 @@ pub struct PrimaryOut {
 
 /// An agent heard from recently.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct AliveOut {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,14 +39,14 @@ pub struct AliveOut {
 
 /// This machine's queue for heavy work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct QueueOut {
     pub snifrig: bool,
 }
 
 /// What `ferry_join` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemas", derive(schemars::JsonSchema))]
 pub struct JoinOut {
     pub agent: String,
     pub project: String,
@@ -157,21 +157,5 @@ impl Tool for FerryJoin {
             next: "ferry_catchup".to_owned(),
         };
         ToolOutcome::ok(facade::structured(&out), summary)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
-
-    #[test]
-    fn the_frozen_input_schema_is_the_one_derived_from_the_arguments() {
-        assert_input_frozen::<JoinArgs>(&DEFINITION);
-    }
-
-    #[test]
-    fn the_frozen_output_schema_is_the_one_derived_from_the_answer() {
-        assert_output_frozen::<JoinOut>(&DEFINITION);
     }
 }

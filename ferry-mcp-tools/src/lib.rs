@@ -22,6 +22,8 @@ pub mod admin;
 pub mod asks;
 pub mod catchup;
 mod facade;
+#[cfg(feature = "fixture")]
+pub mod fixture;
 pub mod join;
 pub mod orders;
 pub mod primary;
@@ -64,6 +66,14 @@ pub static DEFAULT: &[&Group] = &[&CORE];
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream
 /// crate's groups beside these and hands the whole list to `Registry::new`.
 pub static GROUPS: &[&Group] = &[&ADMIN, &CORE];
+
+/// The groups that serve tests only, sorted by name: `fixture` when the feature of that name
+/// is on (tests turn it on), else none. A binary lets `--tools` name them but never lists them.
+#[cfg(feature = "fixture")]
+pub static TEST_GROUPS: &[&Group] = &[&fixture::GROUP];
+/// The groups that serve tests only: none in a build without the `fixture` feature.
+#[cfg(not(feature = "fixture"))]
+pub static TEST_GROUPS: &[&Group] = &[];
 
 #[cfg(test)]
 mod tests {

@@ -28,8 +28,8 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
-use crate::admin::{agent_name, project_id};
 use crate::clock;
+use crate::common::{agent_name, project_id};
 use crate::paths;
 
 /// The name of the server entry in every app's config. Plain letters: Codex turns characters

@@ -145,7 +145,7 @@ mod tests {
             sender.send(line).unwrap();
         }
         drop(sender);
-        let mut server = ferry_mcp_testkit::fixture::server("demo");
+        let mut server = ferry_mcp_tools::fixture::server("demo");
         let mut output = Vec::new();
         let mut clock_reads = 0;
         answer_batches(&mut server, &receiver, &mut output, || {
@@ -213,7 +213,7 @@ mod tests {
         drop(sender);
         let mut output = Vec::new();
         answer_batches(
-            &mut ferry_mcp_testkit::fixture::server("demo"),
+            &mut ferry_mcp_tools::fixture::server("demo"),
             &receiver,
             &mut output,
             || Timestamp::from_millis(0),

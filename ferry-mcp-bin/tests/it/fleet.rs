@@ -1,4 +1,4 @@
-//! `ferry primary quiet-period`, `ferry brief set|decide` (and its alias `ferry marvin brief`)
+//! `ferry primary quiet-period`, `ferry brief set|decide`
 //! and `ferry order release` of a silent holder's order, run as the real binary on a temporary
 //! FERRY_HOME. What the catch-up makes of them is read through the library, on the same state
 //! folder, at a time of the test's choosing (the binary reads the wall clock; nothing sleeps).
@@ -128,8 +128,7 @@ fn objective(digest: &Digest) -> Option<&str> {
 }
 
 #[test]
-fn ferry_brief_and_its_alias_ferry_marvin_brief_write_what_the_catch_up_shows_and_a_workers_brief_does_not_count()
- {
+fn ferry_brief_writes_what_the_catch_up_shows_and_a_workers_brief_does_not_count() {
     let dir = tempfile::tempdir().unwrap();
     let home = fleet(&dir);
     assert_eq!(
@@ -179,12 +178,11 @@ fn ferry_brief_and_its_alias_ferry_marvin_brief_write_what_the_catch_up_shows_an
     assert_eq!(decisions(&digest), ["the lexer keeps its spans"]);
     assert_eq!(digest.decisions[0].id, id);
 
-    // The alias writes the same entries.
+    // A second brief replaces the first; decisions add up.
     assert_eq!(
         cli(
             &home,
             &[
-                "marvin",
                 "brief",
                 "set",
                 "--as",
@@ -197,14 +195,7 @@ fn ferry_brief_and_its_alias_ferry_marvin_brief_write_what_the_catch_up_shows_an
     );
     let decided = cli(
         &home,
-        &[
-            "marvin",
-            "brief",
-            "decide",
-            "release on friday",
-            "--as",
-            "lead",
-        ],
+        &["brief", "decide", "release on friday", "--as", "lead"],
     );
     assert!(
         decided.starts_with("decision lead-") && decided.ends_with(" recorded\n"),
@@ -218,7 +209,10 @@ fn ferry_brief_and_its_alias_ferry_marvin_brief_write_what_the_catch_up_shows_an
         ["release on friday", "the lexer keeps its spans"]
     );
 
-    // A Worker's brief does not count: refused by the command and by its alias.
+    // The older name `ferry marvin brief` is gone: one command, one name.
+    let gone = cli_err(&home, &["marvin", "brief", "decide", "x", "--as", "lead"]);
+    assert!(gone.contains("unrecognized subcommand 'marvin'"), "{gone}");
+    // A Worker's brief does not count: refused, with or without constraints, and so is its decision.
     let mut refusals = Vec::new();
     for args in [
         &[
@@ -230,13 +224,14 @@ fn ferry_brief_and_its_alias_ferry_marvin_brief_write_what_the_catch_up_shows_an
             "Rewrite it all",
         ][..],
         &[
-            "marvin",
             "brief",
             "set",
             "--as",
             "walt",
             "--objective",
             "Rewrite it all",
+            "--constraint",
+            "tabs",
         ][..],
         &["brief", "decide", "use tabs", "--as", "walt"][..],
     ] {

@@ -290,9 +290,6 @@ impl VerifiedEntry {
     pub fn entry(&self) -> &Entry {
         &self.entry
     }
-    pub fn into_entry(self) -> Entry {
-        self.entry
-    }
     /// SHA-256 of the raw entry bytes; the next entry's `prev`.
     pub fn hash(&self) -> &EntryHash {
         &self.hash

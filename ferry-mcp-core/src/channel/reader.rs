@@ -12,7 +12,6 @@
 //! deterministic rules. Master logs come first because agents' entries name master positions:
 //! an agent's entry read before the master entry it names waits, and its log is read again.
 
-mod cursor;
 mod folder;
 mod log;
 mod problem;
@@ -31,7 +30,6 @@ use super::keys::PublicKey;
 use super::names::{AgentName, ProjectId};
 use super::store::Channel;
 
-pub use cursor::{Cursor, CursorError};
 pub use folder::{Prelook, Prelooked};
 pub use log::{LogState, WriteTip};
 pub use problem::{IntegrityProblem, ProblemKind};
@@ -477,15 +475,6 @@ impl Reader {
                 needs_newline: file_len > 0 && !ends_with_newline,
             },
         }
-    }
-
-    /// The position after everything delivered so far.
-    pub fn cursor(&self) -> Cursor {
-        let mut cursor = Cursor::start();
-        for state in self.logs.values() {
-            cursor.set(state.author(), state.key(), state.last_seq());
-        }
-        cursor
     }
 
     /// Every log seen so far with the last seq accepted from it.

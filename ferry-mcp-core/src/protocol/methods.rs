@@ -207,27 +207,9 @@ impl Server {
                 version,
             ));
         };
-        // A schema that does not compile is our bug, not the caller's: an internal error (the
-        // tests of every group run `Surface::check_schemas`, so this is never reached).
-        let validator = served.input_validator().map_err(|error| {
-            RpcError::new(wire::INTERNAL_ERROR, format!("internal error: {error}"))
-        })?;
-        let problems: Vec<String> = validator
-            .iter_errors(args)
-            .take(MAX_ARGUMENT_PROBLEMS)
-            .map(|error| {
-                let path = error
-                    .instance_path()
-                    .as_str()
-                    .trim_start_matches('/')
-                    .replace('/', ".");
-                if path.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("`{path}`: {error}")
-                }
-            })
-            .collect();
+        // What the schema says, checked here for every tool alike; what depends on the action
+        // (the fields `claim` needs) is the tool's typed parser's to name.
+        let problems = served.arguments().problems(args_map, MAX_ARGUMENT_PROBLEMS);
         if !problems.is_empty() {
             let text = format!("invalid arguments for {name}: {}", problems.join("; "));
             return Ok(call_result(&ToolOutcome::error(text), version));

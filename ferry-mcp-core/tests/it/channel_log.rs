@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use ferry_mcp_core::channel::entry::{Entry, EntryHash, decode_line};
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::reader::{Cursor, CursorError, ProblemKind, ReadBatch};
+use ferry_mcp_core::channel::reader::{ProblemKind, ReadBatch};
 use ferry_mcp_core::channel::store::{BlobId, Channel, StoreError};
-use ferry_mcp_core::shape;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::json;
 
@@ -254,46 +253,6 @@ fn a_second_writer_continues_the_chain_of_the_first() {
     let batch = channel.reader().poll();
     assert_eq!(batch.problems, vec![]);
     assert_eq!(batch.entries.len(), 3);
-}
-
-#[test]
-fn a_cursor_names_the_position_of_every_log_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let channel = demo_channel(dir.path());
-    append_notes(&channel, "alice", &key(1), 2);
-    let mut reader = channel.reader();
-    reader.poll();
-    let cursor: Cursor = reader.cursor().to_string().parse().unwrap();
-    assert_eq!(cursor.seq_of(&name("alice"), &key(1).public_key()), 2);
-    append_notes(&channel, "bob", &key(2), 1);
-    reader.poll();
-    let cursor: Cursor = reader.cursor().to_string().parse().unwrap();
-    assert_eq!(cursor.seq_of(&name("bob"), &key(2).public_key()), 1);
-    assert_eq!(cursor.seq_of(&name("alice"), &key(1).public_key()), 2);
-}
-
-#[test]
-fn a_malformed_cursor_is_a_typed_error() {
-    assert_eq!("nope".parse::<Cursor>(), Err(CursorError::NotACursor));
-}
-
-#[test]
-fn a_page_cursor_given_as_a_channel_cursor_is_refused_by_name() {
-    for page in [
-        shape::Cursor(0).encode(),
-        shape::Cursor(1).encode(),
-        shape::Cursor(0x2d).encode(),
-    ] {
-        assert_eq!(
-            page.parse::<Cursor>(),
-            Err(CursorError::PageCursor),
-            "{page}"
-        );
-    }
-    assert_eq!(
-        CursorError::PageCursor.to_string(),
-        "that is a page cursor, pass it as `cursor`"
-    );
 }
 
 #[test]

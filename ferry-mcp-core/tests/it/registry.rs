@@ -5,6 +5,7 @@ use ferry_mcp_core::registry::{Group, Registry, RegistryError, Selection, Surfac
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
 use ferry_mcp_testkit::fixture;
+use ferry_mcp_testkit::schema::check_compiles;
 use serde_json::{Map, Value};
 
 /// A tool whose only interesting part is its definition.
@@ -279,77 +280,72 @@ fn the_fixture_group_is_sorted_and_valid() {
 }
 
 #[test]
-fn check_schemas_names_a_schema_that_is_not_valid_json_schema() {
-    for (tool, which) in [(&BAD_KEYWORD, "inputSchema"), (&BAD_OUTPUT, "outputSchema")] {
-        let surface = Surface::build(&[group_of(tool)], false)
-            .expect("building checks structure only; compiling is check_schemas' job");
-        let error = surface.check_schemas().unwrap_err();
-        assert!(
-            matches!(error, RegistryError::BadSchema { tool: name, which: w, .. } if name == tool.name && w == which),
-            "{error:?}"
-        );
-        let registry = Registry::new(&[group_of(tool)]).unwrap();
-        assert!(registry.check_schemas().is_err(), "{}", tool.name);
-    }
+fn a_schema_that_is_not_valid_json_schema_is_named() {
+    // An input schema is read when the surface is built: a bad one is refused there, by name.
+    let error = Surface::build(&[group_of(&BAD_KEYWORD)], false).unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            RegistryError::BadSchema {
+                tool: "zeta",
+                which: "inputSchema",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let registry = Registry::new(&[group_of(&BAD_KEYWORD)]).unwrap();
+    let selection = Selection {
+        groups: &["schemas"],
+        read_only: false,
+    };
+    assert!(registry.surface(&selection).is_err());
+    // An output schema is never compiled by the server; the testkit's check names it.
+    let surface = Surface::build(&[group_of(&BAD_OUTPUT)], false)
+        .expect("building reads only the input schemas");
+    let error = check_compiles(&surface).unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            RegistryError::BadSchema {
+                tool: "eta",
+                which: "outputSchema",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
 }
 
 #[test]
 fn every_schema_of_the_fixture_group_compiles() {
-    Registry::new(&[&fixture::GROUP])
+    let surface = Registry::new(&[&fixture::GROUP])
         .unwrap()
-        .check_schemas()
+        .surface(&Selection {
+            groups: &["fixture"],
+            read_only: false,
+        })
         .unwrap();
+    check_compiles(&surface).unwrap();
 }
 
 #[test]
-fn building_a_surface_compiles_no_validator_and_a_call_compiles_only_its_tool() {
+fn a_call_is_checked_against_the_schema_read_when_the_surface_was_built_and_serving_goes_on() {
     let mut server = fixture::server("demo");
-    assert_eq!(server.surface().compiled_validators(), 0);
     let now = ferry_mcp_testkit::session::START;
     server.handle_line(
         br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
         now,
     );
     server.handle_line(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, now);
-    assert_eq!(
-        server.surface().compiled_validators(),
-        0,
-        "listing compiles nothing"
-    );
-    for _ in 0..2 {
-        let out = server.handle_line(
-            br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fixture_post","arguments":{"body":42}}}"#,
-            now,
-        );
-        assert!(out[0].contains(r#""isError":true"#), "{out:?}");
-    }
-    assert_eq!(server.surface().compiled_validators(), 1);
-}
-
-#[test]
-fn a_tool_whose_schema_does_not_compile_is_an_internal_error_and_serving_goes_on() {
-    let surface = Surface::build(&[group_of(&BAD_KEYWORD)], false).unwrap();
-    let mut server = ferry_mcp_core::protocol::Server::new(fixture::config("demo"), surface);
-    let now = ferry_mcp_testkit::session::START;
-    server.handle_line(
-        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
-        now,
-    );
-    for id in [2, 3] {
+    for id in [3, 4] {
         let line = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"zeta","arguments":{{}}}}}}"#
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"fixture_post","arguments":{{"body":42}}}}}}"#
         );
         let out = server.handle_line(line.as_bytes(), now);
-        let answer: Value = serde_json::from_str(&out[0]).unwrap();
-        assert_eq!(answer["error"]["code"], -32603, "{answer}");
-        assert!(
-            answer["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("zeta"),
-            "{answer}"
-        );
+        assert!(out[0].contains(r#""isError":true"#), "{out:?}");
+        assert!(out[0].contains("`body`: 42 is not of type"), "{out:?}");
     }
-    let ping = server.handle_line(br#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#, now);
-    assert_eq!(ping, [r#"{"jsonrpc":"2.0","id":4,"result":{}}"#]);
+    let ping = server.handle_line(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#, now);
+    assert_eq!(ping, [r#"{"jsonrpc":"2.0","id":5,"result":{}}"#]);
 }

@@ -1,8 +1,5 @@
-//! Response shaping: the ADR T4 caps with `truncated` and `next`, `ferry://` URIs, outcomes.
+//! Response shaping: the T4 caps (docs/mcp-budgets.md) with `truncated` and `next`, `ferry://` URIs, outcomes.
 
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::names::AgentName;
-use ferry_mcp_core::channel::reader;
 use ferry_mcp_core::shape::{
     self, CapError, Cursor, CursorError, MAX_ITEMS, MAX_STRUCTURED_CHARS, PageError, ResourceLink,
     ResourceUri, ToolOutcome, UriError,
@@ -74,37 +71,6 @@ fn a_cursor_decodes_only_what_we_issued() {
     for bad in ["", "p", "x12", "p-1", "pZZ", "p1234567890abc", "P1"] {
         assert_eq!(Cursor::decode(bad), Err(CursorError::Invalid), "{bad}");
     }
-}
-
-#[test]
-fn a_channel_cursor_given_as_a_page_cursor_is_refused_by_name() {
-    let mut positions = reader::Cursor::start();
-    let alice = AgentName::parse("alice").unwrap();
-    positions.set(&alice, &SecretKey::from_bytes(&[1; 32]).public_key(), 3);
-    for channel_cursor in [reader::Cursor::start().to_string(), positions.to_string()] {
-        assert_eq!(
-            Cursor::decode(&channel_cursor),
-            Err(CursorError::ChannelCursor),
-            "{channel_cursor}"
-        );
-        assert_eq!(
-            shape::paginate(small_items(3), Some(&channel_cursor), 0),
-            Err(PageError::Cursor(CursorError::ChannelCursor))
-        );
-    }
-    assert_eq!(
-        CursorError::ChannelCursor.to_string(),
-        "that is a channel cursor, pass it as `since`"
-    );
-}
-
-#[test]
-fn a_paged_tool_given_a_channel_cursor_says_which_cursor_it_is() {
-    let mut session = Session::fixture_initialized("demo", "2025-11-25");
-    let result = session.call("fixture_list", json!({ "cursor": "c1" }));
-    assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("that is a channel cursor"), "{text}");
 }
 
 fn small_items(count: usize) -> Vec<Value> {

@@ -3,6 +3,7 @@
 
 mod admin;
 mod fleet;
+mod frozen_schemas;
 mod guard;
 mod mcp_budget;
 mod orders;

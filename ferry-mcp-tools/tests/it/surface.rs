@@ -92,3 +92,47 @@ fn ferry_orders_costs_the_model_this_many_tokens_as_claude_code_sends_it() {
     );
     assert!(estimate > 0);
 }
+
+#[test]
+fn a_bad_call_is_refused_naming_the_field_before_the_channel_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path());
+    let mut session = Session::new(server(&home, "demo", "member"));
+    session.initialize("2025-11-25");
+    for (tool, args, refusal) in [
+        (
+            "ferry_join",
+            serde_json::json!({"x": 1}),
+            "invalid arguments for ferry_join: `x`: unknown field (this tool takes no arguments)",
+        ),
+        // What the action needs is the typed parser's to name.
+        (
+            "ferry_orders",
+            serde_json::json!({"action": "claim"}),
+            "invalid arguments for ferry_orders: missing field `id`",
+        ),
+        (
+            "ferry_orders",
+            serde_json::json!({"action": "claim", "id": 7}),
+            "invalid arguments for ferry_orders: `id`: 7 is not of type \"string\"",
+        ),
+        (
+            "ferry_orders",
+            serde_json::json!({"action": "grab"}),
+            "invalid arguments for ferry_orders: `action`: \"grab\" is not one of \"list\", \"show\", \"claim\", \"release\", \"progress\", \"handin\", \"submit\", \"review\"",
+        ),
+        (
+            "ferry_orders",
+            serde_json::json!({"action": "list", "verdict": "maybe"}),
+            "invalid arguments for ferry_orders: `verdict`: \"maybe\" is not one of \"accept\", \"changes\"",
+        ),
+    ] {
+        let result = session.call(tool, args);
+        assert_eq!(result["isError"], true, "{result}");
+        assert_eq!(result["content"][0]["text"], refusal, "{result}");
+    }
+    assert!(
+        !dir.path().join("projects").exists(),
+        "no channel was opened"
+    );
+}

@@ -2,7 +2,9 @@
 //! resource links and `resources/read`, a write-annotated tool, progress, truncation) so the
 //! protocol, the binary and real clients can be tested before the real tools exist.
 //!
-//! It is never part of a default surface: the binary serves it only with `--tools fixture`.
+//! It is never part of a default surface, and it is compiled only with this crate's `fixture`
+//! feature, which tests turn on: a shipped `ferry` has no such group, and a test build serves
+//! it only with `--tools fixture`.
 
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Surface};
@@ -197,7 +199,7 @@ impl Tool for FixtureCount {
     }
 }
 
-/// `fixture_list {cursor?}`: a long list, cut to the ADR T4 caps with `truncated` and `next`.
+/// `fixture_list {cursor?}`: a long list, cut to the T4 caps (docs/mcp-budgets.md) with `truncated` and `next`.
 #[derive(Debug)]
 pub struct FixtureList;
 

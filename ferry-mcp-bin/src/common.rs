@@ -1,0 +1,78 @@
+//! What the command modules share: the parsers of names on the command line, who acts
+//! (`--project`, `--as`, `--json`), opening a session as the master or as an agent, saving what
+//! it verified, and printing.
+//!
+//! The command modules (`admin`, `orders`, `talk`, `fleet`, `secrets`, `search`, `mcp`) import
+//! from here and from `display`, never from each other, so that each stays one command's glue.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::session::{Actor, Session};
+
+use crate::{clock, display, paths};
+
+pub(crate) fn agent_name(raw: &str) -> Result<AgentName, String> {
+    AgentName::parse(raw).map_err(|err| err.to_string())
+}
+
+pub(crate) fn project_id(raw: &str) -> Result<ProjectId, String> {
+    ProjectId::parse(raw).map_err(|err| err.to_string())
+}
+
+/// Who acts and where, for every command that reads or writes a channel.
+#[derive(Debug, Args)]
+pub struct Acting {
+    #[arg(long, value_parser = project_id)]
+    project: ProjectId,
+    /// Act as this agent (its key on this machine) instead of the master.
+    #[arg(long = "as", value_parser = agent_name)]
+    agent: Option<AgentName>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
+    let home = paths::home()?;
+    let actor = match &acting.agent {
+        Some(agent) => Actor::Agent(agent.clone()),
+        None => Actor::Master,
+    };
+    Ok(Session::open(&home, &acting.project, actor, clock::now())?.for_one_operation())
+}
+
+/// Runs `work` on a session of `acting`, saves what was verified, and prints its text (or
+/// its JSON with `--json`).
+pub(crate) fn with_session(
+    acting: &Acting,
+    work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
+) -> anyhow::Result<ExitCode> {
+    let mut session = open_session(acting)?;
+    let result = work(&mut session);
+    // What was read is kept even when the operation was refused.
+    session.save().context("writing the verified state")?;
+    let (text, json) = result?;
+    let out = if acting.json {
+        display::escape_json(&json.to_string()).into_owned()
+    } else {
+        display::escape_lines(&text).into_owned()
+    };
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `text` and a newline; its lines are built from escaped parts, and any control
+/// character but a line break that slipped in is escaped here too.
+pub(crate) fn print(text: &str) -> anyhow::Result<()> {
+    print_raw(&display::escape_lines(text))
+}
+
+/// Prints `text` and a newline as it is (for text already escaped, such as `--json` output).
+pub(crate) fn print_raw(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").context("writing to stdout")
+}
