@@ -3,6 +3,10 @@
 //! the cursor or print fake lines, so everything `ferry` prints for a human goes through here.
 //! JSON output (`--json`) keeps its own escapes: serde_json writes C0 characters as `\u001b`,
 //! and [`escape_json`] adds the DEL and C1 characters it leaves raw.
+//!
+//! Whatever reached the channel may also hold a secret (a client without a guard, the human's
+//! own paste): every text is masked by the guard here too (`[redacted: <kind>]`), so no command
+//! prints one, in text or in JSON.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -11,18 +15,34 @@ use std::fmt::Write as _;
 /// characters and DEL as `\x1b`, C1 characters as `\u{9b}`. Every other character, any
 /// Unicode included, is kept as it is.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    escape_where(text, char::is_control)
+    masked(text, |t| escape_where(t, char::is_control))
+}
+
+/// `text` masked by the guard, then passed through `then`.
+fn masked<'a>(text: &'a str, then: impl Fn(&str) -> Cow<'_, str>) -> Cow<'a, str> {
+    let clean = ferry_mcp_core::guard::redact(text);
+    match clean.text {
+        Cow::Borrowed(raw) => then(raw),
+        Cow::Owned(owned) => Cow::Owned(then(&owned).into_owned()),
+    }
 }
 
 /// [`escape`], keeping `\n`: for a text of several lines whose parts were escaped already, as
 /// a last guard before it is printed.
 pub fn escape_lines(text: &str) -> Cow<'_, str> {
-    escape_where(text, |c| c.is_control() && c != '\n')
+    masked(text, |t| escape_where(t, |c| c.is_control() && c != '\n'))
 }
 
 /// Compact JSON text with DEL and the C1 characters (which serde_json leaves raw) written as
 /// `\u009b` escapes: the same JSON value, with no control character left for a terminal.
 pub fn escape_json(json: &str) -> Cow<'_, str> {
+    if ferry_mcp_core::guard::redact(json).redacted
+        && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(json)
+    {
+        // Masked string by string, so a mark never eats a quote or a comma of the JSON.
+        mask_strings(&mut value);
+        return Cow::Owned(escape_json(&value.to_string()).into_owned());
+    }
     let escaped = |c: char| c.is_control() && !c.is_ascii_whitespace();
     if !json.chars().any(escaped) {
         return Cow::Borrowed(json);
@@ -37,6 +57,20 @@ pub fn escape_json(json: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+fn mask_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => {
+            let clean = ferry_mcp_core::guard::redact(text);
+            if clean.redacted {
+                *text = clean.text.into_owned();
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask_strings),
+        serde_json::Value::Object(map) => map.values_mut().for_each(mask_strings),
+        _ => {}
+    }
 }
 
 fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
@@ -116,6 +150,21 @@ mod tests {
             value
         );
         assert!(matches!(escape_json(r#"{"a":"b"}"#), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_secret_is_masked_in_text_and_in_json() {
+        let token = "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";
+        let text = format!("deploy with {token}\nthanks");
+        for shown in [escape(&text), escape_lines(&text)] {
+            assert!(!shown.contains(&token[4..]), "{shown}");
+            assert!(shown.contains("[redacted: github_token]"), "{shown}");
+        }
+        let json = serde_json::json!({ "body": text, "n": 1 }).to_string();
+        let shown = escape_json(&json);
+        assert!(!shown.contains(&token[4..]), "{shown}");
+        let value: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(value["n"], 1);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Code and diff shapes, for posts and summaries.
 //!
-//! Judged by structure, never by a word: a diff has its headers and hunks, a code block its
-//! fences, and source code is several consecutive lines that each look like code (a
-//! definition, a statement, a brace). One line is always a mention, not a paste: "renamed
-//! fn foo to bar" passes, and so does a single command or call.
+//! Judged by structure, never by a word: a diff has its headers and hunks (or, pasted without
+//! them, its `+` and `-` lines of code), a code block its fences, source code is consecutive
+//! statements that each look like code (a definition, a statement, a brace) whether on
+//! several lines or one, a configuration blob parses as JSON or nests YAML keys, and a stack
+//! trace has its frames. A line that names code inside prose is a mention, not a paste:
+//! "renamed fn foo to bar" passes, and so does a single command or call.
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -18,13 +20,23 @@ pub enum CodeKind {
     Diff,
     /// A fenced code block (```` ``` ```` or `~~~`).
     FencedCode,
-    /// Several lines of source code in any of the common languages.
+    /// Source code in any of the common languages, on several lines or one.
     SourceCode,
+    /// A configuration blob: JSON with several values, nested YAML, a TOML section.
+    Config,
+    /// A stack trace (Python, Java, JavaScript, Rust, Go, .NET frames).
+    StackTrace,
 }
 
 impl CodeKind {
     /// Every kind.
-    pub const ALL: [CodeKind; 3] = [Self::Diff, Self::FencedCode, Self::SourceCode];
+    pub const ALL: [CodeKind; 5] = [
+        Self::Diff,
+        Self::FencedCode,
+        Self::SourceCode,
+        Self::Config,
+        Self::StackTrace,
+    ];
 
     /// The stable snake_case name, for reports.
     pub const fn as_str(self) -> &'static str {
@@ -32,6 +44,8 @@ impl CodeKind {
             Self::Diff => "diff",
             Self::FencedCode => "fenced_code",
             Self::SourceCode => "source_code",
+            Self::Config => "config",
+            Self::StackTrace => "stack_trace",
         }
     }
 
@@ -41,6 +55,8 @@ impl CodeKind {
             Self::Diff => "a diff",
             Self::FencedCode => "a code block",
             Self::SourceCode => "source code",
+            Self::Config => "a configuration blob",
+            Self::StackTrace => "a stack trace",
         }
     }
 }
@@ -53,19 +69,232 @@ impl fmt::Display for CodeKind {
 
 /// What a text that is going into a post or a summary looks like, if it looks like work.
 pub(super) fn detect(text: &str) -> Option<CodeKind> {
-    if !text.contains('\n') {
-        return None;
-    }
     let lines: Vec<&str> = text.lines().collect();
-    if diff(&lines) {
-        Some(CodeKind::Diff)
-    } else if fenced(&lines) {
-        Some(CodeKind::FencedCode)
-    } else if source(&lines) {
+    if lines.len() > 1 {
+        if diff(&lines) || headerless_diff(&lines) {
+            return Some(CodeKind::Diff);
+        } else if fenced(&lines) {
+            return Some(CodeKind::FencedCode);
+        } else if stack_trace(&lines) {
+            return Some(CodeKind::StackTrace);
+        } else if source(&lines) {
+            return Some(CodeKind::SourceCode);
+        }
+    }
+    if config(text, &lines) {
+        Some(CodeKind::Config)
+    } else if lines.iter().any(|line| one_line_code(line)) {
         Some(CodeKind::SourceCode)
     } else {
         None
     }
+}
+
+/// A diff pasted without its headers: a block of `+` and `-` lines (and context lines that
+/// start with a blank) with both signs, whose changed lines are code, not list items.
+fn headerless_diff(lines: &[&str]) -> bool {
+    let rules = &*LINE_RULES;
+    let (mut plus, mut minus, mut score, mut heaviest) = (false, false, 0, 0);
+    for line in lines {
+        let sign = line.as_bytes().first().copied();
+        let changed =
+            matches!(sign, Some(b'+' | b'-')) && !line.starts_with("++") && !line.starts_with("--");
+        // `- renamed x`, `+ one more test`: a list, not a change.
+        let bullet = changed
+            && line[1..].starts_with(' ')
+            && line[2..].starts_with(|c: char| c.is_ascii_alphabetic());
+        if changed && bullet {
+            (plus, minus, score, heaviest) = (false, false, 0, 0);
+        } else if changed {
+            let w = weight(rules, line[1..].trim());
+            if w == 0 {
+                (plus, minus, score, heaviest) = (false, false, 0, 0);
+                continue;
+            }
+            plus |= sign == Some(b'+');
+            minus |= sign == Some(b'-');
+            score += w;
+            heaviest = heaviest.max(w);
+            if plus && minus && score >= 4 && heaviest >= 2 {
+                return true;
+            }
+        } else if !(line.starts_with(' ') || line.trim().is_empty()) {
+            (plus, minus, score, heaviest) = (false, false, 0, 0);
+        }
+    }
+    false
+}
+
+static FRAME: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new([
+        // Java, JavaScript, .NET: `at pkg.Class.method(File.java:42)`, `at fn (file.js:1:2)`
+        r"^\s+at\s+\S.*(?:\(.*(?::[0-9]+|Native Method|Unknown Source|native)\)|:[0-9]+(?::[0-9]+)?|:line [0-9]+)\s*$",
+        // Python: `  File "x.py", line 3, in f`
+        r#"^\s*File "[^"]+", line [0-9]+"#,
+        // Rust: `  12: core::panicking::panic` then `at ./src/main.rs:4:5`
+        r"^\s*[0-9]+: (?:<|[A-Za-z_][A-Za-z0-9_]*::)\S*",
+        r"^\s+at \S+\.rs:[0-9]+:[0-9]+$",
+        // Go: `main.main()` then `\t/app/main.go:12 +0x1d`
+        r"^\s*\S+\.go:[0-9]+(?: \+0x[0-9a-f]+)?$",
+    ])
+    .expect("the frame patterns compile")
+});
+
+static TRACE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:Traceback \(most recent call last\):|thread '[^']*' panicked at|goroutine [0-9]+ \[|Exception in thread |stack backtrace:|Unhandled exception\.|panic: |(?:[A-Za-z_][A-Za-z0-9_.$]*)?(?:Exception|Error)(?::|$))")
+        .expect("compiles")
+});
+
+/// A stack trace: two frames, or a header and a frame.
+fn stack_trace(lines: &[&str]) -> bool {
+    // Every frame names a place (`file:line`, `File "…", line`) or a parenthesised method.
+    let frames = lines
+        .iter()
+        .filter(|l| (l.contains([':', '(']) || l.contains("File \"")) && FRAME.is_match(l))
+        .count();
+    frames >= 2 || (frames >= 1 && lines.iter().any(|l| TRACE_HEADER.is_match(l.trim_start())))
+}
+
+/// Values in a JSON blob, counting each scalar once.
+fn leaves(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Object(map) => map.values().map(leaves).sum(),
+        serde_json::Value::Array(items) => items.iter().map(leaves).sum(),
+        _ => 1,
+    }
+}
+
+static YAML_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<indent>\s*)(?:- )?[A-Za-z_][A-Za-z0-9_.-]*:(?P<value>\s+\S.*)?$")
+        .expect("compiles")
+});
+static TOML_SECTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\[\[?[A-Za-z0-9_.-]+\]\]?$").expect("compiles"));
+static TOML_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^[A-Za-z_][A-Za-z0-9_.-]*\s*=\s*(?:"|'|[0-9]|true|false|\[|\{)"#)
+        .expect("compiles")
+});
+
+/// A configuration blob: JSON (an object or array with three values or more), YAML of five
+/// keys with nesting (or four, nested two deep), or a TOML section with two keys.
+fn config(text: &str, lines: &[&str]) -> bool {
+    if let (Some(open), Some(close)) = (text.find(['{', '[']), text.rfind(['}', ']']))
+        && open < close
+        && let Ok(value) = serde_json::from_str::<serde_json::Value>(&text[open..=close])
+        && value.is_object() | value.is_array()
+        && leaves(&value) >= 3
+    {
+        return true;
+    }
+    // A status note is often `Results:` with a few indented `name: word` lines; a config
+    // has more keys, or keys nested two deep.
+    let (mut run, mut indents, mut parent) = (0, Vec::new(), false);
+    for line in lines {
+        let key = if line.contains(':') && YAML_KEY.is_match(line) {
+            YAML_KEY.captures(line)
+        } else {
+            None
+        };
+        match key {
+            Some(caps) => {
+                run += 1;
+                let indent = caps.name("indent").map_or(0, |i| i.as_str().len());
+                if indent > 0 && !indents.contains(&indent) {
+                    indents.push(indent);
+                }
+                parent |= caps.name("value").is_none();
+                let deep = indents.len() >= 2 && run >= 4;
+                let many = !indents.is_empty() && run >= 5;
+                if parent && (deep || many) {
+                    return true;
+                }
+            }
+            None if line.trim().is_empty() || line.trim_start().starts_with('#') => {}
+            None => (run, indents, parent) = (0, Vec::new(), false),
+        }
+    }
+    lines.iter().enumerate().any(|(i, line)| {
+        line.trim_start().starts_with('[')
+            && TOML_SECTION.is_match(line.trim())
+            && lines[i + 1..]
+                .iter()
+                .take_while(|l| !l.trim().is_empty())
+                .filter(|l| TOML_KEY.is_match(l.trim()))
+                .count()
+                >= 2
+    })
+}
+
+static ONE_LINE: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new([
+        // Python: a definition or a block with its body on the same line, a comprehension
+        r"^(?:async\s+)?def\s+[A-Za-z_][A-Za-z0-9_]*\s*\([^)]*\)\s*(?:->\s*[^:]+)?:\s*\S",
+        r"^class\s+[A-Z][A-Za-z0-9_]*(?:\([^)]*\))?:\s*\S",
+        r"^(?:for|while|if|with)\s[^:]+:\s*(?:return\b|print\(|yield\b|[A-Za-z_][A-Za-z0-9_.\[\]]*\s*[-+*/]?=\s*\S|[A-Za-z_][A-Za-z0-9_.]*\()",
+        r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*(?:lambda\b|\[.+\sfor\s+[A-Za-z_(][^\]]*\sin\s.+\])",
+        // SQL written as SQL: upper-case keywords
+        r"^SELECT\s+.+\s+FROM\s+[A-Za-z_][A-Za-z0-9_.]*(?:\s+(?:WHERE|JOIN|GROUP BY|ORDER BY|LIMIT|INNER|LEFT)\b.*)?;?$",
+        r"^(?:INSERT INTO\s+\S+.*VALUES\s*\(|UPDATE\s+\S+\s+SET\s+\S+\s*=|DELETE FROM\s+\S+\s+WHERE\b|CREATE TABLE\s+\S+\s*\()",
+        // C-family and Go: a test whose block returns, on one line
+        r"^if\s*\(?[^{]+\)?\s*\{\s*return\b[^}]*\}$",
+        // Shell: a loop or a test with its body on the line
+        r"^(?:for|while|until)\s.+;\s*do\s.+;\s*done$",
+        r"^if\s.+;\s*then\s.+;\s*fi$",
+        // JavaScript: an arrow function bound to a name
+        r"^(?:export\s+)?(?:const|let|var)\s+[A-Za-z_$][A-Za-z0-9_$]*\s*=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][A-Za-z0-9_$]*)\s*=>",
+    ])
+    .expect("the one-line patterns compile")
+});
+
+/// One line that is code by itself: a definition with its body, two statements or more
+/// (split at `;`, `{` and `}`, each weighed as a line), or a one-line idiom of a language.
+fn one_line_code(line: &str) -> bool {
+    let line = line.trim();
+    if line.len() < 12 {
+        return false;
+    }
+    if ONE_LINE.is_match(line) {
+        return true;
+    }
+    if !line.contains([';', '{', '}']) {
+        return false;
+    }
+    // One statement alone (`let x = foo()?;`) is a mention, and `key=value;` pairs are a
+    // connection string: two statements or more, one a definition or a block, are a paste.
+    let pieces = statements(line);
+    let rules = &*LINE_RULES;
+    (line.contains('{') || pieces.iter().any(|p| rules.strong.is_match(p))) && source(&pieces)
+}
+
+/// A line split after each `;` and `{` and around each `}`, outside quoted strings.
+fn statements(line: &str) -> Vec<&str> {
+    fn push<'a>(piece: &'a str, pieces: &mut Vec<&'a str>) {
+        let piece = piece.trim();
+        if !piece.is_empty() {
+            pieces.push(piece);
+        }
+    }
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut quote: Option<char> = None;
+    for (at, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'' | '`') => quote = Some(c),
+            (None, ';' | '{') => {
+                push(&line[start..=at], &mut pieces);
+                start = at + 1;
+            }
+            (None, '}') => {
+                push(&line[start..at], &mut pieces);
+                start = at;
+            }
+            _ => {}
+        }
+    }
+    push(&line[start..], &mut pieces);
+    pieces
 }
 
 static HUNK: LazyLock<Regex> = LazyLock::new(|| {
@@ -285,6 +514,24 @@ fn source(lines: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_and_odd_lines_are_judged_without_a_panic() {
+        for text in [
+            "",
+            "+",
+            "-",
+            "+é",
+            "- ",
+            "\n+\n-\n",
+            "[",
+            "{",
+            "+ é\n- ü",
+            "{\"a\":",
+        ] {
+            let _ = detect(text);
+        }
+    }
 
     #[test]
     fn every_line_pattern_compiles() {

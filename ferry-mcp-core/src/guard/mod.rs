@@ -16,12 +16,19 @@
 //! through: commit ids, SHA-256 pins, UUIDs, public keys in hex, placeholders and prose about
 //! tokens never trigger it (the corpus under `tests/guard_corpus` holds it to that).
 //!
+//! A secret is looked for in the text as written and as it would read undisguised
+//! (`disguise`: decoded, normalised, letters joined), and across what its author sent just
+//! before ([`check_with_previous`]). A cut of a text read back never shows part of one
+//! ([`cut`]).
+//!
 //! Like the rest of the core it does no IO and reads no clock; its patterns are compiled
 //! once, on first use.
 
 mod checksum;
 mod code;
+mod disguise;
 mod secrets;
+mod services;
 
 use std::borrow::Cow;
 
@@ -100,6 +107,67 @@ pub fn check(text: &str, used_as: TextUse) -> Result<(), GuardRefusal> {
         return Err(GuardRefusal::Code { kind });
     }
     Ok(())
+}
+
+/// [`check`], and refuses a secret split between this text and what the same author sent
+/// just before (`previous`, oldest first: their last posts, a progress line).
+///
+/// Each text alone may look harmless (`ghp_M7H4jxUDDWHP` then `4kZ6A4dxlQYs…`); read as one,
+/// they are a token. Only a secret that runs across the seam counts here: one wholly inside
+/// an earlier text was that text's to refuse.
+pub fn check_with_previous(
+    text: &str,
+    used_as: TextUse,
+    previous: &[&str],
+) -> Result<(), GuardRefusal> {
+    check(text, used_as)?;
+    let mut before = String::new();
+    for earlier in previous {
+        before.push_str(earlier.trim());
+    }
+    let tail_from = floor_boundary(&before, before.len().saturating_sub(SEAM_BYTES));
+    let head_to = floor_boundary(text.trim_start(), SEAM_BYTES);
+    let seam = before.len() - tail_from;
+    let joined = format!("{}{}", &before[tail_from..], &text.trim_start()[..head_to]);
+    match find_secrets(&joined)
+        .into_iter()
+        .find(|m| m.range.start < seam && m.range.end > seam)
+    {
+        Some(m) => Err(GuardRefusal::Secret { kind: m.kind }),
+        None => Ok(()),
+    }
+}
+
+/// How much of each side of a seam is read together: longer than any token the guard knows
+/// but a PEM key, which no one splits by hand.
+const SEAM_BYTES: usize = 1024;
+
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The longest start of `text` of at most `max_chars` characters that ends outside every
+/// secret-shaped span and every `[redacted: …]` mark: a cut never shows part of a token
+/// (the part left could be finished from its checksum), nor half of a mark.
+pub fn cut(text: &str, max_chars: usize) -> &str {
+    let Some((mut end, _)) = text.char_indices().nth(max_chars) else {
+        return text;
+    };
+    for secret in find_secrets(text) {
+        if secret.range.start < end && secret.range.end > end {
+            end = secret.range.start;
+        }
+    }
+    if let Some(open) = text[..end].rfind("[redacted: ")
+        && !text[open..end].contains(']')
+    {
+        end = open;
+    }
+    &text[..end]
 }
 
 /// A text with its secret-shaped spans masked.

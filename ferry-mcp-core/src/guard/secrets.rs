@@ -4,207 +4,240 @@
 //! All patterns run as one `RegexSet` first, so ordinary text costs one pass; only the rules
 //! that matched are run again for their spans.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::{Captures, Regex, RegexSet};
 
-use super::checksum;
+use super::{checksum, disguise, services};
 
-/// The kinds of secret the guard knows, most specific first: when two spans overlap, the
-/// merged span takes the earlier kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum SecretKind {
-    /// A PEM private key (`-----BEGIN [RSA |EC |ENCRYPTED ]PRIVATE KEY-----` with its body).
-    PrivateKey,
-    /// An OpenSSH private key (`-----BEGIN OPENSSH PRIVATE KEY-----`).
-    OpensshPrivateKey,
-    /// An armored PGP private key block.
-    PgpPrivateKey,
-    /// An age identity (`AGE-SECRET-KEY-1…`, bech32 with its checksum).
-    AgeSecretKey,
-    /// A ferry key file's `"secret"`: the hex seed of an agent's or the master's key.
-    FerrySecretKey,
-    /// A GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`) whose CRC-32 checks out.
-    GithubToken,
-    /// A GitHub fine-grained personal access token (`github_pat_…`).
-    GithubFineGrainedToken,
-    /// A GitLab token (`glpat-`, `gldt-`, `glrt-`, …).
-    GitlabToken,
-    /// An Anthropic API key (`sk-ant-api03-…`).
-    AnthropicApiKey,
-    /// An OpenAI API key (`sk-…`, `sk-proj-…`, `sk-svcacct-…`).
-    OpenAiApiKey,
-    /// A Google API key (`AIza…`).
-    GoogleApiKey,
-    /// A Google OAuth client secret (`GOCSPX-…`) or access token (`ya29.…`).
-    GoogleOauth,
-    /// A Hugging Face token (`hf_…`).
-    HuggingfaceToken,
-    /// An AWS access key id (`AKIA…`, `ASIA…`).
-    AwsAccessKeyId,
-    /// An AWS secret access key, named as one or beside an access key id.
-    AwsSecretAccessKey,
-    /// A Slack token (`xoxb-`, `xoxp-`, `xapp-`, …).
-    SlackToken,
-    /// A Slack incoming webhook (`hooks.slack.com/services/…`).
-    SlackWebhook,
-    /// An npm token (`npm_…`) whose CRC-32 checks out.
-    NpmToken,
-    /// A PyPI upload token (`pypi-AgEIcHlwaS5vcmc…`).
-    PypiToken,
-    /// A Stripe secret or restricted key (`sk_live_`, `rk_live_`, …) or webhook secret.
-    StripeKey,
-    /// A Twilio API key (`SK` and 32 hex digits).
-    TwilioApiKey,
-    /// A Twilio auth token: 32 hex digits named as one or beside an account sid.
-    TwilioAuthToken,
-    /// A SendGrid API key (`SG.….…`).
-    SendgridApiKey,
-    /// A Discord bot token (base64 of the bot's id, a timestamp, an HMAC).
-    DiscordBotToken,
-    /// A Discord webhook URL.
-    DiscordWebhook,
-    /// A Telegram bot token (`<bot id>:AA…`).
-    TelegramBotToken,
-    /// A Shopify access token (`shpat_`, `shpss_`, …).
-    ShopifyToken,
-    /// A DigitalOcean token (`dop_v1_…`).
-    DigitaloceanToken,
-    /// An Azure storage or service bus key in a connection string (`AccountKey=…`).
-    AzureStorageKey,
-    /// A JSON Web Token (three base64url parts, a header with `alg`).
-    Jwt,
-    /// A database URL with a password (`postgres://user:pass@host`, mysql, mongodb+srv, …).
-    DatabaseUrl,
-    /// Another URL with a password in it (`https://user:pass@host`).
-    UrlPassword,
-    /// A random value after `Authorization: Bearer` (or `Basic`, `token`).
-    BearerToken,
-    /// An assignment like `API_KEY=…`, `SECRET: …`, `"password": "…"` of a random value.
-    EnvSecret,
+/// Declares [`SecretKind`] from one table: each kind's variant, its stable name and how the
+/// refusal says it. The order of the table is the priority order.
+macro_rules! secret_kinds {
+    ($($(#[doc = $doc:literal])+ $variant:ident = $name:literal, $described:literal;)+) => {
+        /// The kinds of secret the guard knows, most specific first: when two spans overlap,
+        /// the merged span takes the earlier kind.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
+        pub enum SecretKind {
+            $($(#[doc = $doc])+ $variant,)+
+        }
+
+        impl SecretKind {
+            /// Every kind, in priority order.
+            pub const ALL: [SecretKind; [$(stringify!($variant)),+].len()] =
+                [$(Self::$variant,)+];
+
+            /// The stable snake_case name, for reports and `[redacted: <kind>]`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)+
+                }
+            }
+
+            /// The kind in words with its article, as the refusal says it ("a github token").
+            pub const fn described(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $described,)+
+                }
+            }
+        }
+    };
 }
 
-impl SecretKind {
-    /// Every kind, in priority order.
-    pub const ALL: [SecretKind; 34] = [
-        Self::PrivateKey,
-        Self::OpensshPrivateKey,
-        Self::PgpPrivateKey,
-        Self::AgeSecretKey,
-        Self::FerrySecretKey,
-        Self::GithubToken,
-        Self::GithubFineGrainedToken,
-        Self::GitlabToken,
-        Self::AnthropicApiKey,
-        Self::OpenAiApiKey,
-        Self::GoogleApiKey,
-        Self::GoogleOauth,
-        Self::HuggingfaceToken,
-        Self::AwsAccessKeyId,
-        Self::AwsSecretAccessKey,
-        Self::SlackToken,
-        Self::SlackWebhook,
-        Self::NpmToken,
-        Self::PypiToken,
-        Self::StripeKey,
-        Self::TwilioApiKey,
-        Self::TwilioAuthToken,
-        Self::SendgridApiKey,
-        Self::DiscordBotToken,
-        Self::DiscordWebhook,
-        Self::TelegramBotToken,
-        Self::ShopifyToken,
-        Self::DigitaloceanToken,
-        Self::AzureStorageKey,
-        Self::Jwt,
-        Self::DatabaseUrl,
-        Self::UrlPassword,
-        Self::BearerToken,
-        Self::EnvSecret,
-    ];
-
-    /// The stable snake_case name, for reports and `[redacted: <kind>]`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::PrivateKey => "private_key",
-            Self::OpensshPrivateKey => "openssh_private_key",
-            Self::PgpPrivateKey => "pgp_private_key",
-            Self::AgeSecretKey => "age_secret_key",
-            Self::FerrySecretKey => "ferry_secret_key",
-            Self::GithubToken => "github_token",
-            Self::GithubFineGrainedToken => "github_fine_grained_token",
-            Self::GitlabToken => "gitlab_token",
-            Self::AnthropicApiKey => "anthropic_api_key",
-            Self::OpenAiApiKey => "openai_api_key",
-            Self::GoogleApiKey => "google_api_key",
-            Self::GoogleOauth => "google_oauth",
-            Self::HuggingfaceToken => "huggingface_token",
-            Self::AwsAccessKeyId => "aws_access_key_id",
-            Self::AwsSecretAccessKey => "aws_secret_access_key",
-            Self::SlackToken => "slack_token",
-            Self::SlackWebhook => "slack_webhook",
-            Self::NpmToken => "npm_token",
-            Self::PypiToken => "pypi_token",
-            Self::StripeKey => "stripe_key",
-            Self::TwilioApiKey => "twilio_api_key",
-            Self::TwilioAuthToken => "twilio_auth_token",
-            Self::SendgridApiKey => "sendgrid_api_key",
-            Self::DiscordBotToken => "discord_bot_token",
-            Self::DiscordWebhook => "discord_webhook",
-            Self::TelegramBotToken => "telegram_bot_token",
-            Self::ShopifyToken => "shopify_token",
-            Self::DigitaloceanToken => "digitalocean_token",
-            Self::AzureStorageKey => "azure_storage_key",
-            Self::Jwt => "jwt",
-            Self::DatabaseUrl => "database_url",
-            Self::UrlPassword => "url_password",
-            Self::BearerToken => "bearer_token",
-            Self::EnvSecret => "env_secret",
-        }
-    }
-
-    /// The kind in words with its article, as the refusal says it ("a github token").
-    pub const fn described(self) -> &'static str {
-        match self {
-            Self::PrivateKey => "a private key",
-            Self::OpensshPrivateKey => "an openssh private key",
-            Self::PgpPrivateKey => "a pgp private key",
-            Self::AgeSecretKey => "an age secret key",
-            Self::FerrySecretKey => "a ferry secret key",
-            Self::GithubToken => "a github token",
-            Self::GithubFineGrainedToken => "a github fine-grained token",
-            Self::GitlabToken => "a gitlab token",
-            Self::AnthropicApiKey => "an anthropic api key",
-            Self::OpenAiApiKey => "an openai api key",
-            Self::GoogleApiKey => "a google api key",
-            Self::GoogleOauth => "a google oauth secret",
-            Self::HuggingfaceToken => "a hugging face token",
-            Self::AwsAccessKeyId => "an aws access key id",
-            Self::AwsSecretAccessKey => "an aws secret access key",
-            Self::SlackToken => "a slack token",
-            Self::SlackWebhook => "a slack webhook url",
-            Self::NpmToken => "an npm token",
-            Self::PypiToken => "a pypi token",
-            Self::StripeKey => "a stripe key",
-            Self::TwilioApiKey => "a twilio api key",
-            Self::TwilioAuthToken => "a twilio auth token",
-            Self::SendgridApiKey => "a sendgrid api key",
-            Self::DiscordBotToken => "a discord bot token",
-            Self::DiscordWebhook => "a discord webhook url",
-            Self::TelegramBotToken => "a telegram bot token",
-            Self::ShopifyToken => "a shopify token",
-            Self::DigitaloceanToken => "a digitalocean token",
-            Self::AzureStorageKey => "an azure storage key",
-            Self::Jwt => "a json web token",
-            Self::DatabaseUrl => "a database url with a password",
-            Self::UrlPassword => "a url with a password",
-            Self::BearerToken => "a bearer token",
-            Self::EnvSecret => "a secret assignment",
-        }
-    }
+secret_kinds! {
+    /// A PEM private key (`-----BEGIN [RSA |EC |ENCRYPTED ]PRIVATE KEY-----` with its body).
+    PrivateKey = "private_key", "a private key";
+    /// An OpenSSH private key (`-----BEGIN OPENSSH PRIVATE KEY-----`).
+    OpensshPrivateKey = "openssh_private_key", "an openssh private key";
+    /// An armored PGP private key block.
+    PgpPrivateKey = "pgp_private_key", "a pgp private key";
+    /// An age identity (`AGE-SECRET-KEY-1…`, bech32 with its checksum).
+    AgeSecretKey = "age_secret_key", "an age secret key";
+    /// A ferry key file's `"secret"`: the hex seed of an agent's or the master's key.
+    FerrySecretKey = "ferry_secret_key", "a ferry secret key";
+    /// A GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`) whose CRC-32 checks out.
+    GithubToken = "github_token", "a github token";
+    /// A GitHub fine-grained personal access token (`github_pat_…`).
+    GithubFineGrainedToken = "github_fine_grained_token", "a github fine-grained token";
+    /// A GitLab token (`glpat-`, `gldt-`, `glrt-`, …, or a runner's `GR1348941…`).
+    GitlabToken = "gitlab_token", "a gitlab token";
+    /// An Anthropic API key (`sk-ant-api03-…`).
+    AnthropicApiKey = "anthropic_api_key", "an anthropic api key";
+    /// An OpenAI API key (`sk-…`, `sk-proj-…`, `sk-svcacct-…`).
+    OpenAiApiKey = "openai_api_key", "an openai api key";
+    /// A Google API key (`AIza…`).
+    GoogleApiKey = "google_api_key", "a google api key";
+    /// A Google OAuth client secret (`GOCSPX-…`) or access token (`ya29.…`).
+    GoogleOauth = "google_oauth", "a google oauth secret";
+    /// A Hugging Face token (`hf_…`, `api_org_…`).
+    HuggingfaceToken = "huggingface_token", "a hugging face token";
+    /// An AWS access key id (`AKIA…`, `ASIA…`, `A3T…`).
+    AwsAccessKeyId = "aws_access_key_id", "an aws access key id";
+    /// An AWS secret access key, named as one or beside an access key id.
+    AwsSecretAccessKey = "aws_secret_access_key", "an aws secret access key";
+    /// A Slack token (`xoxb-`, `xoxp-`, `xapp-`, `xoxe-`, …).
+    SlackToken = "slack_token", "a slack token";
+    /// A Slack incoming webhook (`hooks.slack.com/services/…`).
+    SlackWebhook = "slack_webhook", "a slack webhook url";
+    /// An npm token (`npm_…`) whose CRC-32 checks out.
+    NpmToken = "npm_token", "an npm token";
+    /// A PyPI upload token (`pypi-AgEIcHlwaS5vcmc…`).
+    PypiToken = "pypi_token", "a pypi token";
+    /// A Stripe secret or restricted key (`sk_live_`, `rk_live_`, …) or webhook secret.
+    StripeKey = "stripe_key", "a stripe key";
+    /// A Twilio API key (`SK` and 32 hex digits).
+    TwilioApiKey = "twilio_api_key", "a twilio api key";
+    /// A Twilio auth token: 32 hex digits named as one or beside an account sid.
+    TwilioAuthToken = "twilio_auth_token", "a twilio auth token";
+    /// A SendGrid API key (`SG.….…`).
+    SendgridApiKey = "sendgrid_api_key", "a sendgrid api key";
+    /// A Discord bot token (base64 of the bot's id, a timestamp, an HMAC).
+    DiscordBotToken = "discord_bot_token", "a discord bot token";
+    /// A Discord webhook URL.
+    DiscordWebhook = "discord_webhook", "a discord webhook url";
+    /// A Telegram bot token (`<bot id>:AA…`).
+    TelegramBotToken = "telegram_bot_token", "a telegram bot token";
+    /// A Shopify access token (`shpat_`, `shpss_`, …).
+    ShopifyToken = "shopify_token", "a shopify token";
+    /// A DigitalOcean token (`dop_v1_…`).
+    DigitaloceanToken = "digitalocean_token", "a digitalocean token";
+    /// An Azure storage or service bus key in a connection string (`AccountKey=…`).
+    AzureStorageKey = "azure_storage_key", "an azure storage key";
+    /// An Azure AD (Entra) client secret (`…8Q~…`).
+    AzureAdClientSecret = "azure_ad_client_secret", "an azure ad client secret";
+    /// A 1Password secret key (`A3-…`) or service account token (`ops_eyJ…`).
+    OnepasswordSecret = "onepassword_secret", "a 1password secret";
+    /// An Adobe client secret (`p8e-…`).
+    AdobeClientSecret = "adobe_client_secret", "an adobe client secret";
+    /// An Alibaba Cloud access key id (`LTAI…`).
+    AlibabaAccessKeyId = "alibaba_access_key_id", "an alibaba access key id";
+    /// A JFrog Artifactory API key (`AKCp…`) or reference token (`cmVmd…`).
+    ArtifactoryToken = "artifactory_token", "an artifactory token";
+    /// An Atlassian API token (`ATATT3…`).
+    AtlassianApiToken = "atlassian_api_token", "an atlassian api token";
+    /// An Authress service client access key (`sc_….acc_…`).
+    AuthressKey = "authress_key", "an authress key";
+    /// A ClickHouse Cloud API secret (`4b1d…`).
+    ClickhouseSecret = "clickhouse_secret", "a clickhouse secret";
+    /// A Clojars deploy token (`CLOJARS_…`).
+    ClojarsToken = "clojars_token", "a clojars token";
+    /// A Cloudflare Origin CA key (`v1.0-…`).
+    CloudflareOriginCaKey = "cloudflare_origin_ca_key", "a cloudflare origin ca key";
+    /// A Databricks token (`dapi…`).
+    DatabricksToken = "databricks_token", "a databricks token";
+    /// A Defined Networking API key (`dnkey-…`).
+    DefinedNetworkingKey = "defined_networking_key", "a defined networking key";
+    /// A Doppler token (`dp.pt.…`).
+    DopplerToken = "doppler_token", "a doppler token";
+    /// A Dropbox short-lived token (`sl.…`).
+    DropboxToken = "dropbox_token", "a dropbox token";
+    /// A Duffel API token (`duffel_live_…`).
+    DuffelToken = "duffel_token", "a duffel token";
+    /// A Dynatrace API token (`dt0c01.….…`).
+    DynatraceToken = "dynatrace_token", "a dynatrace token";
+    /// An EasyPost API key (`EZAK…`, `EZTK…`).
+    EasypostKey = "easypost_key", "an easypost key";
+    /// A Facebook or Instagram access token (`EAAC…`, `EAAM…`).
+    FacebookAccessToken = "facebook_access_token", "a facebook access token";
+    /// A Flutterwave key (`FLWSECK_TEST-…`).
+    FlutterwaveKey = "flutterwave_key", "a flutterwave key";
+    /// A Fly.io access token (`fo1_…`, `fm1a_…`, `fm2_…`).
+    FlyioToken = "flyio_token", "a fly.io token";
+    /// A Frame.io API token (`fio-u-…`).
+    FrameioToken = "frameio_token", "a frame.io token";
+    /// A Grafana API key (`eyJrIjoi…`), cloud token (`glc_…`) or service account token (`glsa_…`).
+    GrafanaToken = "grafana_token", "a grafana token";
+    /// A Harness personal or service account token (`pat.….….…`).
+    HarnessToken = "harness_token", "a harness token";
+    /// A HashiCorp Terraform Cloud token (`….atlasv1.…`).
+    TerraformToken = "terraform_token", "a terraform cloud token";
+    /// A HashiCorp Vault token (`hvs.…`, `hvb.…`, or a legacy `s.…` named as Vault's).
+    VaultToken = "vault_token", "a vault token";
+    /// A Heroku API key (`HRKU-AA…`, or a UUID named as Heroku's).
+    HerokuApiKey = "heroku_api_key", "a heroku api key";
+    /// An Infracost API key (`ico-…`).
+    InfracostKey = "infracost_key", "an infracost key";
+    /// A 42 intra client secret (`s-s4t2ud-…`).
+    Intra42Secret = "intra42_secret", "an intra42 secret";
+    /// A Linear API key (`lin_api_…`).
+    LinearApiKey = "linear_api_key", "a linear api key";
+    /// A Mailgun private key (`key-…`), public key (`pubkey-…`) or webhook signing key.
+    MailgunKey = "mailgun_key", "a mailgun key";
+    /// A Mailchimp API key (32 hex digits, `-us` and a data center).
+    MailchimpApiKey = "mailchimp_api_key", "a mailchimp api key";
+    /// A Microsoft Teams incoming webhook URL.
+    TeamsWebhook = "teams_webhook", "a microsoft teams webhook url";
+    /// A New Relic key (`NRAK-`, `NRJS-`, `NRII-`).
+    NewRelicKey = "new_relic_key", "a new relic key";
+    /// A Notion integration token (`ntn_…`).
+    NotionToken = "notion_token", "a notion token";
+    /// A NuGet API key (`oy2…`).
+    NugetKey = "nuget_key", "a nuget key";
+    /// An Octopus Deploy API key (`API-…`).
+    OctopusDeployKey = "octopus_deploy_key", "an octopus deploy key";
+    /// An OpenShift user token (`sha256~…`).
+    OpenshiftToken = "openshift_token", "an openshift token";
+    /// A Perplexity API key (`pplx-…`).
+    PerplexityKey = "perplexity_key", "a perplexity key";
+    /// A Plaid access token (`access-production-<uuid>`).
+    PlaidToken = "plaid_token", "a plaid token";
+    /// A PlanetScale token or password (`pscale_tkn_`, `pscale_pw_`, `pscale_oauth_`).
+    PlanetscaleToken = "planetscale_token", "a planetscale token";
+    /// A Postman API key (`PMAK-…`).
+    PostmanKey = "postman_key", "a postman key";
+    /// A Prefect API key (`pnu_…`).
+    PrefectKey = "prefect_key", "a prefect key";
+    /// A Pulumi access token (`pul-…`).
+    PulumiToken = "pulumi_token", "a pulumi token";
+    /// A ReadMe API key (`rdme_…`).
+    ReadmeKey = "readme_key", "a readme key";
+    /// A RubyGems API key (`rubygems_…`).
+    RubygemsKey = "rubygems_key", "a rubygems key";
+    /// A Scalingo API token (`tk-us-…`).
+    ScalingoToken = "scalingo_token", "a scalingo token";
+    /// A Sendinblue (Brevo) API key (`xkeysib-…`).
+    SendinblueKey = "sendinblue_key", "a sendinblue key";
+    /// A Sentry auth token (`sntrys_…`, `sntryu_…`).
+    SentryToken = "sentry_token", "a sentry token";
+    /// A SettleMint token (`sm_pat_…`).
+    SettlemintToken = "settlemint_token", "a settlemint token";
+    /// A Shippo API token (`shippo_live_…`).
+    ShippoToken = "shippo_token", "a shippo token";
+    /// A Sidekiq Enterprise or Pro gem credential (`BUNDLE_GEMS__CONTRIBSYS__COM=…`).
+    SidekiqSecret = "sidekiq_secret", "a sidekiq secret";
+    /// A Sourcegraph access token (`sgp_…`).
+    SourcegraphToken = "sourcegraph_token", "a sourcegraph token";
+    /// A Square access token or secret (`EAAA…`, `sq0atp-…`, `sq0csp-…`).
+    SquareToken = "square_token", "a square token";
+    /// A Typeform personal token (`tfp_…`).
+    TypeformToken = "typeform_token", "a typeform token";
+    /// A Yandex access token (`t1.…`), API key (`AQVN…`) or AWS-style key (`YC…`).
+    YandexKey = "yandex_key", "a yandex key";
+    /// A Datadog API or application key (hex, named as Datadog's).
+    DatadogKey = "datadog_key", "a datadog key";
+    /// A key of a service that gives its keys no prefix, named after the service
+    /// (`ALGOLIA_API_KEY=…`, `cloudflare_token: …`): the value has that service's shape.
+    ServiceKey = "service_key", "a service api key";
+    /// A JSON Web Token (three base64url parts, a header with `alg`).
+    Jwt = "jwt", "a json web token";
+    /// A database URL with a password (`postgres://user:pass@host`, mysql, mongodb+srv, …).
+    DatabaseUrl = "database_url", "a database url with a password";
+    /// Another URL with a password in it (`https://user:pass@host`).
+    UrlPassword = "url_password", "a url with a password";
+    /// Basic credentials: `Authorization: Basic <base64 of user:password>`, `curl -u user:pass`.
+    BasicAuth = "basic_auth", "a basic auth credential";
+    /// A random value after `Authorization: Bearer` (or `token`).
+    BearerToken = "bearer_token", "a bearer token";
+    /// An assignment like `API_KEY=…`, `SECRET: …`, `"client_secret": "…"` of a random value.
+    EnvSecret = "env_secret", "a secret assignment";
+    /// A connection string with a password (`Server=…;Password=…`, `AccountKey=` aside).
+    ConnectionString = "connection_string", "a connection string with a password";
+    /// A password assigned to a password-named variable (`DB_PASSWORD=…`, `"password": "…"`).
+    PasswordAssignment = "password_assignment", "a password assignment";
 }
 
 impl fmt::Display for SecretKind {
@@ -249,6 +282,12 @@ enum Check {
     Pem,
     /// An AWS access key id, and 40-character secrets near it.
     AwsId,
+    /// The `k` group names a service and the `s` group has the shape of its keys.
+    Service,
+    /// The `b` group is base64 of `user:password`.
+    Basic,
+    /// The `s` group, unquoted, is a password typed by hand rather than a placeholder.
+    TypedPassword,
     /// A Twilio account sid (not itself secret) and 32-hex auth tokens near it.
     TwilioSid,
 }
@@ -256,6 +295,11 @@ enum Check {
 struct Rule {
     kind: SecretKind,
     check: Check,
+    /// What the first pass looks for when not the pattern itself: `|`-separated literals,
+    /// matched without regard to case. Long counted repetitions and keyword lists make one
+    /// set's automaton too big to stay fast, so such a rule is found by its literal part, in
+    /// one literal search for all of them, and only then matched whole.
+    trigger: &'static str,
     /// The span reported is the `s` group if the pattern has one, else the whole match.
     pattern: &'static str,
 }
@@ -271,21 +315,25 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::PrivateKey,
         check: Check::Pem,
+        trigger: "",
         pattern: r"-----BEGIN (?P<l>[A-Z0-9]+(?: [A-Z0-9]+)* )?PRIVATE KEY(?: BLOCK)?-----",
     },
     Rule {
         kind: SecretKind::AgeSecretKey,
         check: Check::Bech32,
+        trigger: "",
         pattern: r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
     },
     Rule {
         kind: SecretKind::FerrySecretKey,
         check: Check::Shape,
+        trigger: "",
         pattern: r#""secret"\s*:\s*"(?P<s>[0-9a-f]{64})""#,
     },
     Rule {
         kind: SecretKind::GithubToken,
         check: Check::Crc32Tail,
+        trigger: "",
         pattern: concat!(b!(), r"gh[pousr]_(?P<b>[A-Za-z0-9]{36})", b!()),
     },
     // GitHub has published no checksum for these, so the shape and randomness decide: a
@@ -293,6 +341,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::GithubFineGrainedToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"github_pat_(?P<b>[A-Za-z0-9]{22}_[A-Za-z0-9]{59})",
@@ -302,6 +351,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::GitlabToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"gl(?:pat|dt|rt|ptt|ft|imt|soat|oas|cbt|agent|ffct)-(?P<b>[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*)"
@@ -310,6 +360,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::AnthropicApiKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"sk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-(?P<b>[A-Za-z0-9_-]{40,})"
@@ -318,6 +369,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::OpenAiApiKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"sk-(?:(?:proj|svcacct|admin|None)-)?(?P<b>[A-Za-z0-9_-]{32,})"
@@ -327,41 +379,53 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::OpenAiApiKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: r"(?P<b>[A-Za-z0-9_-]{20,74}T3BlbkFJ[A-Za-z0-9_-]{20,74})",
     },
     Rule {
         kind: SecretKind::GoogleApiKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"AIza(?P<b>[0-9A-Za-z_-]{35})"),
     },
     Rule {
         kind: SecretKind::GoogleOauth,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"GOCSPX-(?P<b>[A-Za-z0-9_-]{28})"),
     },
     Rule {
         kind: SecretKind::GoogleOauth,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"ya29\.(?P<b>[A-Za-z0-9_-]{50,})"),
     },
     Rule {
         kind: SecretKind::HuggingfaceToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"hf_(?P<b>[A-Za-z]{34})", b!()),
     },
     Rule {
         kind: SecretKind::AwsAccessKeyId,
         check: Check::AwsId,
-        pattern: concat!(b!(), r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}", b!()),
+        trigger: "",
+        pattern: concat!(
+            b!(),
+            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+            b!()
+        ),
     },
     Rule {
         kind: SecretKind::AwsSecretAccessKey,
         check: Check::AwsSecret,
+        trigger: "",
         pattern: r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*(?:[:=]|=>)?\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
     },
     Rule {
         kind: SecretKind::SlackToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"xox[abposre]-[0-9]{6,13}(?:-[0-9]{6,13}){0,2}-(?P<b>[A-Za-z0-9]{16,64})"
@@ -370,6 +434,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::SlackToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"xapp-[0-9]-[A-Z0-9]{8,12}-[0-9]{8,14}-(?P<b>[a-f0-9]{32,64})"
@@ -378,16 +443,19 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::SlackWebhook,
         check: Check::Plausible,
+        trigger: "",
         pattern: r"https://hooks\.slack\.com/(?:services/T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/(?P<b>[A-Za-z0-9]{24})|triggers/T[A-Z0-9]{8,12}/[0-9]{6,16}/[a-f0-9]{32})",
     },
     Rule {
         kind: SecretKind::NpmToken,
         check: Check::Crc32Tail,
+        trigger: "",
         pattern: concat!(b!(), r"npm_(?P<b>[A-Za-z0-9]{36})", b!()),
     },
     Rule {
         kind: SecretKind::PypiToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)(?P<b>[A-Za-z0-9_-]{50,})"
@@ -396,25 +464,29 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::StripeKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             b!(),
-            r"(?:sk|rk)_(?:live|test)_(?P<b>[A-Za-z0-9]{24,247})",
+            r"(?:sk|rk)_(?:live|test|prod)_(?P<b>[A-Za-z0-9]{24,247})",
             b!()
         ),
     },
     Rule {
         kind: SecretKind::StripeKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"whsec_(?P<b>[A-Za-z0-9+/]{32,}={0,2})"),
     },
     Rule {
         kind: SecretKind::TwilioApiKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"SK(?P<b>[0-9a-f]{32})", b!()),
     },
     Rule {
         kind: SecretKind::TwilioAuthToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(
             r#"(?i)twilio[A-Za-z0-9_.-]*?auth[_.-]?token["']?\s*[:=]\s*["']?(?P<s>[0-9a-f]{32})"#,
             b!()
@@ -423,16 +495,19 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::TwilioAuthToken,
         check: Check::TwilioSid,
+        trigger: "",
         pattern: concat!(b!(), r"AC[0-9a-f]{32}", b!()),
     },
     Rule {
         kind: SecretKind::SendgridApiKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"SG\.(?P<b>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})"),
     },
     Rule {
         kind: SecretKind::DiscordBotToken,
         check: Check::DiscordId,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"(?P<b>[MNO][A-Za-z0-9_-]{23,27})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
@@ -441,31 +516,488 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::DiscordWebhook,
         check: Check::Plausible,
+        trigger: "",
         pattern: r"https://(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/(?P<b>[A-Za-z0-9_-]{60,68})",
     },
     Rule {
         kind: SecretKind::TelegramBotToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"[0-9]{8,10}:(?P<b>A[A-Za-z0-9_-]{34})"),
     },
     Rule {
         kind: SecretKind::ShopifyToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"shp(?:at|ca|pa|ss)_(?P<b>[a-fA-F0-9]{32})", b!()),
     },
     Rule {
         kind: SecretKind::DigitaloceanToken,
         check: Check::Plausible,
+        trigger: "",
         pattern: concat!(b!(), r"do[opr]_v1_(?P<b>[a-f0-9]{64})", b!()),
     },
     Rule {
         kind: SecretKind::AzureStorageKey,
         check: Check::Plausible,
+        trigger: "",
         pattern: r"(?i)(?:AccountKey|SharedAccessKey)=(?P<s>(?-i:(?P<b>[A-Za-z0-9+/]{43,88}))={0,2})",
+    },
+    Rule {
+        kind: SecretKind::GitlabToken,
+        check: Check::Plausible,
+        trigger: "GR1348941",
+        pattern: concat!(b!(), r"GR1348941(?P<b>[A-Za-z0-9_-]{20})", b!()),
+    },
+    Rule {
+        kind: SecretKind::HuggingfaceToken,
+        check: Check::Plausible,
+        trigger: "api_org_",
+        pattern: concat!(b!(), r"api_org_(?P<b>[A-Za-z]{34})", b!()),
+    },
+    Rule {
+        kind: SecretKind::SlackToken,
+        check: Check::Plausible,
+        trigger: "xoxe",
+        pattern: concat!(
+            b!(),
+            r"xoxe(?:\.xox[bp])?-[0-9]-(?P<b>[A-Z0-9]{140,170})",
+            b!()
+        ),
+    },
+    // Azure AD secrets carry `<digit>Q~` after three characters (gitleaks' finding); the
+    // rest is drawn from a small alphabet.
+    Rule {
+        kind: SecretKind::AzureAdClientSecret,
+        check: Check::Plausible,
+        trigger: "Q~",
+        pattern: r#"(?:^|[\\'"`\s>=:(,)])(?P<s>(?P<b>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}))(?:$|[\\'"`\s<),;&])"#,
+    },
+    Rule {
+        kind: SecretKind::OnepasswordSecret,
+        check: Check::Shape,
+        trigger: "A3-",
+        pattern: concat!(
+            b!(),
+            r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::OnepasswordSecret,
+        check: Check::Plausible,
+        trigger: "ops_eyJ",
+        pattern: concat!(b!(), r"ops_eyJ(?P<b>[A-Za-z0-9+/]{250,}={0,3})"),
+    },
+    Rule {
+        kind: SecretKind::AdobeClientSecret,
+        check: Check::Plausible,
+        trigger: "p8e-",
+        pattern: concat!(b!(), r"p8e-(?P<b>[A-Za-z0-9]{32})", b!()),
+    },
+    Rule {
+        kind: SecretKind::AlibabaAccessKeyId,
+        check: Check::Plausible,
+        trigger: "LTAI",
+        pattern: concat!(b!(), r"LTAI(?P<b>[A-Za-z0-9]{20})", b!()),
+    },
+    Rule {
+        kind: SecretKind::ArtifactoryToken,
+        check: Check::Plausible,
+        trigger: "AKCp|cmVmd",
+        pattern: concat!(
+            b!(),
+            r"(?:AKCp(?P<b>[A-Za-z0-9]{69})|cmVmd[A-Za-z0-9]{59})",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::AtlassianApiToken,
+        check: Check::Plausible,
+        trigger: "ATATT3",
+        pattern: concat!(b!(), r"ATATT3(?P<b>[A-Za-z0-9_=-]{186})"),
+    },
+    Rule {
+        kind: SecretKind::AuthressKey,
+        check: Check::Plausible,
+        trigger: ".acc_|.acc-",
+        pattern: concat!(
+            b!(),
+            r"(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.(?P<b>[A-Za-z0-9+/_=-]{30,120})"
+        ),
+    },
+    Rule {
+        kind: SecretKind::ClickhouseSecret,
+        check: Check::Plausible,
+        trigger: "4b1d",
+        pattern: concat!(b!(), r"4b1d(?P<b>[A-Za-z0-9]{38})", b!()),
+    },
+    Rule {
+        kind: SecretKind::ClojarsToken,
+        check: Check::Plausible,
+        trigger: "CLOJARS_",
+        pattern: concat!(b!(), r"CLOJARS_(?P<b>[a-z0-9]{60})", b!()),
+    },
+    Rule {
+        kind: SecretKind::CloudflareOriginCaKey,
+        check: Check::Plausible,
+        trigger: "v1.0-",
+        pattern: concat!(b!(), r"v1\.0-[a-f0-9]{24}-(?P<b>[a-f0-9]{146})", b!()),
+    },
+    Rule {
+        kind: SecretKind::DatabricksToken,
+        check: Check::Plausible,
+        trigger: "dapi",
+        pattern: concat!(b!(), r"dapi(?P<b>[a-f0-9]{32})(?:-[0-9])?", b!()),
+    },
+    Rule {
+        kind: SecretKind::DefinedNetworkingKey,
+        check: Check::Plausible,
+        trigger: "dnkey-",
+        pattern: concat!(b!(), r"dnkey-[a-z0-9=_-]{26}-(?P<b>[a-z0-9=_-]{52})"),
+    },
+    Rule {
+        kind: SecretKind::DopplerToken,
+        check: Check::Plausible,
+        trigger: "dp.",
+        pattern: concat!(
+            b!(),
+            r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<b>[A-Za-z0-9]{40,44})",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::DropboxToken,
+        check: Check::Plausible,
+        trigger: "sl.",
+        pattern: concat!(b!(), r"sl\.(?:u\.)?(?P<b>[A-Za-z0-9_=-]{130,})"),
+    },
+    Rule {
+        kind: SecretKind::DuffelToken,
+        check: Check::Plausible,
+        trigger: "duffel_",
+        pattern: concat!(b!(), r"duffel_(?:test|live)_(?P<b>[A-Za-z0-9_=-]{43})"),
+    },
+    Rule {
+        kind: SecretKind::DynatraceToken,
+        check: Check::Plausible,
+        trigger: "dt0c01.",
+        pattern: concat!(b!(), r"dt0c01\.[A-Z0-9]{24}\.(?P<b>[A-Z0-9]{64})", b!()),
+    },
+    Rule {
+        kind: SecretKind::EasypostKey,
+        check: Check::Plausible,
+        trigger: "EZAK|EZTK",
+        pattern: concat!(b!(), r"EZ[AT]K(?P<b>[A-Za-z0-9]{54})", b!()),
+    },
+    Rule {
+        kind: SecretKind::FacebookAccessToken,
+        check: Check::Plausible,
+        trigger: "EAAM|EAAC",
+        pattern: concat!(b!(), r"EAA[MC](?P<b>[A-Za-z0-9]{100,})", b!()),
+    },
+    Rule {
+        kind: SecretKind::FlutterwaveKey,
+        check: Check::Plausible,
+        trigger: "FLW",
+        pattern: concat!(
+            b!(),
+            r"FLW(?:PUB|SEC)K(?:_TEST)?-(?P<b>[a-hA-H0-9]{32})-X|FLWSECK_TEST[a-hA-H0-9]{12}",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::FlyioToken,
+        check: Check::Plausible,
+        trigger: "fo1_|fm1a_|fm1r_|fm2_",
+        pattern: concat!(
+            b!(),
+            r"(?:fo1_(?P<b>[A-Za-z0-9_-]{43})|fm1[ar]_[A-Za-z0-9+/]{100,}={0,3}|fm2_[A-Za-z0-9+/]{100,}={0,3})"
+        ),
+    },
+    Rule {
+        kind: SecretKind::FrameioToken,
+        check: Check::Plausible,
+        trigger: "fio-u-",
+        pattern: concat!(b!(), r"fio-u-(?P<b>[A-Za-z0-9_=-]{64})"),
+    },
+    Rule {
+        kind: SecretKind::GrafanaToken,
+        check: Check::Plausible,
+        trigger: "eyJrIjoi|glc_|glsa_",
+        pattern: concat!(
+            b!(),
+            r"(?:eyJrIjoi(?P<b>[A-Za-z0-9]{70,400})={0,3}|glc_[A-Za-z0-9+/]{32,400}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b)"
+        ),
+    },
+    Rule {
+        kind: SecretKind::HarnessToken,
+        check: Check::Plausible,
+        trigger: "pat.|sat.",
+        pattern: concat!(
+            b!(),
+            r"(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.(?P<b>[A-Za-z0-9]{20})",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::TerraformToken,
+        check: Check::Plausible,
+        trigger: ".atlasv1.",
+        pattern: concat!(b!(), r"[a-z0-9]{14}\.atlasv1\.(?P<b>[a-z0-9_=-]{60,70})"),
+    },
+    Rule {
+        kind: SecretKind::VaultToken,
+        check: Check::Plausible,
+        trigger: "hvs.|hvb.",
+        pattern: concat!(
+            b!(),
+            r"(?:hvs\.(?P<b>[A-Za-z0-9_-]{90,120})|hvb\.[A-Za-z0-9_-]{138,300})"
+        ),
+    },
+    Rule {
+        kind: SecretKind::HerokuApiKey,
+        check: Check::Plausible,
+        trigger: "HRKU-AA",
+        pattern: concat!(b!(), r"HRKU-AA(?P<b>[0-9A-Za-z_-]{58})"),
+    },
+    Rule {
+        kind: SecretKind::InfracostKey,
+        check: Check::Plausible,
+        trigger: "ico-",
+        pattern: concat!(b!(), r"ico-(?P<b>[A-Za-z0-9]{32})", b!()),
+    },
+    Rule {
+        kind: SecretKind::Intra42Secret,
+        check: Check::Plausible,
+        trigger: "s-s4t2",
+        pattern: concat!(b!(), r"s-s4t2(?:ud|af)-(?P<b>[a-f0-9]{64})", b!()),
+    },
+    Rule {
+        kind: SecretKind::LinearApiKey,
+        check: Check::Plausible,
+        trigger: "lin_api_",
+        pattern: concat!(b!(), r"lin_api_(?P<b>[A-Za-z0-9]{40})", b!()),
+    },
+    Rule {
+        kind: SecretKind::MailgunKey,
+        check: Check::Plausible,
+        trigger: "key-",
+        pattern: concat!(b!(), r"(?:pub)?key-(?P<b>[a-f0-9]{32})", b!()),
+    },
+    Rule {
+        kind: SecretKind::MailchimpApiKey,
+        check: Check::Plausible,
+        trigger: "-us",
+        pattern: concat!(b!(), r"(?P<b>[a-f0-9]{32})-us[0-9]{1,2}", b!()),
+    },
+    Rule {
+        kind: SecretKind::TeamsWebhook,
+        check: Check::Plausible,
+        trigger: ".webhook.office.com/",
+        pattern: r"https://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[a-z0-9-]{36}@[a-z0-9-]{36}/IncomingWebhook/(?P<b>[a-z0-9]{32})/[a-z0-9-]{36}",
+    },
+    Rule {
+        kind: SecretKind::NewRelicKey,
+        check: Check::Plausible,
+        trigger: "NRAK-|NRJS-|NRII-",
+        pattern: concat!(
+            b!(),
+            r"(?:NRAK-(?P<b>[A-Z0-9]{27})|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9_-]{32})",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::NotionToken,
+        check: Check::Plausible,
+        trigger: "ntn_",
+        pattern: concat!(b!(), r"ntn_[0-9]{11}(?P<b>[A-Za-z0-9]{35})", b!()),
+    },
+    Rule {
+        kind: SecretKind::NugetKey,
+        check: Check::Plausible,
+        trigger: "oy2",
+        pattern: concat!(b!(), r"oy2(?P<b>[a-z0-9]{43})", b!()),
+    },
+    Rule {
+        kind: SecretKind::OctopusDeployKey,
+        check: Check::Plausible,
+        trigger: "API-",
+        pattern: concat!(b!(), r"API-(?P<b>[A-Z0-9]{26})", b!()),
+    },
+    Rule {
+        kind: SecretKind::OpenshiftToken,
+        check: Check::Plausible,
+        trigger: "sha256~",
+        pattern: concat!(b!(), r"sha256~(?P<b>[A-Za-z0-9_-]{43})"),
+    },
+    Rule {
+        kind: SecretKind::PerplexityKey,
+        check: Check::Plausible,
+        trigger: "pplx-",
+        pattern: concat!(b!(), r"pplx-(?P<b>[A-Za-z0-9]{48})", b!()),
+    },
+    Rule {
+        kind: SecretKind::PlaidToken,
+        check: Check::Shape,
+        trigger: "access-sandbox-|access-development-|access-production-",
+        pattern: concat!(
+            b!(),
+            r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::PlanetscaleToken,
+        check: Check::Plausible,
+        trigger: "pscale_",
+        pattern: concat!(
+            b!(),
+            r"pscale_(?:tkn|oauth|pw)_(?P<b>[A-Za-z0-9=._-]{32,64})"
+        ),
+    },
+    Rule {
+        kind: SecretKind::PostmanKey,
+        check: Check::Plausible,
+        trigger: "PMAK-",
+        pattern: concat!(b!(), r"PMAK-[a-f0-9]{24}-(?P<b>[a-f0-9]{34})", b!()),
+    },
+    Rule {
+        kind: SecretKind::PrefectKey,
+        check: Check::Plausible,
+        trigger: "pnu_",
+        pattern: concat!(b!(), r"pnu_(?P<b>[A-Za-z0-9]{36})", b!()),
+    },
+    Rule {
+        kind: SecretKind::PulumiToken,
+        check: Check::Plausible,
+        trigger: "pul-",
+        pattern: concat!(b!(), r"pul-(?P<b>[a-f0-9]{40})", b!()),
+    },
+    Rule {
+        kind: SecretKind::ReadmeKey,
+        check: Check::Plausible,
+        trigger: "rdme_",
+        pattern: concat!(b!(), r"rdme_(?P<b>[a-z0-9]{70})", b!()),
+    },
+    Rule {
+        kind: SecretKind::RubygemsKey,
+        check: Check::Plausible,
+        trigger: "rubygems_",
+        pattern: concat!(b!(), r"rubygems_(?P<b>[a-f0-9]{48})", b!()),
+    },
+    Rule {
+        kind: SecretKind::ScalingoToken,
+        check: Check::Plausible,
+        trigger: "tk-us-",
+        pattern: concat!(b!(), r"tk-us-(?P<b>[A-Za-z0-9_-]{48})"),
+    },
+    Rule {
+        kind: SecretKind::SendinblueKey,
+        check: Check::Plausible,
+        trigger: "xkeysib-",
+        pattern: concat!(b!(), r"xkeysib-(?P<b>[a-f0-9]{64})-[A-Za-z0-9]{16}", b!()),
+    },
+    Rule {
+        kind: SecretKind::SentryToken,
+        check: Check::Plausible,
+        trigger: "sntrys_|sntryu_",
+        pattern: concat!(
+            b!(),
+            r"(?:sntrys_eyJpYXQiO(?P<b>[A-Za-z0-9+/=_]{40,400})|sntryu_[a-f0-9]{64}\b)"
+        ),
+    },
+    Rule {
+        kind: SecretKind::SettlemintToken,
+        check: Check::Plausible,
+        trigger: "sm_pat_|sm_aat_|sm_sat_",
+        pattern: concat!(b!(), r"sm_(?:pat|aat|sat)_(?P<b>[A-Za-z0-9]{16})", b!()),
+    },
+    Rule {
+        kind: SecretKind::ShippoToken,
+        check: Check::Plausible,
+        trigger: "shippo_",
+        pattern: concat!(b!(), r"shippo_(?:live|test)_(?P<b>[a-fA-F0-9]{40})", b!()),
+    },
+    Rule {
+        kind: SecretKind::SidekiqSecret,
+        check: Check::Plausible,
+        trigger: "contribsys",
+        pattern: r#"(?i)BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM["']?\s*(?:[:=]|=>)\s*["']?(?P<s>(?P<b>[a-f0-9]{8}:[a-f0-9]{8}))"#,
+    },
+    Rule {
+        kind: SecretKind::SourcegraphToken,
+        check: Check::Plausible,
+        trigger: "sgp_",
+        pattern: concat!(
+            b!(),
+            r"sgp_(?:[a-fA-F0-9]{16}_|local_)?(?P<b>[a-fA-F0-9]{40})",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::SquareToken,
+        check: Check::Plausible,
+        trigger: "EAAA|sq0atp-|sq0csp-",
+        pattern: concat!(
+            b!(),
+            r"(?:EAAA(?P<b>[A-Za-z0-9_-]{60})|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43})",
+            b!()
+        ),
+    },
+    Rule {
+        kind: SecretKind::TypeformToken,
+        check: Check::Plausible,
+        trigger: "tfp_",
+        pattern: concat!(b!(), r"tfp_(?P<b>[A-Za-z0-9_.=-]{59})"),
+    },
+    Rule {
+        kind: SecretKind::YandexKey,
+        check: Check::Plausible,
+        trigger: "t1.|AQVN|YC",
+        pattern: concat!(
+            b!(),
+            r"(?:t1\.[A-Za-z0-9_-]+={0,2}\.(?P<b>[A-Za-z0-9_-]{86})={0,2}|AQVN[A-Za-z0-9_-]{35,38}\b|YC[A-Za-z0-9_-]{38}\b)"
+        ),
+    },
+    Rule {
+        kind: SecretKind::ServiceKey,
+        check: Check::Service,
+        trigger: services::TRIGGER,
+        pattern: services::PATTERN,
+    },
+    Rule {
+        kind: SecretKind::ConnectionString,
+        check: Check::Password,
+        trigger: "password|pwd",
+        pattern: r"(?i)(?:server|data source|host|address|addr|network address|endpoint|hostname)\s*=[^;\n]{1,200};(?:[^;\n]{0,200};){0,8}?\s*(?:password|pwd)\s*=\s*(?P<s>(?P<b>[^;\s'`]{4,128}))",
+    },
+    Rule {
+        kind: SecretKind::BasicAuth,
+        check: Check::Basic,
+        trigger: "basic ",
+        pattern: concat!(
+            r"(?i)",
+            b!(),
+            r"basic\s+(?P<s>(?P<b>[A-Za-z0-9+/]{8,}={0,2}))"
+        ),
+    },
+    Rule {
+        kind: SecretKind::BasicAuth,
+        check: Check::Password,
+        trigger: "curl ",
+        pattern: r#"(?:^|\s)curl\s[^\n]*?(?:-u|--user)(?:\s+|=)["']?[^\s:'"]+:(?P<s>(?P<b>[^\s'"]{4,}))"#,
+    },
+    Rule {
+        kind: SecretKind::PasswordAssignment,
+        check: Check::TypedPassword,
+        trigger: "password|passwd|passphrase|pwd|_pass|-pass|.pass|pass=|pass:|pass\"|pass'",
+        pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*(?:pass(?:w(?:or)?d|phrase)?|pwd)(?:[_.-][A-Za-z0-9_.-]*)?)["']?[ \t]*(?::=|=>|[:=])[ \t]*(?P<s>"[^"\n]{6,128}"|'[^'\n]{6,128}'|[^\s"'`,;]{6,128})"#,
     },
     Rule {
         kind: SecretKind::Jwt,
         check: Check::Jwt,
+        trigger: "",
         pattern: concat!(
             b!(),
             r"(?P<b>eyJ[A-Za-z0-9_-]{10,})\.(?P<p>[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]*"
@@ -474,6 +1006,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::DatabaseUrl,
         check: Check::Password,
+        trigger: "",
         pattern: concat!(
             r"(?i)",
             b!(),
@@ -483,6 +1016,7 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::UrlPassword,
         check: Check::Password,
+        trigger: "",
         pattern: concat!(
             r"(?i)",
             b!(),
@@ -492,11 +1026,13 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::BearerToken,
         check: Check::RandomValue,
+        trigger: "",
         pattern: r#"(?i)authorization["']?\s*[:=]\s*["']?(?:bearer|token|basic)\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)"#,
     },
     Rule {
         kind: SecretKind::BearerToken,
         check: Check::RandomValue,
+        trigger: "",
         pattern: concat!(b!(), r"Bearer\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)"),
     },
     // The keyword must end the key or be followed by a separator, so `tokenizer` and
@@ -504,12 +1040,21 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::EnvSecret,
         check: Check::Assignment,
+        trigger: "",
         pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*?(?:api[_.-]?key|apikey|secret|token|pass(?:w(?:or)?d|phrase)?|pwd|private[_.-]?key|access[_.-]?key|auth[_.-]?key|credentials?|signing[_.-]?key|client[_.-]?secret)(?:[_.-][A-Za-z0-9_.-]*)?)["']?[ \t]*(?::=|=>|[:=])[ \t]*["']?(?P<s>[^\s"'`,;&)\]}]+)"#,
     },
 ];
 
 struct Compiled {
+    /// The first pass over the rules without a trigger.
     set: RegexSet,
+    /// Which rule each position of `set` is.
+    in_set: Vec<usize>,
+    /// The first pass over the triggers: one Aho-Corasick search for every literal (a regex
+    /// alternation of them, without regard to case, is too big for a fast automaton).
+    literals: AhoCorasick,
+    /// The rules each literal triggers, by the literal's index in `literals`.
+    triggered: Vec<Vec<usize>>,
     each: Vec<Regex>,
     /// A 40-character AWS secret candidate (checked for boundaries by hand).
     aws_secret: Regex,
@@ -518,11 +1063,51 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let patterns = RULES.iter().map(|r| r.pattern);
+    let in_set: Vec<usize> = (0..RULES.len())
+        .filter(|&i| RULES[i].trigger.is_empty())
+        .collect();
+    let mut triggered: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, rule) in RULES.iter().enumerate() {
+        for literal in rule.trigger.split('|').filter(|l| !l.is_empty()) {
+            triggered
+                .entry(literal.to_ascii_lowercase())
+                .or_default()
+                .push(i);
+        }
+    }
+    // Leftmost-longest finds only the longest literal at a place: `password` must also trigger
+    // what `pass` triggers.
+    let inside: Vec<(String, Vec<usize>)> = triggered
+        .keys()
+        .map(|long| {
+            let more = triggered
+                .iter()
+                .filter(|(short, _)| *short != long && long.contains(short.as_str()))
+                .flat_map(|(_, rules)| rules.iter().copied())
+                .collect();
+            (long.clone(), more)
+        })
+        .collect();
+    for (long, more) in inside {
+        let rules = triggered.get_mut(&long).expect("listed above");
+        rules.extend(more);
+        rules.sort_unstable();
+        rules.dedup();
+    }
+    let (literals, triggered): (Vec<String>, Vec<Vec<usize>>) = triggered.into_iter().unzip();
     Compiled {
-        set: RegexSet::new(patterns.clone()).expect("the guard's patterns compile"),
-        each: patterns
-            .map(|p| Regex::new(p).expect("the guard's patterns compile"))
+        set: RegexSet::new(in_set.iter().map(|&i| RULES[i].pattern))
+            .expect("the guard's patterns compile"),
+        literals: AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&literals)
+            .expect("the triggers compile"),
+        triggered,
+        in_set,
+        each: RULES
+            .iter()
+            .map(|r| Regex::new(r.pattern).expect("the guard's patterns compile"))
             .collect(),
         aws_secret: Regex::new(r"[A-Za-z0-9/+]{40}").expect("compiles"),
         hex32: Regex::new(concat!(b!(), r"[0-9a-f]{32}", b!())).expect("compiles"),
@@ -531,17 +1116,17 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
 
 /// Every secret-shaped span in the text.
 ///
+/// The text is read as written and as it would be once undisguised (decoded, normalised,
+/// joined: `disguise`); a secret found in another reading spans what spelled it.
 /// Spans are sorted and never overlap: overlapping finds are merged into one span, which
 /// takes the most specific kind (a GitHub token inside `GITHUB_TOKEN=…` is a `github_token`).
 pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
-    let compiled = &*COMPILED;
-    let hits = compiled.set.matches(text);
-    if !hits.matched_any() {
-        return Vec::new();
-    }
-    let mut found = Vec::new();
-    for i in hits.iter() {
-        scan(&RULES[i], &compiled.each[i], text, &mut found);
+    let mut found = find_written(text);
+    for view in disguise::views(text) {
+        found.extend(find_written(&view.text).into_iter().map(|m| SecretMatch {
+            kind: m.kind,
+            range: view.origin(&m.range),
+        }));
     }
     merge(found)
 }
@@ -549,6 +1134,42 @@ pub fn find_secrets(text: &str) -> Vec<SecretMatch> {
 /// The kind of the first secret in the text, if any.
 pub(super) fn first_secret(text: &str) -> Option<SecretKind> {
     find_secrets(text).first().map(|m| m.kind)
+}
+
+/// The secrets in the text as written, before any of its other readings.
+fn find_written(text: &str) -> Vec<SecretMatch> {
+    let compiled = &*COMPILED;
+    let mut found = Vec::new();
+    for i in compiled.set.matches(text).iter() {
+        let i = compiled.in_set[i];
+        scan(&RULES[i], &compiled.each[i], text, &mut found);
+    }
+    // A triggered rule is matched around each of its literals only, so a word that merely
+    // contains one ("passed", "global") costs a short look, not a pass over the text.
+    let mut windows: Vec<(usize, Range<usize>)> = Vec::new();
+    for m in compiled.literals.find_iter(text) {
+        let start = floor_boundary(text, m.start().saturating_sub(BEFORE));
+        let end = ceil_boundary(text, m.end() + AFTER);
+        let rules = &compiled.triggered[m.pattern().as_usize()];
+        windows.extend(rules.iter().map(|&i| (i, start..end)));
+    }
+    windows.sort_by_key(|(i, w)| (*i, w.start));
+    let mut merged: Vec<(usize, Range<usize>)> = Vec::with_capacity(windows.len());
+    for (i, w) in windows {
+        match merged.last_mut() {
+            Some((j, last)) if *j == i && w.start <= last.end => last.end = last.end.max(w.end),
+            _ => merged.push((i, w)),
+        }
+    }
+    for (i, w) in merged {
+        let mut local = Vec::new();
+        scan(&RULES[i], &compiled.each[i], &text[w.clone()], &mut local);
+        found.extend(local.into_iter().map(|m| SecretMatch {
+            kind: m.kind,
+            range: m.range.start + w.start..m.range.end + w.start,
+        }));
+    }
+    found
 }
 
 fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
@@ -568,6 +1189,25 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
             Check::AwsSecret => aws_secret(span.as_str()).then(|| span.range()),
             Check::RandomValue => random_value(span.as_str()).then(|| span.range()),
             Check::Assignment => assignment(&caps).then(|| span.range()),
+            Check::Service => caps
+                .name("k")
+                .and_then(|k| services::service_key(k.as_str(), span.as_str()))
+                .filter(|_| plausible_token(span.as_str()))
+                .map(|kind| {
+                    found.push(SecretMatch {
+                        kind,
+                        range: span.range(),
+                    });
+                })
+                .and(None),
+            Check::Basic => basic(body).then(|| span.range()),
+            Check::TypedPassword => {
+                let key = caps.name("k").map_or("", |k| k.as_str());
+                let inner = unquoted(span.as_str());
+                let skip = (span.len() - inner.len()) / 2;
+                (!ordinary_key(key) && hand_typed_password(inner))
+                    .then(|| span.start() + skip..span.end() - skip)
+            }
             Check::Pem => {
                 if let Some((kind, range)) = pem(text, &caps) {
                     found.push(SecretMatch { kind, range });
@@ -619,6 +1259,28 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
             });
         }
     }
+}
+
+/// How far before a trigger's literal its rule is matched: more than a key name before its
+/// service's name, or a connection string's parts before its password.
+const BEFORE: usize = 256;
+/// How far after it: more than the longest value a triggered rule knows (a Vault batch
+/// token's 300 characters, a Grafana key's 400).
+const AFTER: usize = 448;
+
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// How far from an AWS key id or a Twilio sid its secret may sit to count as its partner.
@@ -795,6 +1457,26 @@ fn ordinary_key(key: &str) -> bool {
         "age",
         "min",
         "max",
+        "hint",
+        "field",
+        "prompt",
+        "strength",
+        "rule",
+        "rules",
+        "regex",
+        "pattern",
+        "label",
+        "placeholder",
+        "required",
+        "reset",
+        "manager",
+        "changed",
+        "updated",
+        "command",
+        "cmd",
+        "auth",
+        "enabled",
+        "store",
     ];
     let key = key.to_ascii_lowercase();
     ["page", "cursor", "next", "continuation", "resume", "sync"]
@@ -838,6 +1520,7 @@ fn typed_password(value: &str) -> bool {
     value.len() >= 10
         && kinds >= 3
         && !value.starts_with(['$', '<', '{', '%', '['])
+        && (!value.contains('<') || !value.ends_with('>'))
         && !PLACEHOLDER_WORDS
             .iter()
             .any(|w| value.to_ascii_lowercase().contains(w))
@@ -994,6 +1677,83 @@ fn uuid(value: &str) -> bool {
         })
 }
 
+/// `Basic` credentials: base64 of `user:password`, printable, with a password.
+fn basic(body: &str) -> bool {
+    checksum::base64_decode(body)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .is_some_and(|pair| {
+            pair.split_once(':').is_some_and(|(user, password)| {
+                !user.is_empty()
+                    && password.len() >= 3
+                    && !pair.chars().any(char::is_control)
+                    && real_password(password)
+            })
+        })
+}
+
+/// A value without the quotes around it.
+fn unquoted(value: &str) -> &str {
+    let bytes = value.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(&a), Some(&b)) if bytes.len() >= 2 && a == b && matches!(a, b'"' | b'\'') => {
+            &value[1..value.len() - 1]
+        }
+        _ => value,
+    }
+}
+
+/// Values a password-named field holds that are not a password: types, flags, references,
+/// words of a schema or a form.
+const NOT_PASSWORDS: &[&str] = &[
+    "required",
+    "optional",
+    "string",
+    "secret",
+    "password",
+    "hidden",
+    "masked",
+    "none",
+    "null",
+    "true",
+    "false",
+    "undefined",
+    "boolean",
+    "integer",
+    "text",
+    "prompt",
+    "empty",
+    "unset",
+    "default",
+    "enabled",
+    "disabled",
+];
+
+/// A password someone typed, which need not look random (`correcthorsebattery`,
+/// `Tr0ub4dor&3`): long enough, not a placeholder, a reference, a type or a few words.
+fn hand_typed_password(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    let (l, u, d, o) = classes(value);
+    let kinds = [l, u, d, o].iter().filter(|&&c| c).count();
+    value.len() >= 8
+        && (kinds >= 2 || value.len() >= 12)
+        && value.split_whitespace().count() <= 2
+        && real_password(value)
+        && !value.starts_with(['$', '<', '{', '%', '[', '(', '*', '#', '@', '&'])
+        && !value.contains("()")
+        && !value.contains('<')
+        // `correct-horse-battery-staple`: the passphrase of every example, not of anyone.
+        && !(value.split(['-', '_']).count() >= 3
+            && value.bytes().all(|b| b.is_ascii_lowercase() || b == b'-' || b == b'_'))
+        && !value.contains("::")
+        && !value.contains("{{")
+        && !NOT_PASSWORDS.contains(&lower.as_str())
+        && !PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w))
+        && !["your", "here", "env", "secret"].iter().any(|w| lower.contains(w))
+        && !reference(value)
+        && !value.bytes().all(|b| b.is_ascii_digit())
+        && !has_run(value, 4)
+}
+
 /// A password in a URL, unless it is a placeholder for one.
 fn real_password(password: &str) -> bool {
     let lower = password.to_ascii_lowercase();
@@ -1043,6 +1803,7 @@ mod tests {
     #[test]
     fn every_rule_compiles() {
         assert_eq!(COMPILED.each.len(), RULES.len());
+        assert_eq!(COMPILED.set.len(), COMPILED.in_set.len());
     }
 
     #[test]

@@ -1253,6 +1253,285 @@ def ordinary():
     return rows
 
 
+# --- the formats, disguises, code shapes and hard negatives added with issue 18 ----------
+# A second seeded generator, so the rows above stay as they were.
+R2 = random.Random(20261201)
+
+
+def pick2(alphabet, n):
+    return "".join(R2.choice(alphabet) for _ in range(n))
+
+
+def uuid2():
+    h = pick2(HEX, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def crc_token2(prefix, random_len=30):
+    body = pick2(ALNUM, random_len)
+    return prefix + body + b62(binascii.crc32(body.encode()), 6)
+
+
+NAMED = ["{s}", "here is the key: {s}", "use {s} for the deploy", "the value is `{s}` (from the vault)", '{{"key": "{s}"}}', "{s} <- rotated yesterday", "config:\n  key: {s}\n  region: eu-west-1", "Found it in the old .env, {s}, still valid I think"]
+
+
+def more_secrets():
+    rows = []
+
+    def add(kind, make, contexts=NAMED, n=10):
+        for i in range(n):
+            rows.append((kind, contexts[i % len(contexts)].format(s=make())))
+
+    add("azure_ad_client_secret", lambda: pick2(ALNUM, 3) + R2.choice(DIGITS) + "Q~" + pick2(ALNUM + "_~.-", 34),
+        ["{s}", "AZURE_CLIENT_SECRET={s}", "client secret: {s}", '"clientSecret": "{s}"'])
+    add("onepassword_secret", lambda: "A3-" + pick2(UPPER + DIGITS, 6) + "-" + pick2(UPPER + DIGITS, 11) + "-" + "-".join(pick2(UPPER + DIGITS, 5) for _ in range(3)))
+    add("adobe_client_secret", lambda: "p8e-" + pick2(ALNUM, 32))
+    add("alibaba_access_key_id", lambda: "LTAI" + pick2(ALNUM, 20))
+    add("artifactory_token", lambda: "AKCp" + pick2(ALNUM, 69))
+    add("atlassian_api_token", lambda: "ATATT3" + pick2(URLSAFE, 186))
+    add("authress_key", lambda: "sc_" + pick2(ALNUM, 10) + "." + pick2(ALNUM, 5) + ".acc_" + pick2(LOWER + DIGITS, 16) + "." + pick2(ALNUM + "+/", 60))
+    add("clickhouse_secret", lambda: "4b1d" + pick2(ALNUM, 38))
+    add("clojars_token", lambda: "CLOJARS_" + pick2(LOWER + DIGITS, 60))
+    add("cloudflare_origin_ca_key", lambda: "v1.0-" + pick2(HEX, 24) + "-" + pick2(HEX, 146))
+    add("databricks_token", lambda: "dapi" + pick2(HEX, 32))
+    add("defined_networking_key", lambda: "dnkey-" + pick2(LOWER + DIGITS, 26) + "-" + pick2(LOWER + DIGITS, 52))
+    add("doppler_token", lambda: "dp.pt." + pick2(ALNUM, 43))
+    add("dropbox_token", lambda: "sl." + pick2(URLSAFE, 135))
+    add("duffel_token", lambda: "duffel_live_" + pick2(URLSAFE, 43))
+    add("dynatrace_token", lambda: "dt0c01." + pick2(UPPER + DIGITS, 24) + "." + pick2(UPPER + DIGITS, 64))
+    add("easypost_key", lambda: R2.choice(["EZAK", "EZTK"]) + pick2(ALNUM, 54))
+    add("facebook_access_token", lambda: R2.choice(["EAAC", "EAAM"]) + pick2(ALNUM, 120))
+    add("flutterwave_key", lambda: "FLWSECK_TEST-" + pick2("abcdefgh" + DIGITS, 32) + "-X")
+    add("flyio_token", lambda: "fo1_" + pick2(URLSAFE, 43))
+    add("frameio_token", lambda: "fio-u-" + pick2(URLSAFE, 64))
+    add("grafana_token", lambda: R2.choice(["glsa_" + pick2(ALNUM, 32) + "_" + pick2(HEX, 8), "glc_" + pick2(ALNUM + "+/", 60), "eyJrIjoi" + pick2(ALNUM, 80)]))
+    add("harness_token", lambda: "pat." + pick2(URLSAFE, 22) + "." + pick2(ALNUM, 24) + "." + pick2(ALNUM, 20))
+    add("terraform_token", lambda: pick2(LOWER + DIGITS, 14) + ".atlasv1." + pick2(LOWER + DIGITS + "_-", 64))
+    add("vault_token", lambda: "hvs." + pick2(URLSAFE, 95), NAMED[:6] + ["VAULT_TOKEN={s}"])
+    add("vault_token", lambda: "s." + pick2(ALNUM, 24), ["VAULT_TOKEN={s}", "export VAULT_TOKEN='{s}'"], n=2)
+    add("heroku_api_key", lambda: "HRKU-AA" + pick2(URLSAFE, 58), n=6)
+    add("heroku_api_key", uuid2, ["HEROKU_API_KEY={s}", '"heroku_api_key": "{s}"', "heroku_token: {s}"], n=6)
+    add("infracost_key", lambda: "ico-" + pick2(ALNUM, 32))
+    add("intra42_secret", lambda: "s-s4t2ud-" + pick2(HEX, 64))
+    add("linear_api_key", lambda: "lin_api_" + pick2(ALNUM, 40))
+    add("mailgun_key", lambda: R2.choice(["key-", "pubkey-"]) + pick2(HEX, 32), n=6)
+    add("mailgun_key", lambda: pick2("abcdefgh" + DIGITS, 32) + "-" + pick2("abcdefgh" + DIGITS, 8) + "-" + pick2("abcdefgh" + DIGITS, 8),
+        ["MAILGUN_SIGNING_KEY={s}", "mailgun_webhook_key: {s}"], n=6)
+    add("mailchimp_api_key", lambda: pick2(HEX, 32) + "-us" + str(R2.randint(1, 21)))
+    add("teams_webhook", lambda: "https://" + pick2(LOWER, 8) + ".webhook.office.com/webhookb2/" + uuid2() + "@" + uuid2() + "/IncomingWebhook/" + pick2(LOWER + DIGITS, 32) + "/" + uuid2(),
+        ["{s}", "post to {s} when it is done", "webhook: {s}"])
+    add("new_relic_key", lambda: "NRAK-" + pick2(UPPER + DIGITS, 27))
+    add("notion_token", lambda: "ntn_" + pick2(DIGITS, 11) + pick2(ALNUM, 35))
+    add("nuget_key", lambda: "oy2" + pick2(LOWER + DIGITS, 43))
+    add("octopus_deploy_key", lambda: "API-" + pick2(UPPER + DIGITS, 26))
+    add("openshift_token", lambda: "sha256~" + pick2(URLSAFE, 43))
+    add("perplexity_key", lambda: "pplx-" + pick2(ALNUM, 48))
+    add("plaid_token", lambda: "access-production-" + uuid2())
+    add("planetscale_token", lambda: R2.choice(["pscale_tkn_", "pscale_pw_"]) + pick2(URLSAFE, 43))
+    add("postman_key", lambda: "PMAK-" + pick2(HEX, 24) + "-" + pick2(HEX, 34))
+    add("prefect_key", lambda: "pnu_" + pick2(ALNUM, 36))
+    add("pulumi_token", lambda: "pul-" + pick2(HEX, 40))
+    add("readme_key", lambda: "rdme_" + pick2(LOWER + DIGITS, 70))
+    add("rubygems_key", lambda: "rubygems_" + pick2(HEX, 48))
+    add("scalingo_token", lambda: "tk-us-" + pick2(URLSAFE, 48))
+    add("sendinblue_key", lambda: "xkeysib-" + pick2(HEX, 64) + "-" + pick2(ALNUM, 16))
+    add("sentry_token", lambda: "sntryu_" + pick2(HEX, 64))
+    add("settlemint_token", lambda: "sm_pat_" + pick2(ALNUM, 16))
+    add("shippo_token", lambda: "shippo_live_" + pick2(HEX, 40))
+    add("sidekiq_secret", lambda: pick2(HEX, 8) + ":" + pick2(HEX, 8), ["BUNDLE_GEMS__CONTRIBSYS__COM={s}", "export BUNDLE_ENTERPRISE__CONTRIBSYS__COM={s}"])
+    add("sourcegraph_token", lambda: "sgp_" + pick2(HEX, 16) + "_" + pick2(HEX, 40))
+    add("square_token", lambda: R2.choice(["sq0csp-" + pick2(URLSAFE, 43), "EAAA" + pick2(URLSAFE, 60), "sq0atp-" + pick2(URLSAFE, 22)]))
+    add("typeform_token", lambda: "tfp_" + pick2(URLSAFE, 59))
+    add("yandex_key", lambda: R2.choice(["AQVN" + pick2(URLSAFE, 36), "YC" + pick2(URLSAFE, 38)]))
+    add("datadog_key", lambda: pick2(HEX, R2.choice([32, 40])), ["DATADOG_API_KEY={s}", "DD_APP_KEY: {s}", '"datadog_api_key": "{s}"', "export DD_API_KEY='{s}'"])
+    services = [
+        ("ALGOLIA_API_KEY", lambda: pick2(LOWER + DIGITS, 32)),
+        ("CLOUDFLARE_API_TOKEN", lambda: pick2(URLSAFE, 40)),
+        ("SNYK_TOKEN", uuid2),
+        ("OKTA_API_TOKEN", lambda: "00" + pick2(URLSAFE, 40)),
+        ("mapbox_access_token", lambda: "sk." + pick2(LOWER + DIGITS, 60) + "." + pick2(URLSAFE, 22)),
+        ("HUBSPOT_API_KEY", uuid2),
+        ("lob_api_key", lambda: "live_" + pick2(HEX, 35)),
+        ("SENTRY_AUTH_TOKEN", lambda: pick2(HEX, 64)),
+        ("TWITCH_CLIENT_SECRET", lambda: pick2(LOWER + DIGITS, 30)),
+        ("zendesk_token", lambda: pick2(ALNUM, 40)),
+        ("CODECOV_TOKEN", uuid2),
+        ("gocardless_token", lambda: "live_" + pick2(URLSAFE, 40)),
+    ]
+    for i, (key, make) in enumerate(services):
+        form = ["{k}={v}", '{k}: "{v}"', '"{k}": "{v}"', "export {k}='{v}'"][i % 4]
+        rows.append(("service_key", form.format(k=key, v=make())))
+    words = ["correcthorsebattery", "Tr0ub4dor&3", "summer2024x", "letmeinpleasenow", "bluehorse42x", "paddington1", "hunter2hunter2", "sommerwind25"]
+    forms = ["password: {s}", 'DB_PASSWORD="{s}"', "PGPASSWORD={s}", '"password": "{s}"', "smtp_password = '{s}'", "MYSQL_ROOT_PASSWORD={s}"]
+    for i in range(12):
+        w = words[i % len(words)]
+        if " " in w and "=" in forms[i % len(forms)] and '"' not in forms[i % len(forms)]:
+            w = w.replace(" ", "")
+        rows.append(("password_assignment", forms[i % len(forms)].format(s=w)))
+    for i in range(10):
+        pw = R2.choice(["bluehorse42", "ferryboat77", "orders2025", "tidewater9"])
+        form = [
+            "Server=tcp:ferry.database.windows.net,1433;Database=orders;User ID=admin;Password={p};Encrypt=True;",
+            "Data Source=db01;Initial Catalog=app;User Id=svc;Password={p};",
+            "Host=10.0.3.12;Port=5432;Username=app;Password={p};Database=ferry",
+        ][i % 3]
+        rows.append(("connection_string", form.format(p=pw)))
+    for i in range(10):
+        user, pw = R2.choice(["admin", "deploy", "ci"]), pick2(ALNUM, 12)
+        if i % 2 == 0:
+            cred = base64.b64encode(f"{user}:{pw}".encode()).decode()
+            rows.append(("basic_auth", ["Authorization: Basic {c}", 'curl -H "Authorization: Basic {c}" https://api.example.com'][i % 4 // 2].format(c=cred)))
+        else:
+            rows.append(("basic_auth", f"curl -u {user}:{pw} https://registry.example.com/v2/_catalog"))
+    return rows
+
+
+CONFUSABLE = {"a": "а", "c": "с", "e": "е", "o": "о", "p": "р", "x": "х", "y": "у", "A": "А", "B": "В", "C": "С", "E": "Е", "H": "Н", "K": "К", "M": "М", "O": "О", "P": "Р", "T": "Т", "X": "Х"}
+
+
+def rot13(t):
+    return t.translate(str.maketrans(UPPER + LOWER, UPPER[13:] + UPPER[:13] + LOWER[13:] + LOWER[:13]))
+
+
+def disguised():
+    rows = []
+    ways = {
+        "base64": lambda t: base64.b64encode(t.encode()).decode(),
+        "base64url": lambda t: base64.urlsafe_b64encode(("token=" + t).encode()).decode().rstrip("="),
+        "hex": lambda t: t.encode().hex(),
+        "percent": lambda t: "".join("%{:02X}".format(b) for b in t.encode()),
+        "rot13": rot13,
+        "reversed": lambda t: t[::-1],
+        "zero_width": lambda t: "\u200b".join(t),
+        "confusables": lambda t: "".join(CONFUSABLE.get(c, c) for c in t),
+        "fullwidth": lambda t: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in t),
+        "spaced": lambda t: " ".join(t),
+        "quoted_halves": lambda t: '"{}" + "{}"'.format(t[: len(t) // 2], t[len(t) // 2 :]),
+    }
+    contexts = ["{s}", "here it is: {s}", "token = {s}", "use {s} for the deploy", "({s})"]
+    for name, way in ways.items():
+        for i in range(10):
+            token = R2.choice([crc_token2(R2.choice(["ghp_", "gho_", "ghs_"])), crc_token2("npm_"), "glpat-" + pick2(URLSAFE, 20), "AKIA" + pick2(UPPER + "234567", 16), "sk_live_" + pick2(ALNUM, 24)])
+            rows.append((name, contexts[i % len(contexts)].format(s=way(token))))
+    return rows
+
+
+def more_code():
+    rows = []
+    one_line = [
+        "fn main() { println!(\"hello\"); }",
+        "for (let i = 0; i < items.length; i++) { total += items[i].price; }",
+        "def add(a, b): return a + b",
+        "squares = [x * x for x in range(10)]",
+        "const add = (a, b) => a + b;",
+        "if err != nil { return err }",
+        "SELECT id, name FROM users WHERE active = 1 ORDER BY name;",
+        "let total = items.iter().map(|i| i.price).sum::<u64>(); println!(\"{total}\");",
+        "for f in *.rs; do sed -i 's/foo/bar/' \"$f\"; done",
+        "int main(void) { printf(\"hi\\n\"); return 0; }",
+        "class Point: pass",
+        "while True: print(read())",
+        "public static void main(String[] args) { System.out.println(args[0]); }",
+        "UPDATE orders SET state = 'done' WHERE id = 42;",
+    ]
+    rows += [("one_line", t) for t in one_line]
+    diffs = [
+        "-    let x = parse(text)?;\n+    let x = parse(text).map_err(Error::Parse)?;\n     Ok(x)",
+        " fn check() {\n-    old_call();\n+    new_call(&text);\n }",
+        "-import os\n+import os, sys\n+sys.exit(main())",
+        "-const LIMIT = 20;\n+const LIMIT = 50;\n-if (n > LIMIT) { return; }\n+if (n >= LIMIT) { return; }",
+        "-\treturn nil\n+\tlog.Printf(\"bad input: %v\", err)\n+\treturn fmt.Errorf(\"bad input: %w\", err)",
+        "-SELECT * FROM orders;\n+SELECT id, state FROM orders WHERE state = 'open';",
+        "+pub fn cut(text: &str, max: usize) -> &str {\n+    &text[..max]\n+}\n-pub fn clip(text: &str) {}",
+        "-    self.items.append(item)\n+    self.items.insert(0, item)",
+        "-echo \"$VERSION\"\n+printf '%s\\n' \"$VERSION\"",
+        "-    return a+b;\n+    return a + b;",
+    ]
+    rows += [("headerless_diff", t) for t in diffs]
+    configs = [
+        '{"name": "ferry", "version": "0.3.1", "private": true}',
+        '{\n  "compilerOptions": {\n    "target": "es2022",\n    "module": "nodenext",\n    "strict": true\n  }\n}',
+        '[{"id": 1, "state": "open"}, {"id": 2, "state": "done"}]',
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ferry\nspec:\n  replicas: 2",
+        "services:\n  db:\n    image: postgres:16\n    ports:\n      - 5432:5432",
+        "[package]\nname = \"ferry-mcp\"\nversion = \"0.1.0\"\nedition = \"2024\"",
+        "[tool.pytest.ini_options]\naddopts = \"-q\"\ntestpaths = [\"tests\"]",
+        '{"retries": 3, "timeout_ms": 2500, "backoff": {"base": 100, "max": 2000}}',
+        "on:\n  push:\n    branches: [main]\njobs:\n  test:\n    runs-on: ubuntu-latest",
+        'the settings I used: {"threads": 2, "batch": 64, "warmup": false}',
+    ]
+    rows += [("config", t) for t in configs]
+    traces = [
+        "Traceback (most recent call last):\n  File \"app.py\", line 12, in <module>\n    main()\nValueError: bad input",
+        "Exception in thread \"main\" java.lang.NullPointerException\n\tat com.ferry.Orders.claim(Orders.java:42)\n\tat com.ferry.Main.main(Main.java:10)",
+        "TypeError: Cannot read properties of undefined (reading 'id')\n    at claim (/app/src/orders.js:42:17)\n    at /app/src/index.js:10:5",
+        "thread 'main' panicked at src/main.rs:3:5:\nindex out of bounds\nstack backtrace:\n   0: rust_begin_unwind\n   1: core::panicking::panic_fmt\n             at ./src/main.rs:3:5",
+        "panic: runtime error: invalid memory address\n\ngoroutine 1 [running]:\nmain.main()\n\t/app/main.go:12 +0x1d",
+        "  File \"/usr/lib/python3.12/json/decoder.py\", line 337, in decode\n  File \"/usr/lib/python3.12/json/decoder.py\", line 355, in raw_decode",
+        "Unhandled exception. System.InvalidOperationException: no seat\n   at Ferry.Seats.Take() in /src/Seats.cs:line 20\n   at Ferry.Program.Main() in /src/Program.cs:line 8",
+        "Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)",
+        "it fails like this:\nTraceback (most recent call last):\n  File \"run.py\", line 3, in <module>\nKeyError: 'seat'",
+        "java.io.IOException: closed\n\tat java.base/java.io.FileOutputStream.write(FileOutputStream.java:349)\n\tat Main.save(Main.java:77)",
+    ]
+    rows += [("stack_trace", t) for t in traces]
+    return rows
+
+
+def more_ordinary():
+    rows = []
+    prose = ["the build passed on both machines", "rotate the keys before Friday", "release notes are in the repo", "the order board is green again"]
+    for p in prose:
+        rows.append(("encoded_prose", "log line: " + base64.b64encode(p.encode()).decode()))
+        rows.append(("encoded_prose", "hex of the note: " + p.encode().hex()))
+        rows.append(("encoded_prose", "https://example.com/search?q=" + "%20".join(p.split())))
+    for _ in range(6):
+        rows.append(("hash", "sha256:" + pick2(HEX, 64)))
+        rows.append(("hash", "image digest sha256@" + pick2(HEX, 64) + " pinned"))
+    rows += [
+        ("unicode", "Сборка прошла успешно, заказ закрыт. Ключи не нужны."),
+        ("unicode", "ビルドは成功しました。次はレビューです。"),
+        ("unicode", "Ｔｈｅ ｔｅｓｔｓ ｐａｓｓ ｎｏｗ（ｆｕｌｌｗｉｄｔｈ）"),
+        ("unicode", "Ελέγχθηκε: όλα καλά, το κλειδί δεν χρειάζεται."),
+        ("unicode", "naïve café résumé, déjà vu — no secrets here"),
+        ("unicode", "zero\u200bwidth in prose is just noise"),
+        ("spaced", "S T A T U S : all green"),
+        ("spaced", "a b c d e f g"),
+        ("spaced", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"),
+        ("reversed", "desrever si siht tub gnihton terces"),
+        ("rot13", "Gur ohvyq cnffrq naq gur grfgf ner terra"),
+        ("password_talk", "password: required"),
+        ("password_talk", "passwordless login works now"),
+        ("password_talk", "DB_PASSWORD_FILE=/run/secrets/db_password"),
+        ("password_talk", "password: ********"),
+        ("password_talk", "set PGPASSWORD=$DB_PASSWORD before psql"),
+        ("password_talk", "the password field is optional; password=None by default"),
+        ("password_talk", "all 212 tests passed, the password check too"),
+        ("password_talk", "password = getpass.getpass()"),
+        ("password_talk", "MYSQL_ROOT_PASSWORD: ${MYSQL_ROOT_PASSWORD}"),
+        ("password_talk", "password: Option<String>"),
+        ("service_talk", "the heroku app id is " + uuid2()),
+        ("service_talk", "DATADOG_API_KEY=<your key>"),
+        ("service_talk", "HEROKU_API_KEY=${HEROKU_API_KEY}"),
+        ("service_talk", "a mailgun private key starts with key- and has 32 hex digits"),
+        ("service_talk", "global timeout is 30s; the vault is sealed"),
+        ("service_talk", "sentry issue " + pick2(HEX, 32) + " is fixed"),
+        ("service_talk", "jira: FERRY-123, FERRY-124 closed"),
+        ("service_talk", "Basic auth is off; we use bearer tokens now"),
+        ("service_talk", "curl -u alice https://example.com asks for the password"),
+        ("service_talk", "Server=db01;Database=orders;Trusted_Connection=True;"),
+        ("code_talk", "use std::fmt; is unused now"),
+        ("code_talk", "the config has three keys: name, version, private"),
+        ("code_talk", "call foo(); then bar"),
+        ("code_talk", "Status: done\nNext: review\nBlocked: no"),
+        ("code_talk", "Results:\n  tests: 212 passed\n  clippy: clean"),
+        ("code_talk", "- removed the old cut\n- added guard::cut\n+ one more test"),
+        ("code_talk", "the trace said at line 42 of orders.rs"),
+        ("code_talk", "{\"ok\": true}"),
+        ("code_talk", "I ran SELECT on the replica, it was fine"),
+    ]
+    return rows
+
+
 def write(name, rows):
     with open(HERE / name, "w", encoding="utf-8", newline="\n") as f:
         for kind, text in rows:
@@ -1260,6 +1539,8 @@ def write(name, rows):
 
 
 if __name__ == "__main__":
-    write("secrets.txt", secrets())
-    write("code.txt", code())
-    write("ordinary.txt", ordinary())
+    base = (secrets(), code(), ordinary())
+    write("secrets.txt", base[0] + more_secrets())
+    write("code.txt", base[1] + more_code())
+    write("ordinary.txt", base[2] + more_ordinary())
+    write("disguised.txt", disguised())

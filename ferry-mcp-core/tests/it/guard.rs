@@ -9,12 +9,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use ferry_mcp_core::guard::{
-    self, CodeKind, GuardRefusal, SecretKind, SecretMatch, TextUse, check, find_secrets, redact,
+    self, CodeKind, GuardRefusal, SecretKind, SecretMatch, TextUse, check, check_with_previous,
+    cut, find_secrets, redact,
 };
 
 const SECRETS: &str = include_str!("../guard_corpus/secrets.txt");
 const CODE: &str = include_str!("../guard_corpus/code.txt");
 const ORDINARY: &str = include_str!("../guard_corpus/ordinary.txt");
+const DISGUISED: &str = include_str!("../guard_corpus/disguised.txt");
 
 const ALL_USES: [TextUse; 8] = [
     TextUse::Post,
@@ -155,10 +157,17 @@ fn the_corpus_is_large_and_varied_enough_to_mean_something() {
         code.iter().map(|s| s.kind.as_str()).collect();
     assert!(code.len() >= 100, "{} code samples", code.len());
     assert!(languages.len() >= 8, "{languages:?}");
+    // Code on one line is a kind of its own; every other sample is a paste of several lines.
     assert!(
-        code.iter().all(|s| s.text.contains('\n')),
+        code.iter()
+            .filter(|s| s.kind != "one_line" && s.kind != "config")
+            .all(|s| s.text.contains('\n')),
         "code samples are multi-line"
     );
+    let disguised = samples(DISGUISED);
+    let ways: std::collections::BTreeSet<String> =
+        disguised.iter().map(|s| s.kind.clone()).collect();
+    assert!(ways.len() >= 11, "{ways:?}");
     assert!(samples(ORDINARY).len() >= 300);
 }
 
@@ -207,6 +216,30 @@ fn every_secret_in_the_corpus_is_found_with_its_kind_and_refused_for_every_use()
 }
 
 #[test]
+fn every_disguised_secret_in_the_corpus_is_refused_for_every_use_and_masked() {
+    let mut recall = Tally::default();
+    for sample in samples(DISGUISED) {
+        let refused = ALL_USES
+            .iter()
+            .all(|&u| matches!(check(&sample.text, u), Err(GuardRefusal::Secret { .. })));
+        let masked = redact(&sample.text);
+        let clean = check(&masked.text, TextUse::Progress).is_ok();
+        recall.count(&sample, refused && masked.redacted && clean, || {
+            format!("refused={refused} masked={:?}", masked.text)
+        });
+    }
+    report(
+        "guard_report_disguised.txt",
+        &recall.table("disguised secrets refused and masked (every use)", "recall"),
+    );
+    assert!(
+        recall.misses.is_empty(),
+        "{} disguised secrets passed",
+        recall.misses.len()
+    );
+}
+
+#[test]
 fn every_redacted_secret_sample_passes_the_guard_and_redacts_to_itself() {
     for sample in samples(SECRETS) {
         let once = redact(&sample.text);
@@ -227,13 +260,16 @@ fn every_redacted_secret_sample_passes_the_guard_and_redacts_to_itself() {
 #[test]
 fn every_code_sample_is_refused_in_a_post_and_a_summary_and_allowed_as_progress() {
     let mut post = Tally::default();
+    let mut summary = Tally::default();
     for sample in samples(CODE) {
         for used_as in [TextUse::Post, TextUse::Summary] {
             let refused = matches!(check(&sample.text, used_as), Err(GuardRefusal::Code { .. }));
             if used_as == TextUse::Post {
                 post.count(&sample, refused, || format!("passed: {:?}", sample.text));
             } else {
-                assert!(refused, "line {}: summary passed", sample.line);
+                summary.count(&sample, refused, || {
+                    format!("summary passed: {:?}", sample.text)
+                });
             }
         }
         for used_as in [TextUse::Progress, TextUse::ReviewNote, TextUse::OrderBody] {
@@ -249,6 +285,7 @@ fn every_code_sample_is_refused_in_a_post_and_a_summary_and_allowed_as_progress(
         "{} code samples passed",
         post.misses.len()
     );
+    assert!(summary.misses.is_empty(), "{:#?}", summary.misses);
 }
 
 #[test]
@@ -552,4 +589,160 @@ fn every_kind_has_a_stable_name_and_a_message_with_an_article() {
         );
     }
     assert_eq!(guard::SecretKind::EnvSecret.as_str(), "env_secret");
+}
+
+// A published-checksum GitHub token split in two: neither half is a token.
+const FIRST_HALF: &str = "ghp_M7H4jxUDDWHP4kZ6A4dx";
+const SECOND_HALF: &str = "lQYsQIWJuq11T4V4";
+
+#[test]
+fn a_token_split_across_an_authors_consecutive_texts_is_refused() {
+    assert_eq!(check(FIRST_HALF, TextUse::Post), Ok(()));
+    assert_eq!(check(SECOND_HALF, TextUse::Post), Ok(()));
+    assert_eq!(
+        check_with_previous(SECOND_HALF, TextUse::Post, &[FIRST_HALF]),
+        Err(GuardRefusal::Secret {
+            kind: SecretKind::GithubToken
+        })
+    );
+    // A progress line then a post, with blanks around each.
+    assert!(
+        check_with_previous(
+            &format!("  {SECOND_HALF}"),
+            TextUse::Post,
+            &[&format!("{FIRST_HALF}\n")]
+        )
+        .is_err()
+    );
+    assert_eq!(
+        check_with_previous("all done, merging now", TextUse::Post, &[FIRST_HALF]),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_cut_never_shows_part_of_a_token_nor_half_a_mark() {
+    let text = format!("{} {GITHUB_TOKEN} tail", "x".repeat(20));
+    let at_token = cut(&text, 30);
+    assert_eq!(at_token, format!("{} ", "x".repeat(20)));
+    assert_eq!(cut(&text, 1000), text);
+    let masked = redact(&text).text.into_owned();
+    assert!(!cut(&masked, 25).contains("[redacted"));
+    assert_eq!(cut("héllo wörld", 4), "héll");
+}
+
+#[test]
+fn each_disguise_of_a_token_is_refused() {
+    let token = GITHUB_TOKEN;
+    let b64 = "Z2hwX003SDRqeFVERFdIUDRrWjZBNGR4bFFZc1FJV0p1cTExVDRWNA==";
+    let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+    let percent: String = token.bytes().map(|b| format!("%{b:02X}")).collect();
+    let rot13: String = token
+        .chars()
+        .map(|c| match c {
+            'a'..='m' | 'A'..='M' => char::from(c as u8 + 13),
+            'n'..='z' | 'N'..='Z' => char::from(c as u8 - 13),
+            _ => c,
+        })
+        .collect();
+    let reversed: String = token.chars().rev().collect();
+    let zero_width: String = token.chars().flat_map(|c| [c, '\u{200b}']).collect();
+    let fullwidth: String = token
+        .chars()
+        .map(|c| char::from_u32(c as u32 + 0xFEE0).unwrap())
+        .collect();
+    let cyrillic = token.replace('p', "р").replace('x', "х").replace('A', "А");
+    let spaced: String = token.chars().map(|c| format!("{c} ")).collect();
+    let quoted = format!("t = \"{}\" + \"{}\"", &token[..20], &token[20..]);
+    for (name, text) in [
+        ("base64", b64.to_owned()),
+        ("hex", hex),
+        ("percent", percent),
+        ("rot13", rot13),
+        ("reversed", reversed),
+        ("zero width", zero_width),
+        ("fullwidth", fullwidth),
+        ("cyrillic", cyrillic),
+        ("spaced", spaced),
+        ("quoted halves", quoted),
+    ] {
+        assert_eq!(
+            check(&text, TextUse::Post),
+            Err(GuardRefusal::Secret {
+                kind: SecretKind::GithubToken
+            }),
+            "{name}: {text}"
+        );
+        let masked = redact(&text);
+        assert!(masked.redacted, "{name}");
+        assert_eq!(
+            check(&masked.text, TextUse::Post),
+            Ok(()),
+            "{name}: {}",
+            masked.text
+        );
+    }
+}
+
+#[test]
+fn the_families_that_passed_before_are_refused() {
+    for (text, kind) in [
+        (
+            "HEROKU_API_KEY=3f9c2a7b-e01d-44c5-a8f6-b2e9d07c1a5e",
+            SecretKind::HerokuApiKey,
+        ),
+        (
+            "MAILGUN_API_KEY=key-3f9c2a7be01d44c5a8f6b2e9d07c1a5e",
+            SecretKind::MailgunKey,
+        ),
+        (
+            "DATADOG_API_KEY=3f9c2a7be01d44c5a8f6b2e9d07c1a5e",
+            SecretKind::DatadogKey,
+        ),
+        (
+            "VAULT_TOKEN=hvs.CAESIJ3kVb0R2mXw7LpT0yNc5HdJ4sUeGa1oIfKt9QzZq8aGh4KHGh2cy5aRk9xTm1hN0ZaSzZCRUxqcTFiV1l5VGE",
+            SecretKind::VaultToken,
+        ),
+    ] {
+        assert_eq!(
+            check(text, TextUse::Post),
+            Err(GuardRefusal::Secret { kind }),
+            "{text}"
+        );
+    }
+    for text in [
+        "Authorization: Basic YWRtaW46czNjcmV0LXBhc3M=",
+        "password: Tr0ub4dor&3",
+        "https://deploy:hunter2horse@git.example.com/x.git",
+        "Server=tcp:db.example.net;Database=orders;User ID=admin;Password=bluehorse42;",
+        "AZURE_CLIENT_SECRET=abc8Q~Zq8.3kVb_R2mXw7LpT0yNc5HdJ4sUeGa1o",
+    ] {
+        assert!(
+            matches!(check(text, TextUse::Post), Err(GuardRefusal::Secret { .. })),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn one_line_code_headerless_diffs_config_blobs_and_stack_traces_are_refused_in_a_post() {
+    for (text, kind) in [
+        ("fn main() { println!(\"hi\"); }", CodeKind::SourceCode),
+        ("-    old_call();\n+    new_call(&text);", CodeKind::Diff),
+        (
+            "{\"name\": \"ferry\", \"version\": \"0.3.1\", \"private\": true}",
+            CodeKind::Config,
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"app.py\", line 12, in <module>\nValueError: x",
+            CodeKind::StackTrace,
+        ),
+    ] {
+        assert_eq!(
+            check(text, TextUse::Post),
+            Err(GuardRefusal::Code { kind }),
+            "{text}"
+        );
+        assert_eq!(check(text, TextUse::Progress), Ok(()), "{text}");
+    }
 }

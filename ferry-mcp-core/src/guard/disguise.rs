@@ -1,0 +1,513 @@
+//! The text as it would be read once undisguised.
+//!
+//! A rule that only sees the bytes as written is beaten by the simplest wrapping: a token in
+//! base64, hex or percent-encoding, rot13 or reversed, with zero-width characters between its
+//! letters, Cyrillic or fullwidth look-alikes of them, its letters spaced out, or its halves in
+//! two quoted strings. So the guard looks at each of these readings too ([`views`]), each built
+//! only when the text has what it undoes, so ordinary ASCII prose costs one cheap scan.
+//!
+//! Every reading keeps, piece by piece, where its text came from, so a secret found in it is
+//! masked over the whole of what spelled it ([`View::origin`]).
+
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use unicode_normalization::UnicodeNormalization;
+
+use super::checksum;
+
+/// One reading of a text, and where each of its pieces came from in the text as written.
+#[derive(Debug)]
+pub(super) struct View {
+    pub(super) text: String,
+    /// `(start in this view, range in the original)`, sorted by start, covering the view.
+    pieces: Vec<(usize, Range<usize>)>,
+}
+
+impl View {
+    fn new() -> Self {
+        Self {
+            text: String::new(),
+            pieces: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, text: &str, origin: Range<usize>) {
+        if text.is_empty() {
+            return;
+        }
+        self.pieces.push((self.text.len(), origin));
+        self.text.push_str(text);
+    }
+
+    /// The range of the original text that spelled `range` of this view.
+    pub(super) fn origin(&self, range: &Range<usize>) -> Range<usize> {
+        let first = self
+            .pieces
+            .partition_point(|(start, _)| *start <= range.start)
+            .saturating_sub(1);
+        let mut out = self.pieces[first].1.clone();
+        for (start, origin) in &self.pieces[first..] {
+            if *start >= range.end {
+                break;
+            }
+            out.start = out.start.min(origin.start);
+            out.end = out.end.max(origin.end);
+        }
+        out
+    }
+}
+
+/// The readings of `text` other than itself: normalised, joined, and its suspicious runs
+/// decoded. Empty for plain prose that has nothing to undo.
+pub(super) fn views(text: &str) -> Vec<View> {
+    let mut out = Vec::new();
+    let normal = normalised(text);
+    let base = normal.as_ref().map_or(text, |v| v.text.as_str());
+    let joined = joined(base);
+    let runs_of = joined
+        .as_ref()
+        .or(normal.as_ref())
+        .map_or(text, |v| v.text.as_str());
+    let decoded = decoded_runs(runs_of);
+    // Each later view was read off the one before it: map its pieces back to the original.
+    let back = |view: View, through: &[&View]| -> View {
+        let mut mapped = view;
+        for under in through.iter().rev() {
+            for piece in &mut mapped.pieces {
+                piece.1 = under.origin(&piece.1);
+            }
+        }
+        mapped
+    };
+    let decoded = decoded.map(|d| {
+        let through: Vec<&View> = normal.iter().chain(joined.iter()).collect();
+        back(d, &through)
+    });
+    let joined = joined.map(|j| back(j, &normal.iter().collect::<Vec<_>>()));
+    out.extend(normal);
+    out.extend(joined);
+    out.extend(decoded);
+    out
+}
+
+/// Characters that render as nothing or steer the text's direction: zero-width spaces and
+/// joiners, soft hyphens, bidi controls, the BOM, and control characters other than line
+/// breaks and tabs.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{E0000}'..='\u{E007F}')
+        || (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+}
+
+/// The Latin letter or digit a Cyrillic, Greek or Armenian look-alike stands for.
+fn confusable(c: char) -> Option<char> {
+    Some(match c {
+        'А' => 'A',
+        'В' => 'B',
+        'Е' => 'E',
+        'К' => 'K',
+        'М' => 'M',
+        'Н' => 'H',
+        'О' => 'O',
+        'Р' => 'P',
+        'С' => 'C',
+        'Т' => 'T',
+        'Х' => 'X',
+        'У' => 'Y',
+        'І' => 'I',
+        'Ј' => 'J',
+        'Ѕ' => 'S',
+        'Ԁ' => 'D',
+        'Ԍ' => 'G',
+        'Ԛ' => 'Q',
+        'Ԝ' => 'W',
+        'Ү' => 'Y',
+        'Ӏ' => 'I',
+        'а' => 'a',
+        'в' => 'b',
+        'е' => 'e',
+        'к' => 'k',
+        'м' => 'm',
+        'н' => 'h',
+        'о' => 'o',
+        'р' => 'p',
+        'с' => 'c',
+        'т' => 't',
+        'х' => 'x',
+        'у' => 'y',
+        'і' => 'i',
+        'ј' => 'j',
+        'ѕ' => 's',
+        'ԁ' => 'd',
+        'ԛ' => 'q',
+        'ԝ' => 'w',
+        'һ' => 'h',
+        'ӏ' => 'l',
+        'ɡ' => 'g',
+        'ү' => 'y',
+        'ꓲ' => 'I',
+        'Α' => 'A',
+        'Β' => 'B',
+        'Ε' => 'E',
+        'Ζ' => 'Z',
+        'Η' => 'H',
+        'Ι' => 'I',
+        'Κ' => 'K',
+        'Μ' => 'M',
+        'Ν' => 'N',
+        'Ο' => 'O',
+        'Ρ' => 'P',
+        'Τ' => 'T',
+        'Υ' => 'Y',
+        'Χ' => 'X',
+        'ο' => 'o',
+        'ν' => 'v',
+        'ι' => 'i',
+        'α' => 'a',
+        'κ' => 'k',
+        'ρ' => 'p',
+        'τ' => 't',
+        'υ' => 'u',
+        'χ' => 'x',
+        'օ' => 'o',
+        'ս' => 'u',
+        'ց' => 'g',
+        'ո' => 'n',
+        'հ' => 'h',
+        'ք' => 'q',
+        'Տ' => 'S',
+        'Օ' => 'O',
+        'ı' => 'i',
+        'ȷ' => 'j',
+        _ => return None,
+    })
+}
+
+/// NFKC (fullwidth and styled letters to plain ones), invisible characters dropped and
+/// look-alikes mapped to Latin; `None` when that changes nothing.
+///
+/// Only the words that change are read (each with the word before it, for `KEY=` and
+/// `token:` contexts), so a page of Cyrillic or CJK prose is not read twice over.
+fn normalised(text: &str) -> Option<View> {
+    if text.is_ascii() && !text.bytes().any(|b| invisible(char::from(b))) {
+        return None;
+    }
+    let mut view = View::new();
+    let mut previous: Option<Range<usize>> = None;
+    let mut start = 0;
+    for (at, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        if !c.is_whitespace() {
+            continue;
+        }
+        if start < at {
+            let word = start..at;
+            if let Some(folded) = fold(&text[word.clone()], word.start) {
+                if let Some(before) = previous.take() {
+                    view.push(&text[before.clone()], before);
+                    view.push(" ", word.start..word.start);
+                }
+                for (piece, origin) in folded {
+                    view.push(&piece, origin);
+                }
+                view.push("\n", word.end..word.end);
+            } else {
+                previous = Some(word);
+            }
+        }
+        start = at + c.len_utf8();
+    }
+    (!view.text.is_empty()).then_some(view)
+}
+
+/// One word normalised, piece by piece with where each came from; `None` if unchanged.
+fn fold(word: &str, offset: usize) -> Option<Vec<(String, Range<usize>)>> {
+    if word.is_ascii() && !word.bytes().any(|b| invisible(char::from(b))) {
+        return None;
+    }
+    let mut view = View::new();
+    let mut changed = false;
+    let mut buf = [0u8; 4];
+    for (at, c) in word.char_indices() {
+        let at = at + offset;
+        let origin = at..at + c.len_utf8();
+        if invisible(c) {
+            changed = true;
+            continue;
+        }
+        if c.is_ascii() {
+            view.push(c.encode_utf8(&mut buf), origin);
+            continue;
+        }
+        if let Some(latin) = confusable(c) {
+            changed = true;
+            view.push(latin.encode_utf8(&mut buf), origin);
+            continue;
+        }
+        let folded: String = std::iter::once(c)
+            .nfkc()
+            .map(|f| confusable(f).unwrap_or(f))
+            .collect();
+        changed |= folded.len() != c.len_utf8() || !folded.starts_with(c);
+        view.push(&folded, origin);
+    }
+    changed.then(|| {
+        let ends = view
+            .pieces
+            .iter()
+            .skip(1)
+            .map(|(start, _)| *start)
+            .chain(std::iter::once(view.text.len()));
+        view.pieces
+            .iter()
+            .zip(ends)
+            .map(|((start, origin), end)| (view.text[*start..end].to_owned(), origin.clone()))
+            .collect()
+    })
+}
+
+/// Letters spelled apart: `g h p _ a 1 …` (one character at a time between spaces, dots or
+/// dashes) and a token's halves in adjacent quoted strings (`"ghp_ab" + "cd…"`, `'ab' 'cd'`).
+static SPACED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^A-Za-z0-9_+/=-])((?:[A-Za-z0-9_+/=-][ \t]{1,3}){12,}[A-Za-z0-9_+/=-])")
+        .expect("compiles")
+});
+static QUOTE_JOIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"[A-Za-z0-9_-]["'`]\s*(?:\+|\.|\|\||&)?\s*["'`][A-Za-z0-9_-]"#).expect("compiles")
+});
+
+fn joined(text: &str) -> Option<View> {
+    let spaced: Vec<Range<usize>> = SPACED
+        .captures_iter(text)
+        .filter_map(|c| c.get(1).map(|m| m.range()))
+        .collect();
+    let quoted: Vec<Range<usize>> = QUOTE_JOIN
+        .find_iter(text)
+        .map(|m| m.start() + 1..m.end() - 1)
+        .collect();
+    if spaced.is_empty() && quoted.is_empty() {
+        return None;
+    }
+    // Every gap to drop: the blanks inside a spaced run, and each quote seam.
+    let mut gaps: Vec<Range<usize>> = quoted;
+    for run in spaced {
+        let bytes = &text.as_bytes()[run.clone()];
+        let mut i = 0;
+        while i < bytes.len() {
+            if matches!(bytes[i], b' ' | b'\t') {
+                let start = i;
+                while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
+                    i += 1;
+                }
+                gaps.push(run.start + start..run.start + i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    gaps.sort_by_key(|g| g.start);
+    // Only the lines that hold a gap are read again, each joined.
+    let line_of = |at: usize| {
+        let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+        start..end
+    };
+    let mut view = View::new();
+    let mut gaps = gaps.into_iter().peekable();
+    while let Some(first) = gaps.next() {
+        let line = line_of(first.start);
+        let mut at = line.start;
+        let mut gap = Some(first);
+        while let Some(g) = gap {
+            if g.start >= at {
+                view.push(&text[at..g.start], at..g.start);
+                at = g.end;
+            }
+            gap = gaps.next_if(|next| next.start < line.end);
+        }
+        let end = line.end.max(at);
+        view.push(&text[at..end], at..end);
+        view.push("\n", end..end);
+    }
+    Some(view)
+}
+
+/// A run that may be a secret wrapped: long, no blanks, of the characters encodings use.
+static RUN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/=_%.~:-]{20,}").expect("compiles"));
+
+/// Each suspicious run decoded (base64, base64url, hex, percent-encoding), rot13'd and
+/// reversed, one reading per line, each mapped to its whole run.
+fn decoded_runs(text: &str) -> Option<View> {
+    let mut view = View::new();
+    for run in RUN.find_iter(text) {
+        let word = run.as_str();
+        if !suspicious(word) {
+            continue;
+        }
+        let mut add = |reading: &str| {
+            view.push(reading, run.range());
+            view.push("\n", run.range());
+        };
+        for decoded in decodings(word) {
+            add(&decoded);
+            // A wrapping inside a wrapping: base64 of hex, hex of base64, …
+            for again in decodings(&decoded) {
+                add(&again);
+            }
+        }
+        // Only a token's own characters are worth turning: a URL or a path is not a token.
+        let bytes = word.as_bytes();
+        if !bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        {
+            continue;
+        }
+        // A prefixed token rot13'd keeps its separator after the prefix; reversed, before it.
+        let separator = |b: &u8| matches!(b, b'_' | b'-');
+        // An unprefixed one (an AWS key id) has upper case and digits, and is no hex digest.
+        let bare = word.len() <= 100
+            && bytes.iter().any(u8::is_ascii_uppercase)
+            && bytes.iter().any(u8::is_ascii_digit)
+            && !bytes.iter().all(u8::is_ascii_hexdigit);
+        if bare || bytes.iter().take(13).skip(2).any(separator) {
+            add(&rot13(word));
+        }
+        if bare || bytes.iter().rev().take(13).skip(2).any(separator) {
+            add(&word.chars().rev().collect::<String>());
+        }
+    }
+    (!view.text.is_empty()).then_some(view)
+}
+
+/// A run with letters and digits or escapes in it: a word of prose or a path is not worth
+/// decoding, a token-shaped one is.
+fn suspicious(word: &str) -> bool {
+    let (mut letters, mut digits, mut upper, mut lower) = (0, 0, false, false);
+    for b in word.bytes() {
+        letters += usize::from(b.is_ascii_alphabetic());
+        digits += usize::from(b.is_ascii_digit());
+        upper |= b.is_ascii_uppercase();
+        lower |= b.is_ascii_lowercase();
+    }
+    word.contains('%') || (letters > 0 && (digits > 0 || (upper && lower)))
+}
+
+/// The printable texts a run decodes to, in each encoding it is valid in.
+fn decodings(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let printable = |bytes: Vec<u8>| -> Option<String> {
+        let text = String::from_utf8(bytes).ok()?;
+        let shown = text
+            .chars()
+            .filter(|c| !c.is_control() || c.is_ascii_whitespace())
+            .count();
+        (text.chars().count() >= 8 && shown == text.chars().count()).then_some(text)
+    };
+    let trimmed = word.trim_matches(['.', ':', '~']);
+    if trimmed.len() >= 16
+        && trimmed.len().is_multiple_of(2)
+        && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
+        && let Some(text) = hex(trimmed).and_then(printable)
+    {
+        out.push(text);
+    }
+    if trimmed.len() >= 16
+        && !trimmed.contains([':', '.', '%', '~'])
+        && let Some(text) = checksum::base64_decode(trimmed).and_then(printable)
+    {
+        out.push(text);
+    }
+    if word.contains('%')
+        && let Some(text) = percent(word).and_then(printable)
+    {
+        out.push(text);
+    }
+    out
+}
+
+fn hex(text: &str) -> Option<Vec<u8>> {
+    let digit = |b: u8| char::from(b).to_digit(16).map(|d| d as u8);
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(*pair.get(1)?)?))
+        .collect()
+}
+
+fn percent(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let pair = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(pair, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+fn rot13(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'a'..='m' | 'A'..='M' => char::from(c as u8 + 13),
+            'n'..='z' | 'N'..='Z' => char::from(c as u8 - 13),
+            _ => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_ascii_prose_has_no_other_reading() {
+        assert!(views("rotate the deploy key on Friday, then tell ops").is_empty());
+    }
+
+    #[test]
+    fn a_reading_maps_back_to_the_characters_that_spelled_it() {
+        let text = "x ｇｈｐ y";
+        let view = normalised(text).unwrap();
+        assert_eq!(view.text, "x ghp\n");
+        let at = view.text.find("ghp").unwrap();
+        let origin = view.origin(&(at..at + 3));
+        assert_eq!(&text[origin], "ｇｈｐ");
+    }
+
+    #[test]
+    fn invisible_characters_are_dropped_and_look_alikes_mapped() {
+        let view = normalised("g\u{200b}h\u{200d}p_ Аkіа").unwrap();
+        assert_eq!(view.text, "ghp_\nAkia\n");
+    }
+
+    #[test]
+    fn spaced_letters_and_quoted_halves_are_joined() {
+        let spaced = joined("key: g h p _ a b c d e f g h i j k l").unwrap();
+        assert_eq!(spaced.text, "key: ghp_abcdefghijkl\n");
+        let quoted = joined(r#"t = "ghp_abc" + "def""#).unwrap();
+        assert_eq!(quoted.text, "t = \"ghp_abcdef\"\n");
+    }
+
+    #[test]
+    fn runs_are_decoded_from_each_encoding() {
+        assert_eq!(hex("6869").unwrap(), b"hi");
+        assert_eq!(percent("a%5Fb").unwrap(), b"a_b");
+        assert_eq!(rot13("Hello"), "Uryyb");
+        let view = decoded_runs("see Z2hwX2FiY2RlZmdoaWprbG1ub3A= now").unwrap();
+        assert!(view.text.contains("ghp_abcdefghijklmnop"), "{}", view.text);
+    }
+}
