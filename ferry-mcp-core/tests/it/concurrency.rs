@@ -310,8 +310,22 @@ fn a_process_killed_while_it_saves_leaves_the_kept_state_whole_with_every_save_i
         let _ = std::fs::remove_file(dir.join(format!("{ACKED_FILE}-ada")));
         let mut child = spawn_saver(&temp, "ada", 0);
         go_when_ready(&temp, &["ada"]);
-        // Killed at a moment of no one's choosing: some rounds in, likely inside a save.
-        std::thread::sleep(Duration::from_millis(150 + 37 * round));
+        // Once it has saved (a busy machine starts it late), killed at a moment of no one's
+        // choosing: some rounds in, likely inside a save.
+        let acked_file = dir.join(format!("{ACKED_FILE}-ada"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(&acked_file).map_or(true, |acked| acked.is_empty()) {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: the child never saved"
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "round {round}: the child died"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50 + 37 * round));
         child.kill().unwrap();
         child.wait().unwrap();
         let acked = std::fs::read_to_string(dir.join(format!("{ACKED_FILE}-ada")))
