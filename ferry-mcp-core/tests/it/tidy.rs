@@ -30,6 +30,10 @@ const FORBIDDEN: &[&str] = &[
     "File::",
 ];
 
+/// The modules of `std` a fold never imports, for a grouped import (`use std::{fs, io};`) that
+/// names none of [`FORBIDDEN`] whole.
+const FORBIDDEN_IN_GROUPS: &[&str] = &["fs", "io", "env", "net", "process", "thread"];
+
 /// The source files of the folds.
 fn fold_sources() -> Vec<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/channel");
@@ -49,18 +53,60 @@ fn code_of(line: &str) -> &str {
     line.split("//").next().unwrap_or("")
 }
 
+/// Every `(line number, module)` where a grouped import of `std` (on one line or several) names
+/// a module of [`FORBIDDEN_IN_GROUPS`] first in one of its paths.
+fn grouped_offences(code: &[&str]) -> Vec<(usize, &'static str)> {
+    let mut found = Vec::new();
+    for (start, line) in code.iter().enumerate() {
+        let Some(at) = line.find("std::{") else {
+            continue;
+        };
+        // The group, from its brace to the brace that closes it, across lines.
+        let mut group = String::new();
+        let mut depth = 0usize;
+        'lines: for part in
+            std::iter::once(&line[at + "std::".len()..]).chain(code[start + 1..].iter().copied())
+        {
+            for ch in part.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break 'lines;
+                        }
+                    }
+                    _ => {}
+                }
+                group.push(if depth == 1 && ch != '{' { ch } else { ' ' });
+            }
+            group.push(' ');
+        }
+        for path in group.split(',') {
+            let first = path.trim().split("::").next().unwrap_or("").trim();
+            if let Some(module) = FORBIDDEN_IN_GROUPS.iter().find(|module| **module == first) {
+                found.push((start + 1, *module));
+            }
+        }
+    }
+    found
+}
+
 /// Every `(file, line number, name)` where a fold's code names something it must not.
 fn offences(files: &[PathBuf]) -> Vec<(PathBuf, usize, &'static str)> {
     let mut found = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).unwrap();
-        for (number, line) in text.lines().enumerate() {
-            let code = code_of(line);
+        let code: Vec<&str> = text.lines().map(code_of).collect();
+        for (number, line) in code.iter().enumerate() {
             for name in FORBIDDEN {
-                if code.contains(name) {
+                if line.contains(name) {
                     found.push((file.clone(), number + 1, *name));
                 }
             }
+        }
+        for (number, module) in grouped_offences(&code) {
+            found.push((file.clone(), number, module));
         }
     }
     found
@@ -87,4 +133,20 @@ fn the_fold_check_finds_a_file_read_and_a_clock_read_and_passes_over_comments() 
         .map(|(_, line, name)| (line, name))
         .collect();
     assert_eq!(found, vec![(2, "std::fs"), (3, "Instant")]);
+}
+
+#[test]
+fn the_fold_check_finds_std_modules_named_in_a_grouped_import_on_one_line_or_several() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fold.rs");
+    std::fs::write(
+        &path,
+        "use std::{collections::BTreeMap, fs};\nuse std::{\n    fmt,\n    io::Write, // why\n};\nuse std::{sync::Arc, fmt::Debug};\n",
+    )
+    .unwrap();
+    let found: Vec<(usize, &str)> = offences(&[path])
+        .into_iter()
+        .map(|(_, line, name)| (line, name))
+        .collect();
+    assert_eq!(found, vec![(1, "fs"), (2, "io")]);
 }
