@@ -42,7 +42,19 @@ pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
         Some(agent) => Actor::Agent(agent.clone()),
         None => Actor::Master,
     };
-    Ok(Session::open(&home, &acting.project, actor, clock::now())?.for_one_operation())
+    let session = Session::open(&home, &acting.project, actor, clock::now())?.for_one_operation();
+    report_local_problems("ferry", &session);
+    Ok(session)
+}
+
+/// Says on stderr, in one line, what of this machine's kept state was rebuilt or refused
+/// when `session` opened (a witness rebuilt from the channel forgets what it verified, so the
+/// human hears of it wherever it happens, not only from `ferry channel status`).
+pub(crate) fn report_local_problems(who: &str, session: &Session) {
+    let problems = session.local_problems();
+    if !problems.is_empty() {
+        eprintln!("{who}: {}", display::escape(&problems.join("; ")));
+    }
 }
 
 /// Runs `work` on a session of `acting`, saves what was verified, and prints its text (or

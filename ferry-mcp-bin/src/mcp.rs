@@ -23,6 +23,7 @@ use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_core::tool::{ChannelAccess, Unavailable};
 
 use crate::clock;
+use crate::common;
 use crate::display;
 use crate::paths;
 use crate::snifrig::Snifrig;
@@ -187,6 +188,7 @@ impl ChannelAccess for Announced {
                 "ferry mcp serve: {}",
                 display::escape(&describe_seat(session, now))
             );
+            common::report_local_problems("ferry mcp serve", session);
         }
     }
 }
@@ -200,7 +202,12 @@ impl Drop for Announced {
         }
         let now = clock::now();
         let line = match self.inner.session(now) {
-            Ok(session) => describe_seat(session, now),
+            Ok(session) => {
+                let line = describe_seat(session, now);
+                eprintln!("ferry mcp serve: {}", display::escape(&line));
+                common::report_local_problems("ferry mcp serve", session);
+                return;
+            }
             Err(err) => format!("cannot serve this project yet: {err}"),
         };
         eprintln!("ferry mcp serve: {}", display::escape(&line));

@@ -70,7 +70,7 @@ impl Catchup {
         drop(bulk.warm());
         // Two orders held by two agents (Member or above), a decider, and a reader: four
         // different agents whose keys are on this machine.
-        let view = bulk.view();
+        let mut view = bulk.view();
         let level_of = |name: &AgentName| {
             bulk.agents()
                 .iter()
@@ -78,8 +78,8 @@ impl Catchup {
                 .map(|agent| agent.level)
         };
         let mut held: Vec<(AgentName, String)> = Vec::new();
-        for order in view.state().orders().iter() {
-            let order_view = order.view();
+        for order in view.board().iter() {
+            let order_view = order.brief();
             let Some(holder) = &order_view.holder else {
                 continue;
             };
@@ -87,7 +87,7 @@ impl Catchup {
                 && level_of(holder).is_some_and(|level| level >= Level::Member)
                 && held.iter().all(|(other, _)| other != holder)
             {
-                held.push((holder.clone(), order.id.to_string()));
+                held.push((holder.clone(), order.id().to_string()));
             }
             if held.len() == 2 {
                 break;
@@ -173,8 +173,8 @@ impl Catchup {
         // A server watches its channel from its first call on, which looks at every log.
         session.watch_channel();
         session.refresh(self.now);
-        black_box(session.state().orders());
-        black_box(session.state().talk());
+        black_box(session.board());
+        black_box(session.talk());
         // And the master's times, which the first new entry a server judges reads once.
         black_box(
             session

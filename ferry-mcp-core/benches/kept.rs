@@ -113,8 +113,8 @@ fn main() {
     let count = listed.rows.len();
     drop(listed);
     let mut read = 0;
-    for order in view.state().orders().iter() {
-        read += black_box(order.whole()).view().revision as u64;
+    for order in view.board_whole().iter() {
+        read += black_box(order.whole().unwrap()).view().revision as u64;
     }
     black_box(read);
     let whole = resident().saturating_sub(before);

@@ -901,8 +901,8 @@ mod tests {
         lines
     }
 
-    fn assert_clean(session: &Session) {
-        assert_eq!(session.state().problems(), Vec::new());
+    fn assert_clean(session: &mut Session) {
+        assert_eq!(session.whole_state().problems(), Vec::new());
         assert_eq!(session.integrity_problems(), (&[][..], 0));
         assert!(session.local_problems().is_empty());
     }
@@ -912,14 +912,15 @@ mod tests {
         let busy = busy();
         assert_eq!(busy.entries(), 200);
         assert_eq!(lines_on_disk(&busy), 200);
-        let session = busy.view();
-        assert_clean(&session);
+        let mut session = busy.view();
+        assert_clean(&mut session);
         assert_eq!(session.state().counter(), 200);
-        let board = &session.state().orders();
+        let board = session.board_whole();
+        let wholes: Vec<_> = board.iter().map(|o| o.whole().unwrap()).collect();
         assert_eq!(board.len(), 49);
-        let open = board.iter().filter(|o| !o.view().state.is_done()).count();
+        let open = wholes.iter().filter(|o| !o.view().state.is_done()).count();
         assert_eq!(open, 40);
-        let states: BTreeSet<OrderState> = board.iter().map(|o| o.view().state).collect();
+        let states: BTreeSet<OrderState> = wholes.iter().map(|o| o.view().state).collect();
         for state in [
             OrderState::Open,
             OrderState::Offered,
@@ -932,9 +933,9 @@ mod tests {
         ] {
             assert!(states.contains(&state), "no order is {}", state.as_str());
         }
-        assert!(board.iter().any(|o| !o.view().handins.is_empty()));
-        assert!(board.iter().any(|o| o.view().progress_lines > 0));
-        assert!(board.iter().any(|o| !o.issue.by_master));
+        assert!(wholes.iter().any(|o| !o.view().handins.is_empty()));
+        assert!(wholes.iter().any(|o| o.view().progress_lines > 0));
+        assert!(wholes.iter().any(|o| !o.issue.by_master));
         for level in Level::ALL {
             let at_level = busy.agents().iter().filter(|a| a.level == level).count();
             assert!(at_level >= 2, "{at_level} agents at {level}");
@@ -1059,7 +1060,7 @@ mod tests {
             state
                 .orders()
                 .iter()
-                .map(|order| (order.id.clone(), order.view().clone()))
+                .map(|order| (order.id().clone(), order.whole().unwrap().view().clone()))
                 .collect::<Vec<_>>()
         };
         assert_eq!(views(&state), views(session.state()));
@@ -1078,9 +1079,9 @@ mod tests {
         let member = busy.agent_at(Level::Member).clone();
         let mut session = busy.agent_session(member.as_str());
         let open = session
-            .state()
-            .orders()
+            .board_whole()
             .iter()
+            .map(|o| o.whole().unwrap())
             .find(|o| o.view().state == OrderState::Open && o.issue.to.is_none())
             .map(|o| o.id.to_string())
             .unwrap();
@@ -1092,7 +1093,7 @@ mod tests {
                 state: ferry_mcp_core::channel::state::orders::OrderState::Claimed,
             }
         );
-        assert_clean(&session);
+        assert_clean(&mut session);
     }
 
     #[test]
@@ -1100,10 +1101,10 @@ mod tests {
         let bulk = builder().entries(1_000).names(30).build();
         assert_eq!(bulk.entries(), 1_030);
         assert_eq!(lines_on_disk(&bulk), 1_030);
-        let session = bulk.warm();
-        assert_clean(&session);
+        let mut session = bulk.warm();
+        assert_clean(&mut session);
         assert_eq!(session.state().counter(), 1_030);
-        assert_eq!(session.state().orders().len() as u64, bulk.orders());
+        assert_eq!(session.board().len() as u64, bulk.orders());
         let seated = session
             .identity()
             .names()
@@ -1111,8 +1112,8 @@ mod tests {
             .count();
         assert_eq!(seated, bulk.agents().len() + 30);
         // Kept and reopened: the same board, nothing read again.
-        let again = bulk.view();
-        assert_eq!(again.state(), session.state());
+        let mut again = bulk.view();
+        assert_eq!(again.whole_state(), session.whole_state());
         assert!(bulk.verified_path().exists());
     }
 
@@ -1122,8 +1123,8 @@ mod tests {
         assert_eq!(empty.entries(), 0);
         assert_eq!(empty.view().state().counter(), 0);
         let names = builder().names(5).build();
-        let session = names.view();
-        assert_clean(&session);
+        let mut session = names.view();
+        assert_clean(&mut session);
         assert_eq!(session.identity().names().count(), 5);
     }
 }

@@ -254,6 +254,10 @@ fn run(
         OrdersArgs::Submit { id, git_ref, note } => {
             // Whether `ref` is a hand-in's id is looked up in what is folded: fold what is new.
             session.refresh(now);
+            if let Ok(order) = id.parse::<EntryId>() {
+                // Its hand-ins are in the order whole: paged in from the kept state.
+                session.page_order(&order);
+            }
             let request = submit_request(session, &id, git_ref, note);
             let state = ops::submit(session, &id, &request, now)?;
             state_answer(&id, state, format!("submitted {id}: it is {state}"))

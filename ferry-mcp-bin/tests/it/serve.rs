@@ -510,3 +510,56 @@ fn a_bad_agent_name_is_a_one_line_error_and_a_failing_exit() {
         "{stderr}"
     );
 }
+
+/// The `genesis.json` files under `dir`.
+fn genesis_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(genesis_files(&path));
+        } else if path.file_name().is_some_and(|name| name == "genesis.json") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_first_serve_after_the_genesis_is_rewritten_says_so_on_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let first = serve_demo(home.path());
+    assert!(first.status.success(), "{first:?}");
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(!stderr.contains("genesis.json was rewritten"), "{stderr}");
+    // Re-saved with a leading space: it still verifies, its bytes differ.
+    let genesis = genesis_files(home.path());
+    assert_eq!(genesis.len(), 1, "{genesis:?}");
+    let was = std::fs::read_to_string(&genesis[0]).unwrap();
+    std::fs::write(&genesis[0], format!(" {was}")).unwrap();
+
+    let again = serve_demo(home.path());
+    assert!(again.status.success(), "{again:?}");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    let reported: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("genesis.json was rewritten"))
+        .collect();
+    assert_eq!(reported.len(), 1, "said once: {stderr}");
+    assert!(reported[0].starts_with("ferry mcp serve: "), "{stderr}");
+    // A command says it too, once.
+    let orders = assert_cmd::Command::new(FERRY)
+        .env("FERRY_HOME", home.path())
+        .args(["order", "list", "--project", "demo"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&orders.stderr);
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|line| line.contains("genesis.json was rewritten"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+}

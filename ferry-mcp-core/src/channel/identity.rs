@@ -308,8 +308,8 @@ struct Era {
 
 /// `(seq, time)` of every master entry folded, by era, each in seq order: the master's own
 /// times bound everyone's backdating (ADR 0005). It grows with the master's history, and only
-/// judging a new entry reads it, so the verified state keeps it in a section of its own
-/// ([`Lazy`]): an open that finds nothing new never decodes it.
+/// judging a new entry reads it, so the kept state keeps it in a section of its own
+/// ([`Lazy`]): an open that finds nothing new never reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MasterTimes(Vec<EraTimes>);
 
@@ -492,7 +492,7 @@ impl Identity {
     pub fn master_time_at(&self, pos: MasterPos) -> Option<Timestamp> {
         let mut era = pos.0 as usize;
         let mut seq = pos.1;
-        let kept = self.times.get();
+        let kept = self.times.get()?;
         loop {
             self.eras.get(era)?;
             let times = kept.of_era(era);
@@ -505,8 +505,8 @@ impl Identity {
         }
     }
 
-    /// The master's times (read from their kept section on first use).
-    pub(crate) fn master_times(&self) -> &MasterTimes {
+    /// The master's times, once loaded (the session loads them before it feeds anything).
+    pub(crate) fn master_times(&self) -> Option<&MasterTimes> {
         self.times.get()
     }
 
@@ -514,14 +514,27 @@ impl Identity {
         &self.times
     }
 
-    /// Points the master's times at the bytes they were kept in.
-    pub(crate) fn attach_kept_times(&mut self, times: std::sync::Arc<[u8]>) {
-        self.times = Lazy::kept(times);
+    /// The master's times are in the kept state, not loaded yet.
+    pub(crate) fn times_left_kept(&mut self) {
+        self.times = Lazy::kept();
+    }
+
+    /// The master's times, as the session read them from the kept state.
+    pub(crate) fn load_master_times(&mut self, times: MasterTimes) {
+        self.times.load(times);
     }
 
     /// The master's times count as kept (a save wrote them).
     pub(crate) fn master_times_kept(&mut self) {
         self.times.mark_kept();
+    }
+
+    /// Whether a `roster.join` by `key` under `name` would be new (a repeated join changes
+    /// nothing): what the session asks before it pages in the orders a join judges again.
+    pub(crate) fn joins_anew(&self, name: &AgentName, key: &PublicKey) -> bool {
+        self.candidates
+            .get(name)
+            .is_none_or(|keys| keys.binary_search(key).is_err())
     }
 
     /// Bumped whenever who holds a name may have changed.
@@ -621,7 +634,9 @@ impl Identity {
         let record = &mut self.eras[era];
         if entry.seq() > record.folded {
             record.folded = entry.seq();
-            self.times.get_mut().push(era, entry.seq(), entry.time());
+            if let Some(times) = self.times.get_mut() {
+                times.push(era, entry.seq(), entry.time());
+            }
         }
         match entry.kind() {
             kinds::GRANT => match GrantBody::deserialize(entry.body()) {

@@ -26,7 +26,7 @@ use super::ops::OpsError;
 use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
 use super::stamp::FileStamp;
-use super::state::{ChannelState, EntryId, SEEN_FIELD};
+use super::state::{self, ChannelState, EntryId, SEEN_FIELD, Sections};
 use super::store::{Channel, LogWriter};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
@@ -62,6 +62,8 @@ pub struct Session {
     home: Home,
     project: ProjectId,
     channel: Channel,
+    /// The digest of the genesis file this machine's kept state was first kept for (the
+    /// witness keeps it while the channel's identity stands, so a rewrite stays reported).
     genesis: [u8; 32],
     generation: u64,
     reader: Reader,
@@ -88,7 +90,15 @@ pub struct Session {
     written_len: Option<u64>,
     /// Opened for one operation: its first refresh is the open's own look.
     looked_for_operation: bool,
+    /// When this session last read the channel (what a fold folded again after a failed load
+    /// is dated).
+    looked_at: Timestamp,
 }
+
+/// Reported when `genesis.json` names the channel the kept state was kept for, in other
+/// bytes than it was kept with: a rewritten file (a leading space, CRLF line ends) still
+/// verifies, and is taken for tampering, never for a new channel (the witness stands).
+pub const REWRITTEN_GENESIS: &str = "genesis.json was rewritten since this machine kept its state (other bytes, signed for the same channel): possible tampering; the kept state stays this machine's witness (restore the file to clear this)";
 
 /// What a fold of the new entries found.
 struct Folded {
@@ -97,10 +107,69 @@ struct Folded {
     refolded: bool,
 }
 
+/// Loads from the kept state the lazy folds a fold step needs, before the step: the folds
+/// never read the store. What does not load is kept as a failure (the caller reports it and
+/// folds everything again); the step that needed it folds nothing meanwhile.
+struct Pager<'a> {
+    store: Option<&'a mut Store>,
+    failures: &'a mut Vec<String>,
+}
+
+impl Pager<'_> {
+    /// Loads the lazy folds of `wanted` and the orders whole of `ids` that are not in memory.
+    /// After a failure nothing more is read: everything is folded again anyway.
+    fn page(&mut self, state: &mut ChannelState, wanted: Sections, ids: &[EntryId]) {
+        if !self.failures.is_empty() {
+            return;
+        }
+        if state.missing(wanted).any() {
+            let loaded = match self.store.as_deref_mut() {
+                Some(store) => store.load_sections(state, wanted),
+                None => Err(NOTHING_KEPT.into()),
+            };
+            if let Err(why) = loaded {
+                self.failures.push(why);
+                return;
+            }
+        }
+        if ids.is_empty() {
+            return;
+        }
+        let paged = match self.store.as_deref_mut() {
+            Some(store) => store.page_orders(state, ids),
+            None => Err(NOTHING_KEPT.into()),
+        };
+        if let Err(why) = paged {
+            self.failures.push(why);
+        }
+    }
+
+    /// Feeds `entry` to `state`, paging in first what it reads. Orders paged in only to be
+    /// judged again go back out if their view stands (the board holds briefs: ADR 0009).
+    fn feed(&mut self, state: &mut ChannelState, entry: &VerifiedEntry, now: Timestamp) {
+        self.page(state, state::needs(entry), &[]);
+        let (ids, rejudged_only) = state.orders_to_page(entry);
+        self.page(state, Sections::default(), &ids);
+        let since = state.last_change();
+        state.feed(entry, now);
+        if rejudged_only && !ids.is_empty() {
+            state.drop_unchanged(&ids, since);
+        }
+    }
+}
+
+/// Why a fold could not be paged in: the session keeps nothing (its path was refused).
+const NOTHING_KEPT: &str = "the kept state's folds are not there; rebuilt from the channel";
+
 /// Reads what is new through `reader` and folds it into `state`, with the replays and the
-/// refold it causes.
-fn fold_new(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) -> Folded {
-    let problems = reader.poll_with(&mut |entry| state.feed(&entry, now));
+/// refold it causes, loading through `pager` what each step needs.
+fn fold_new(
+    reader: &mut Reader,
+    state: &mut ChannelState,
+    pager: &mut Pager<'_>,
+    now: Timestamp,
+) -> Folded {
+    let problems = reader.poll_with(&mut |entry| pager.feed(state, &entry, now));
     let refolded = state.take_refold();
     if refolded {
         refold_all(reader, state, now);
@@ -114,7 +183,7 @@ fn fold_new(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) -> Fo
             let from = replay.from_seq;
             reader.replay_log(&replay.log, &mut |entry| {
                 if entry.seq() >= from {
-                    state.feed(&entry, now);
+                    pager.feed(state, &entry, now);
                 }
             });
         }
@@ -124,6 +193,7 @@ fn fold_new(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) -> Fo
 
 /// Folds every log again from its start into a state that knows the handovers from the
 /// beginning (a handover learned late, from a `master.accept`, voids entries already folded).
+/// The state folded from nothing holds every fold in memory: nothing is paged.
 fn refold_all(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) {
     let mut fresh = state.refolded();
     let logs: Vec<LogId> = reader.logs().map(|(id, _)| id.clone()).collect();
@@ -165,8 +235,10 @@ impl Session {
             });
         }
         let genesis = channel.genesis_digest();
+        let identity = channel.identity();
         let fresh = |local_problems: &mut Vec<String>| Kept {
             genesis,
+            channel: identity,
             generation: new_generation(local_problems),
             reader: Default::default(),
             state: ChannelState::new(project.clone(), *channel.genesis_master()),
@@ -176,9 +248,14 @@ impl Session {
         };
         let loaded = store
             .as_mut()
-            .map_or(Loaded::Missing, |store| store.load(&genesis));
+            .map_or(Loaded::Missing, |store| store.load(&identity, &genesis));
         let kept = match loaded {
-            Loaded::Kept(kept) => *kept,
+            Loaded::Kept(kept) => {
+                if kept.genesis != genesis {
+                    local_problems.push(REWRITTEN_GENESIS.to_owned());
+                }
+                *kept
+            }
             Loaded::Missing => fresh(&mut local_problems),
             Loaded::Rejected(why) => {
                 local_problems.push(why.to_string());
@@ -192,7 +269,7 @@ impl Session {
             project: project.clone(),
             reader,
             channel,
-            genesis,
+            genesis: kept.genesis,
             generation: kept.generation,
             state: kept.state,
             problems: kept.problems,
@@ -208,18 +285,8 @@ impl Session {
             looked_everywhere: None,
             written_len: None,
             looked_for_operation: false,
+            looked_at: now,
         };
-        if let Some(store) = &session.store {
-            let (dir, project) = (channel_dir.clone(), project.clone());
-            let master = *session.channel.genesis_master();
-            store.set_rebuild(Box::new(move || {
-                let mut state = ChannelState::new(project.clone(), master);
-                if let Ok(channel) = Channel::open(&dir) {
-                    fold_new(&mut channel.reader(), &mut state, now);
-                }
-                state
-            }));
-        }
         session.refresh(now);
         session.pin(home)?;
         Ok(session)
@@ -307,6 +374,91 @@ impl Session {
         self.state.identity()
     }
 
+    /// Loads the lazy folds of `wanted` that are still in the kept state (each row read and
+    /// checked once, when first needed); one that does not read is reported and everything
+    /// is folded again from the channel. Then [`Session::state`] may hand them out.
+    pub fn load(&mut self, wanted: Sections, now: Timestamp) -> &ChannelState {
+        if self.state.missing(wanted).any() {
+            let loaded = match &mut self.store {
+                Some(store) => store.load_sections(&mut self.state, wanted),
+                None => Err(NOTHING_KEPT.into()),
+            };
+            if let Err(why) = loaded {
+                self.rebuild_after(vec![why], now);
+            }
+        }
+        &self.state
+    }
+
+    /// The order board, loaded first if it is still in the kept state.
+    pub fn board(&mut self) -> &super::state::OrderBoard {
+        let now = self.loaded_at();
+        self.load(Sections::BOARD, now).orders()
+    }
+
+    /// Talk, loaded first if it is still in the kept state.
+    pub fn talk(&mut self) -> &super::state::Talk {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now).talk()
+    }
+
+    /// The order `id` if it counts, its whole paged in from its record if it is not in
+    /// memory (with the board, if that is not loaded yet). A record that does not read is
+    /// reported and everything folded again from the channel.
+    pub fn order(&mut self, id: &EntryId) -> Option<&super::state::orders::Order> {
+        self.page_order(id);
+        self.state.orders().get(id)?.whole()
+    }
+
+    /// Pages in the order `id` whole (and the board) if they are not in memory, so that
+    /// [`Session::state`] hands it out whole.
+    pub fn page_order(&mut self, id: &EntryId) {
+        let now = self.loaded_at();
+        self.load(Sections::BOARD, now);
+        if self.state.record_to_page(id).is_none() {
+            return;
+        }
+        let paged = match &mut self.store {
+            Some(store) => store.page_orders(&mut self.state, std::slice::from_ref(id)),
+            None => Err(NOTHING_KEPT.into()),
+        };
+        if let Err(why) = paged {
+            self.rebuild_after(vec![why], now);
+        }
+    }
+
+    /// The order board with every order whole paged in (a walk of the whole board: tests,
+    /// tools that show every order). A record that does not read is reported and everything
+    /// folded again from the channel.
+    pub fn board_whole(&mut self) -> &super::state::OrderBoard {
+        let now = self.loaded_at();
+        self.load(Sections::BOARD, now);
+        let ids = self.state.orders_not_resident();
+        if !ids.is_empty() {
+            let paged = match &mut self.store {
+                Some(store) => store.page_orders(&mut self.state, &ids),
+                None => Err(NOTHING_KEPT.into()),
+            };
+            if let Err(why) = paged {
+                self.rebuild_after(vec![why], now);
+            }
+        }
+        self.state.orders()
+    }
+
+    /// Every fold loaded: the whole state.
+    pub fn whole_state(&mut self) -> &ChannelState {
+        let now = self.loaded_at();
+        self.load(Sections::ALL, now)
+    }
+
+    /// When entries folded again after a failed load first arrived here: the session's own
+    /// last look (a fold stamps arrivals, and a rebuild must not date them later than they
+    /// were first seen; a rebuild is rare and its arrivals only feed liveness).
+    fn loaded_at(&self) -> Timestamp {
+        self.looked_at
+    }
+
     /// Lets the kernel tell this session which logs change (Linux inotify), so that each
     /// refresh reads only those instead of looking at every log: for a session that lives long
     /// and refreshes often, as a server's does. Every [`LOOK_EVERYWHERE_EVERY_S`] seconds a
@@ -367,7 +519,7 @@ impl Session {
         if std::mem::take(&mut self.looked_for_operation) {
             return 0;
         }
-        self.take_kept_failures(now);
+        self.looked_at = now;
         if self.reader.is_watching() {
             let due = self
                 .looked_everywhere
@@ -378,7 +530,16 @@ impl Session {
             }
         }
         let before = self.state.counter();
-        let folded = fold_new(&mut self.reader, &mut self.state, now);
+        let mut failures = Vec::new();
+        let mut pager = Pager {
+            store: self.store.as_mut(),
+            failures: &mut failures,
+        };
+        let folded = fold_new(&mut self.reader, &mut self.state, &mut pager, now);
+        if self.state.take_unpaged() && failures.is_empty() {
+            failures.push("a fold step found a fold not loaded; rebuilt from the channel".into());
+        }
+        self.rebuild_after(failures, now);
         if folded.refolded {
             // A new identity counts its seat changes afresh: pin again.
             self.pinned = None;
@@ -386,7 +547,6 @@ impl Session {
         }
         self.keep_problems(folded.problems);
         self.dirty |= self.reader.take_settled();
-        self.take_kept_failures(now);
         let folded = self.state.counter().saturating_sub(before);
         if folded > 0 {
             self.dirty = true;
@@ -394,11 +554,9 @@ impl Session {
         folded
     }
 
-    /// A section of the verified state that did not read was taken from the channel folded
-    /// from nothing: reported, and everything folded again here so the state is one whole.
-    fn take_kept_failures(&mut self, now: Timestamp) {
-        let mut failures: Vec<String> = self.store.iter().flat_map(Store::take_failures).collect();
-        failures.extend(self.state.kept_failures());
+    /// Reports what of the kept state did not read, and folds everything again from the
+    /// channel (the state is then one whole, trusted in no part).
+    fn rebuild_after(&mut self, failures: Vec<String>, now: Timestamp) {
         if failures.is_empty() {
             return;
         }
@@ -437,8 +595,10 @@ impl Session {
             return Ok(());
         };
         let reader = self.reader.state();
+        let identity = self.channel.identity();
         let kept = KeptRef {
             genesis: &self.genesis,
+            channel: &identity,
             generation: self.generation,
             reader: &reader,
             problems: &self.problems,

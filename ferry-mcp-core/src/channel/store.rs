@@ -183,6 +183,15 @@ pub struct Channel {
     project: ProjectId,
     master: PublicKey,
     genesis_digest: [u8; 32],
+    identity: [u8; 32],
+}
+
+/// The channel's identity: the SHA-256 of its signed genesis fields, written out again in
+/// one canonical form, so that a file re-saved with other spacing or line ends names the same
+/// channel (the kept state is keyed by it: ADR 0011).
+fn identity_of(genesis: &Genesis) -> [u8; 32] {
+    let canonical = serde_json::to_vec(genesis).expect("genesis always serializes");
+    Sha256::digest([GENESIS_SIGNING_DOMAIN, &canonical[..]].concat()).into()
 }
 
 impl Channel {
@@ -221,6 +230,7 @@ impl Channel {
             project: project.clone(),
             master: master.public_key(),
             genesis_digest: Sha256::digest(file.as_bytes()).into(),
+            identity: identity_of(&genesis),
         })
     }
 
@@ -261,6 +271,7 @@ impl Channel {
             .map_err(|_| StoreError::GenesisSignature)?;
         Ok(Channel {
             dir: dir.to_owned(),
+            identity: identity_of(&genesis),
             project: genesis.project,
             master: genesis.master,
             // Of the bytes whose signature was checked: never of the file read again later,
@@ -326,10 +337,18 @@ impl Channel {
         Reader::new(self)
     }
 
-    /// The SHA-256 of `genesis.json` as its signature was checked: what the machine's verified
-    /// state is keyed by, so a state kept for another channel is never used for this one.
+    /// The SHA-256 of `genesis.json` as its signature was checked: the kept state remembers
+    /// it, so a file rewritten since (still signed for the same channel) is reported.
     pub fn genesis_digest(&self) -> [u8; 32] {
         self.genesis_digest
+    }
+
+    /// The channel's identity: the SHA-256 of the fields its genesis signs (the format, the
+    /// project, the master key, the time), whatever the spacing of the file they were read
+    /// from. The kept state is this machine's witness of this identity; the file's bytes
+    /// ([`Channel::genesis_digest`]) changing under it is reported as tampering.
+    pub fn identity(&self) -> [u8; 32] {
+        self.identity
     }
 
     /// Stores `bytes` as a blob named by their SHA-256 (a no-op when it is already there).

@@ -201,6 +201,170 @@ fn deleting_a_demotion_from_the_master_log_does_not_bring_back_the_grant_it_repl
     );
 }
 
+/// Rewrites `genesis.json` so that it still verifies but its bytes differ: `edit` gets the
+/// file as it is.
+fn rewrite_genesis(temp: &TempChannel, edit: impl FnOnce(&str) -> String) {
+    let path = temp.channel_dir().join("genesis.json");
+    let was = fs::read_to_string(&path).unwrap();
+    let now = edit(&was);
+    assert_ne!(now, was);
+    fs::write(&path, now).unwrap();
+    Channel::open(temp.channel_dir()).expect("the rewritten genesis still verifies");
+}
+
+/// Whether `session` reports the rewritten genesis.
+fn reports_rewritten_genesis(session: &Session) -> bool {
+    session
+        .local_problems()
+        .iter()
+        .any(|problem| problem.contains("genesis.json was rewritten"))
+}
+
+#[test]
+fn a_genesis_rewritten_with_a_leading_space_keeps_the_witness_so_a_deleted_demotion_is_still_caught()
+ {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Orchestrator)
+        .build()
+        .unwrap();
+    // The demotion, verified here.
+    grant(&temp, temp.home(), "fang", Level::Worker);
+    assert_eq!(level_of(&temp.view(), &temp, "fang"), Level::Worker);
+    // The attacker deletes it and re-saves the genesis with a leading space: a witness keyed
+    // by the file's bytes would be dropped and everything folded from what is left.
+    let log = master_log(&temp);
+    assert!(lines(&log).last().unwrap().contains("\"worker\""));
+    drop_last_lines(&log, 1);
+    rewrite_genesis(&temp, |genesis| format!(" {genesis}"));
+
+    // A machine that never verified the demotion sees an orchestrator: all it can know.
+    let fresh = other_machine(&temp, "fresh");
+    assert_eq!(
+        level_of(&open(&fresh, &temp, Actor::Observer), &temp, "fang"),
+        Level::Orchestrator
+    );
+    // This machine keeps its witness: fang stays demoted, the rollback and the rewritten
+    // genesis are both reported, in this process and the next.
+    for _ in 0..2 {
+        let session = temp.view();
+        assert_eq!(level_of(&session, &temp, "fang"), Level::Worker);
+        assert!(
+            reports_rewritten_genesis(&session),
+            "{:?}",
+            session.local_problems()
+        );
+        assert_eq!(problems_of(&session, ProblemKind::RolledBack).len(), 1);
+    }
+    let status = ops::status(temp.home(), temp.project(), temp.now()).unwrap();
+    assert!(
+        status
+            .problems
+            .iter()
+            .any(|line| line.contains("genesis.json was rewritten")),
+        "{:?}",
+        status.problems
+    );
+    // The genesis restored: nothing more to report, the witness still stands.
+    rewrite_genesis(&temp, |genesis| genesis.trim_start().to_owned());
+    let session = temp.view();
+    assert!(!reports_rewritten_genesis(&session));
+    assert_eq!(level_of(&session, &temp, "fang"), Level::Worker);
+}
+
+#[test]
+fn a_genesis_rewritten_with_crlf_keeps_the_witness_so_a_former_master_s_new_grant_does_not_count() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let old_master = master_key(temp.home(), &temp);
+    let next = other_machine(&temp, "next");
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        temp.now(),
+    )
+    .unwrap();
+    assert_eq!(temp.view().identity().master(), &new_key.key);
+    // The new master has written nothing yet (no accept embeds the handover). The attacker
+    // deletes the handover line, re-saves the genesis with CRLF, and the former master signs
+    // a grant.
+    let old_log = master_log(&temp);
+    assert!(
+        lines(&old_log)
+            .last()
+            .unwrap()
+            .contains(kinds::MASTER_HANDOVER)
+    );
+    drop_last_lines(&old_log, 1);
+    rewrite_genesis(&temp, |genesis| genesis.replace('\n', "\r\n"));
+    write_raw(
+        &temp,
+        &AgentName::master(),
+        &old_master,
+        kinds::GRANT,
+        Identity::grant_body(&GrantBody {
+            agent: name("fang"),
+            key: agent_key(&temp, "fang").public_key(),
+            level: Level::Orchestrator,
+            scopes: Vec::new(),
+            expires: None,
+            after_seq: None,
+        }),
+    );
+
+    // A machine that never saw the handover takes the former master for the master.
+    let fresh = other_machine(&temp, "fresh");
+    let there = open(&fresh, &temp, Actor::Observer);
+    assert_eq!(there.identity().master(), &old_master.public_key());
+    assert_eq!(level_of(&there, &temp, "fang"), Level::Orchestrator);
+    // This machine verified the handover: the former master's grant does not count, and the
+    // rewritten genesis is reported.
+    let here = temp.view();
+    assert_eq!(here.identity().master(), &new_key.key);
+    assert_eq!(level_of(&here, &temp, "fang"), Level::Worker);
+    assert!(
+        reports_rewritten_genesis(&here),
+        "{:?}",
+        here.local_problems()
+    );
+    assert_eq!(problems_of(&here, ProblemKind::RolledBack).len(), 1);
+}
+
+#[test]
+fn a_genesis_of_another_channel_is_still_refused_as_foreign() {
+    let temp = member_fang();
+    temp.view().save().unwrap();
+    // Another genesis by the same master for the same project, a moment later: another channel.
+    let other = temp.root().join("other-channel");
+    let later = ferry_mcp_core::time::Timestamp::from_millis(temp.now().as_millis() + 1);
+    Channel::create(
+        &other,
+        temp.project(),
+        &master_key(temp.home(), &temp),
+        later,
+    )
+    .unwrap();
+    fs::copy(
+        other.join("genesis.json"),
+        temp.channel_dir().join("genesis.json"),
+    )
+    .unwrap();
+    let session = temp.view();
+    assert!(!reports_rewritten_genesis(&session));
+    assert!(
+        session
+            .local_problems()
+            .iter()
+            .any(|problem| problem.contains("another channel")),
+        "{:?}",
+        session.local_problems()
+    );
+}
+
 #[test]
 fn a_rollback_report_names_how_many_verified_entries_went_missing() {
     let temp = TempChannel::builder()
@@ -403,13 +567,17 @@ fn issue_request(title: &str) -> ops::orders::IssueRequest {
 
 /// Every order of the board as its view (the board's public face), by id.
 fn order_views(
-    session: &Session,
+    session: &mut Session,
 ) -> Vec<(String, ferry_mcp_core::channel::state::orders::OrderView)> {
     session
-        .state()
-        .orders()
+        .board_whole()
         .iter()
-        .map(|order| (order.id.to_string(), order.view().clone()))
+        .map(|order| {
+            (
+                order.id().to_string(),
+                order.whole().unwrap().view().clone(),
+            )
+        })
         .collect()
 }
 
@@ -506,18 +674,21 @@ fn folding_the_kept_state_plus_new_entries_equals_folding_everything() {
     order_ops::claim(&mut mem, &o3, now()).unwrap();
     save(mem);
 
-    let kept = open(&watcher, &temp, Actor::Observer);
-    let everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut kept = open(&watcher, &temp, Actor::Observer);
+    let mut everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     // What every machine must agree on: who is who, every order's view, every problem.
     assert_eq!(kept.identity(), everything.identity());
-    assert_eq!(order_views(&kept), order_views(&everything));
-    assert_eq!(kept.state().problems(), everything.state().problems());
+    assert_eq!(order_views(&mut kept), order_views(&mut everything));
+    assert_eq!(
+        kept.whole_state().problems(),
+        everything.whole_state().problems()
+    );
     assert_eq!(kept.integrity_problems(), everything.integrity_problems());
     // The scenario reached what it compares.
     assert_eq!(kept.identity().era(), 1);
     assert_eq!(level_of(&kept, &temp, "wk"), Level::Member);
     assert_eq!(level_of(&kept, &temp, "mem2"), Level::Worker);
-    let mut states: Vec<&str> = order_views(&kept)
+    let mut states: Vec<&str> = order_views(&mut kept)
         .iter()
         .map(|(_, view)| view.state.as_str())
         .collect();
@@ -526,7 +697,7 @@ fn folding_the_kept_state_plus_new_entries_equals_folding_everything() {
         states,
         vec!["accepted", "cancelled", "claimed"],
         "{:?}",
-        order_views(&kept)
+        order_views(&mut kept)
     );
     // The rest is this machine's own: how many entries it folded and the stamps of its
     // changes (`since` cursors), which count the sittings it folded them in.
@@ -567,12 +738,12 @@ fn a_new_master_s_entries_read_with_the_handover_are_folded_once() {
     let mut mem = temp.agent_session("mem");
     ops::orders::claim(&mut mem, &order, temp.now()).unwrap();
 
-    let kept = open(&watcher, &temp, Actor::Observer);
-    let everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(everything.state().orders().len(), 1);
+    let mut kept = open(&watcher, &temp, Actor::Observer);
+    let mut everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(everything.board().len(), 1);
     assert_eq!(
-        order_views(&kept),
-        order_views(&everything),
+        order_views(&mut kept),
+        order_views(&mut everything),
         "the claim was lost"
     );
     assert_eq!(kept.identity(), everything.identity());
@@ -646,18 +817,20 @@ fn flip_section_bit(path: &Path, name: &str, bit: u8, at: impl FnOnce(usize) -> 
     );
 }
 
-/// The foreign state with this channel's genesis digest written in: a forgery whose rows
-/// all match their digests.
+/// The foreign state with this channel's identity and genesis digest written in: a forgery
+/// whose rows all match their digests.
 fn forged_verified_state(temp: &TempChannel) -> Vec<u8> {
     let bytes = foreign_verified_state(temp);
     let path = temp.root().join("forged.db");
     fs::write(&path, &bytes).unwrap();
-    let genesis = Channel::open(temp.channel_dir()).unwrap().genesis_digest();
+    let channel = Channel::open(temp.channel_dir()).unwrap();
     tamper(
         &path,
         &format!(
-            "UPDATE meta SET value = X'{}' WHERE name = 'genesis'",
-            hex::encode(genesis)
+            "UPDATE meta SET value = X'{}' WHERE name = 'genesis';
+             UPDATE meta SET value = X'{}' WHERE name = 'channel'",
+            hex::encode(channel.genesis_digest()),
+            hex::encode(channel.identity())
         ),
     );
     fs::read(&path).unwrap()
@@ -765,26 +938,27 @@ fn deleting_the_verified_state_costs_only_time() {
     let mut master = temp.master_session();
     let order = ops::orders::issue(&mut master, &issue_request("kept"), temp.now()).unwrap();
     master.save().unwrap();
-    let before = temp.view();
+    let mut before = temp.view();
     fs::remove_file(temp.home().verified_path(temp.project())).unwrap();
 
-    let after = temp.view();
+    let mut after = temp.view();
     assert_eq!(after.local_problems(), &[] as &[String]);
-    assert_eq!(after.identity(), before.identity());
-    assert_eq!(order_views(&after), order_views(&before));
-    assert_eq!(after.state().problems(), before.state().problems());
-    assert!(
-        after
-            .state()
-            .orders()
-            .get(&order.parse().unwrap())
-            .is_some()
+    assert_eq!(
+        after.whole_state().identity(),
+        before.whole_state().identity()
     );
+    assert_eq!(order_views(&mut after), order_views(&mut before));
+    assert_eq!(
+        after.whole_state().problems(),
+        before.whole_state().problems()
+    );
+    assert!(after.board().get(&order.parse().unwrap()).is_some());
 }
 
 #[test]
 fn a_rich_verified_state_reads_back_as_it_was_written() {
     use ferry_mcp_core::channel::kept::{self, Kept, Loaded, Store};
+    use ferry_mcp_core::channel::state::Sections;
     // Everything the state can hold: grants with scopes and expiry, a handover, a void
     // grant, orders at every step, hand-ins, blobs, fold and integrity problems.
     let temp = TempChannel::with_each_level();
@@ -856,6 +1030,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     assert!(!problems.is_empty() && !session.state().problems().is_empty());
     let mut kept = Kept {
         genesis: [7; 32],
+        channel: [7; 32],
         generation: 42,
         reader: reader.state(),
         state: session.state().clone(),
@@ -871,9 +1046,11 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     let path = temp.root().join("roundtrip.db");
     Store::open(&path).unwrap().0.write(&mut kept).unwrap();
     let bytes = kept::encode(&kept).unwrap();
-    let Loaded::Kept(back) = Store::open(&path).unwrap().0.load(&[7; 32]) else {
+    let mut store = Store::open(&path).unwrap().0;
+    let Loaded::Kept(mut back) = store.load(&[7; 32], &[7; 32]) else {
         panic!("the state written does not read back");
     };
+    store.load_sections(&mut back.state, Sections::ALL).unwrap();
     assert_eq!(back.state, kept.state);
     assert_eq!(back.problems, kept.problems);
     assert_eq!(
@@ -893,6 +1070,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
 #[test]
 fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
     use ferry_mcp_core::channel::kept::{self, Kept, Loaded, Store};
+    use ferry_mcp_core::channel::state::Sections;
     let temp = TempChannel::builder()
         .agent("fang", Level::Member)
         .agent("scout", Level::Member)
@@ -915,6 +1093,7 @@ fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
     let session = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut kept = Kept {
         genesis: [7; 32],
+        channel: [7; 32],
         generation: 1,
         reader: reader.state(),
         state: session.state().clone(),
@@ -925,9 +1104,11 @@ fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
     let path = temp.root().join("roundtrip.db");
     Store::open(&path).unwrap().0.write(&mut kept).unwrap();
     let bytes = kept::encode(&kept).unwrap();
-    let Loaded::Kept(back) = Store::open(&path).unwrap().0.load(&[7; 32]) else {
+    let mut store = Store::open(&path).unwrap().0;
+    let Loaded::Kept(mut back) = store.load(&[7; 32], &[7; 32]) else {
         panic!("the state written does not read back");
     };
+    store.load_sections(&mut back.state, Sections::ALL).unwrap();
     assert_eq!(kept::encode(&back).unwrap(), bytes);
     assert_eq!(back.reader.look_paths(), kept.reader.look_paths());
     let logs = |reader: &ferry_mcp_core::channel::reader::ReaderState| -> Vec<_> {
@@ -1726,9 +1907,9 @@ fn post_to_all(session: &mut Session, temp: &TempChannel, text: &str) {
 
 /// This machine's next open reads the orders `fresh` folded from the channel, and finds
 /// nothing wrong with any section (a refresh reports one that did not read).
-fn assert_reads_back_whole(temp: &TempChannel, fresh: &Session) {
+fn assert_reads_back_whole(temp: &TempChannel, fresh: &mut Session) {
     let mut again = temp.view();
-    assert_eq!(order_views(&again), order_views(fresh));
+    assert_eq!(order_views(&mut again), order_views(fresh));
     again.refresh(temp.now());
     assert_eq!(again.local_problems(), &[] as &[String]);
 }
@@ -1750,7 +1931,7 @@ fn board_with_talk() -> (TempChannel, String) {
 #[test]
 fn a_warm_open_that_needs_no_order_reads_no_order_board() {
     let (temp, order) = board_with_talk();
-    let view = temp.view();
+    let mut view = temp.view();
     assert!(
         !view.state().orders_loaded(),
         "an open read the order board"
@@ -1781,10 +1962,10 @@ fn a_warm_open_that_needs_no_order_reads_no_order_board() {
         "talk or primary read the order board"
     );
     // Asked for, it is there whole.
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(order_views(&view), order_views(&fresh));
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&mut view), order_views(&mut fresh));
     assert!(view.state().orders_loaded());
-    assert!(view.state().orders().get(&order.parse().unwrap()).is_some());
+    assert!(view.board().get(&order.parse().unwrap()).is_some());
     assert_eq!(view.local_problems(), &[] as &[String]);
 }
 
@@ -1798,18 +1979,21 @@ fn a_corrupt_order_board_row_is_reported_and_rebuilt_from_the_channel() {
         len / 2
     });
 
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
+    // The row's digest is checked when the row is read: when the board is first needed.
+    assert_eq!(view.local_problems(), &[] as &[String]);
+    view.board();
     let local = view.local_problems().to_vec();
     assert_eq!(local.len(), 1, "{local:?}");
     assert!(local[0].contains("board row does not match"), "{local:?}");
     // The board read is the channel's, never the damaged bytes nor an empty board.
-    assert_eq!(order_views(&view), order_views(&fresh));
-    assert_eq!(order_views(&fresh).len(), 2);
+    assert_eq!(order_views(&mut view), order_views(&mut fresh));
+    assert_eq!(order_views(&mut fresh).len(), 2);
     // Written whole again: the next open reads it without a problem.
     view.refresh(temp.now());
     view.save().unwrap();
-    assert_reads_back_whole(&temp, &fresh);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
@@ -1819,7 +2003,9 @@ fn a_kept_row_missing_refuses_the_whole_state() {
         &kept_path(&temp),
         "DELETE FROM sections WHERE name = 'master_times'",
     );
-    let view = temp.view();
+    let mut view = temp.view();
+    // Found when the rows are read: then the whole state is folded again from the channel.
+    view.whole_state();
     assert_eq!(
         view.local_problems().len(),
         1,
@@ -1827,9 +2013,12 @@ fn a_kept_row_missing_refuses_the_whole_state() {
         view.local_problems()
     );
     assert!(view.local_problems()[0].contains("missing"));
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(view.state().talk(), fresh.state().talk());
-    assert_eq!(view.state().identity(), fresh.state().identity());
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(view.talk(), fresh.talk());
+    assert_eq!(
+        view.whole_state().identity(),
+        fresh.whole_state().identity()
+    );
 }
 
 #[test]
@@ -1865,8 +2054,11 @@ fn master_times_that_do_not_decode_are_rebuilt_from_the_channel_and_reported() {
         "{:?}",
         view.local_problems()
     );
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(view.state().identity(), fresh.state().identity());
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(
+        view.whole_state().identity(),
+        fresh.whole_state().identity()
+    );
 }
 
 /// Rewrites the last line of the log at `path` in place, to the same length: `"n":1` becomes
@@ -1934,7 +2126,7 @@ fn a_file_put_in_a_known_author_folder_after_a_warm_open_is_found_and_reported()
 #[test]
 fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebuilt() {
     let (temp, _) = board_with_talk();
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     // A session that never reads the board, so its save does not write it.
     let mut member = temp.agent_session("member");
     assert!(!member.state().orders_loaded());
@@ -1944,6 +2136,7 @@ fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebu
     // The changed bytes are never trusted: the next open reports them and reads the
     // channel's board; once it saved, the state reads back whole.
     let mut next = temp.view();
+    next.board();
     assert!(
         next.local_problems()
             .iter()
@@ -1951,9 +2144,9 @@ fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebu
         "{:?}",
         next.local_problems()
     );
-    assert_eq!(order_views(&next), order_views(&fresh));
+    assert_eq!(order_views(&mut next), order_views(&mut fresh));
     next.save().unwrap();
-    assert_reads_back_whole(&temp, &fresh);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
@@ -2062,13 +2255,13 @@ fn a_warm_open_lists_every_order_from_the_briefs_without_reading_a_record() {
     let (temp, order) = board_with_talk();
     let mut view = temp.view();
     assert_eq!(list_all(&mut view, temp.now()), 2);
-    assert_eq!(view.state().orders().resident(), 0);
+    assert_eq!(view.board().resident(), 0);
     // Asked for whole, one is read, and only that one.
     let shown = ops::orders::show(&mut view, &order, None, temp.now()).unwrap();
     assert_eq!(shown.row.id, order);
-    assert_eq!(view.state().orders().resident(), 1);
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(order_views(&view), order_views(&fresh));
+    assert_eq!(view.board().resident(), 1);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&mut view), order_views(&mut fresh));
 }
 
 #[test]
@@ -2077,30 +2270,30 @@ fn an_order_record_that_does_not_read_is_rebuilt_from_the_channel_and_reported()
     // In the record appended last, which the board names.
     flip_record_bit(&temp, 0x01, |len| len - 2);
 
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();
     // The briefs are whole: listing finds nothing wrong.
     assert_eq!(list_all(&mut view, temp.now()), 2);
     assert_eq!(view.local_problems(), &[] as &[String]);
     // Every order whole: the damaged record is the channel's order, never the changed bytes.
-    assert_eq!(order_views(&view), order_views(&fresh));
+    assert_eq!(order_views(&mut view), order_views(&mut fresh));
     let local = one_local_problem(&mut view, &temp);
     assert!(local.contains("record of order"), "{local}");
     assert!(local.contains("does not read"), "{local}");
     // Written again: the next open reads every record without a problem.
     view.save().unwrap();
-    assert_reads_back_whole(&temp, &fresh);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
 fn an_order_record_changed_in_its_file_under_an_open_session_is_never_trusted_and_is_rebuilt_where_it_is_read()
  {
     let (temp, _) = board_with_talk();
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     // A session that reads the board's briefs and no record: its save appends no record.
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
-    assert_eq!(member.state().orders().resident(), 0);
+    assert_eq!(member.board().resident(), 0);
     // In place, so the session's handle reads the changed bytes.
     flip_record_bit(&temp, 0x01, |len| len - 2);
     post_to_all(&mut member, &temp, "a change to save");
@@ -2108,12 +2301,12 @@ fn an_order_record_changed_in_its_file_under_an_open_session_is_never_trusted_an
 
     // The next open that reads it finds it changed: the channel's order instead, reported.
     let mut next = temp.view();
-    assert_eq!(order_views(&next), order_views(&fresh));
+    assert_eq!(order_views(&mut next), order_views(&mut fresh));
     let local = one_local_problem(&mut next, &temp);
     assert!(local.contains("record of order"), "{local}");
     // Written again: the next open reads every record without a problem.
     next.save().unwrap();
-    assert_reads_back_whole(&temp, &fresh);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
@@ -2125,22 +2318,22 @@ fn a_seat_change_keeps_no_record_in_memory_whose_order_it_does_not_change() {
     let mut server = bulk.view();
     let orders = list_all(&mut server, bulk.now());
     assert!(orders > 100, "{orders}");
-    assert_eq!(server.state().orders().resident(), 0);
+    assert_eq!(server.board().resident(), 0);
     // A new agent, seated and granted: no order names it, so no record is read.
     let newcomer = TempChannel::agent("newcomer-1");
     ops::seats::join(bulk.home(), bulk.project(), &newcomer, None, bulk.now()).unwrap();
     grant(&bulk, bulk.home(), newcomer.as_str(), Level::Member);
     server.refresh(bulk.now());
-    assert_eq!(server.state().orders().resident(), 0);
+    assert_eq!(server.board().resident(), 0);
     // A member demoted to Worker: the orders it took part in are judged again (read from
     // their records); the demotion binds only what it writes from now on (ADR 0005 rule 2a),
     // so none changes, and none stays in memory.
     let member = bulk.agent_at(Level::Member).clone();
     grant(&bulk, bulk.home(), member.as_str(), Level::Worker);
     server.refresh(bulk.now());
-    assert_eq!(server.state().orders().resident(), 0);
-    let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
-    assert_eq!(order_views(&server), order_views(&fresh));
+    assert_eq!(server.board().resident(), 0);
+    let mut fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
+    assert_eq!(order_views(&mut server), order_views(&mut fresh));
 }
 
 #[cfg(target_os = "linux")]
@@ -2168,19 +2361,19 @@ fn a_save_moves_the_board_to_the_records_it_wrote_and_keeps_no_order_whole() {
     let (temp, order) = board_with_talk();
     let mut member = temp.agent_session("member");
     // Every order read whole, and one changed.
-    order_views(&member);
-    assert_eq!(member.state().orders().resident(), 2);
+    order_views(&mut member);
+    assert_eq!(member.board().resident(), 2);
     ops::orders::progress(&mut member, &order, "halfway there", temp.now()).unwrap();
     member.save().unwrap();
-    assert_eq!(member.state().orders().resident(), 0);
+    assert_eq!(member.board().resident(), 0);
     // Read again, from the file just written: as a machine that read everything has them.
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(order_views(&member), order_views(&fresh));
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&mut member), order_views(&mut fresh));
     // A second save copies them from there.
     post_to_all(&mut member, &temp, "saved again");
     member.save().unwrap();
-    assert_eq!(member.state().orders().resident(), 0);
-    assert_reads_back_whole(&temp, &fresh);
+    assert_eq!(member.board().resident(), 0);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
@@ -2188,12 +2381,12 @@ fn a_session_that_folded_the_channel_from_nothing_keeps_no_order_whole_after_its
     let (temp, _) = board_with_talk();
     fs::remove_file(temp.home().verified_path(temp.project())).unwrap();
     let mut cold = temp.view();
-    assert_eq!(cold.state().orders().resident(), 2);
+    assert_eq!(cold.board().resident(), 2);
     cold.refresh(temp.now());
     cold.save().unwrap();
-    assert_eq!(cold.state().orders().resident(), 0);
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(order_views(&cold), order_views(&fresh));
+    assert_eq!(cold.board().resident(), 0);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_eq!(order_views(&mut cold), order_views(&mut fresh));
 }
 
 #[cfg(unix)]
@@ -2423,10 +2616,9 @@ fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
     let mut view = bulk.view();
     let orders = list_all(&mut view, bulk.now());
     assert!(orders > 100, "{orders}");
-    assert_eq!(live as usize, view.state().orders().iter().count());
+    assert_eq!(live as usize, view.board().iter().count());
     let (order, holder) = view
-        .state()
-        .orders()
+        .board()
         .iter()
         .find_map(|order| {
             use ferry_mcp_core::channel::state::orders::OrderState;
@@ -2453,24 +2645,23 @@ fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
         "the save wrote more than the changed order's record"
     );
     let one = {
-        let view = bulk.view();
+        let mut view = bulk.view();
         let order = view
-            .state()
-            .orders()
+            .board_whole()
             .iter()
             .find(|o| o.id().to_string() == order)
             .unwrap();
-        postcard::to_stdvec(order.whole()).unwrap().len() as u64
+        postcard::to_stdvec(order.whole().unwrap()).unwrap().len() as u64
     };
     assert_eq!(last_record_len(&bulk), one);
-    let fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
-    assert_reads_back_whole(&bulk, &fresh);
+    let mut fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
+    assert_reads_back_whole(&bulk, &mut fresh);
 }
 
 #[test]
 fn a_session_whose_kept_state_was_removed_under_it_writes_every_record_it_names_into_a_new_one() {
     let (temp, order) = board_with_talk();
-    let fresh_before = open(&other_machine(&temp, "before"), &temp, Actor::Observer);
+    let mut fresh_before = open(&other_machine(&temp, "before"), &temp, Actor::Observer);
     // Loaded, its board read and its database open: then the database is removed.
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
@@ -2491,16 +2682,16 @@ fn a_session_whose_kept_state_was_removed_under_it_writes_every_record_it_names_
     member.refresh(temp.now());
     assert_eq!(member.local_problems(), &[] as &[String]);
 
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_ne!(order_views(&fresh), order_views(&fresh_before));
-    assert_reads_back_whole(&temp, &fresh);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    assert_ne!(order_views(&mut fresh), order_views(&mut fresh_before));
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
 fn order_records_missing_or_of_another_state_are_reported_and_the_state_rebuilt() {
     for replace in [false, true] {
         let (temp, _) = board_with_talk();
-        let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+        let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
         if replace {
             // Records of another state: the same ids under other digests.
             tamper(
@@ -2513,11 +2704,11 @@ fn order_records_missing_or_of_another_state_are_reported_and_the_state_rebuilt(
         let mut view = temp.view();
         assert_eq!(view.local_problems(), &[] as &[String]);
         // Every order whole: the channel's, never nothing.
-        assert_eq!(order_views(&view), order_views(&fresh));
+        assert_eq!(order_views(&mut view), order_views(&mut fresh));
         let local = one_local_problem(&mut view, &temp);
         assert!(local.contains("record of order"), "{local}");
         view.save().unwrap();
-        assert_reads_back_whole(&temp, &fresh);
+        assert_reads_back_whole(&temp, &mut fresh);
     }
 }
 
@@ -2538,7 +2729,7 @@ fn a_record_superseded_by_a_newer_one_is_removed_a_thousand_saves_later() {
             hex::encode((kept_file_now(&temp) + 1_000).to_le_bytes())
         ),
     );
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut member = temp.agent_session("member");
     ops::orders::progress(&mut member, &order, "halfway", temp.now()).unwrap();
     member.save().unwrap();
@@ -2548,9 +2739,9 @@ fn a_record_superseded_by_a_newer_one_is_removed_a_thousand_saves_later() {
         "one more superseded, one removed"
     );
     drop(member);
-    assert_ne!(order_views(&temp.view()), order_views(&fresh));
-    let fresh = open(&other_machine(&temp, "fresh-again"), &temp, Actor::Observer);
-    assert_reads_back_whole(&temp, &fresh);
+    assert_ne!(order_views(&mut temp.view()), order_views(&mut fresh));
+    let mut fresh = open(&other_machine(&temp, "fresh-again"), &temp, Actor::Observer);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
@@ -2576,9 +2767,9 @@ fn two_sessions_saving_at_once_on_one_machine_leave_every_record_readable() {
             }
         });
     });
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(list_all(&mut temp.view(), temp.now()), 2 + 12);
-    assert_reads_back_whole(&temp, &fresh);
+    assert_reads_back_whole(&temp, &mut fresh);
 }
 
 #[test]
@@ -2619,7 +2810,7 @@ fn a_fifo_planted_as_the_kept_state_or_its_journal_is_refused_unopened_and_repor
     use std::os::unix::fs::FileTypeExt as _;
     for file in 0..3 {
         let (temp, order) = board_with_talk();
-        let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+        let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
         let planted = kept_files(&temp)[file].clone();
         let _ = fs::remove_file(&planted);
         rustix::fs::mknodat(
@@ -2636,7 +2827,7 @@ fn a_fifo_planted_as_the_kept_state_or_its_journal_is_refused_unopened_and_repor
         assert_eq!(local.len(), 1, "{local:?}");
         assert!(local[0].contains("not a regular file"), "{local:?}");
         // The channel is all there, and a save writes nowhere.
-        assert_eq!(order_views(&view), order_views(&fresh));
+        assert_eq!(order_views(&mut view), order_views(&mut fresh));
         ops::orders::show(&mut view, &order, None, temp.now()).unwrap();
         view.save().unwrap();
         assert!(
@@ -2653,7 +2844,7 @@ fn a_fifo_planted_as_the_kept_state_or_its_journal_is_refused_unopened_and_repor
 #[test]
 fn a_link_planted_as_the_kept_state_is_refused_and_nothing_is_written_where_it_points() {
     let (temp, _) = board_with_talk();
-    let fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let outside = temp.root().join("outside.db");
     fs::rename(kept_path(&temp), &outside).unwrap();
     let before = fs::read(&outside).unwrap();
@@ -2662,7 +2853,7 @@ fn a_link_planted_as_the_kept_state_is_refused_and_nothing_is_written_where_it_p
     let local = member.local_problems().to_vec();
     assert_eq!(local.len(), 1, "{local:?}");
     assert!(local[0].contains("not a regular file"), "{local:?}");
-    assert_eq!(order_views(&member), order_views(&fresh));
+    assert_eq!(order_views(&mut member), order_views(&mut fresh));
     post_to_all(&mut member, &temp, "a change to save");
     member.save().unwrap();
     drop(member);

@@ -656,8 +656,8 @@ fn an_ask_answer_signed_by_an_agent_is_ignored_and_reported_not_signed_by_master
     body[SEEN_FIELD] = json!([seen.0, seen.1]);
     let forged = writer.append(ask_kinds::ANSWER, body, temp.now()).unwrap();
 
-    let view = temp.view();
-    let problems = view.state().problems();
+    let mut view = temp.view();
+    let problems = view.whole_state().problems();
     let reported: Vec<_> = problems
         .iter()
         .filter(|problem| problem.author == agent("olga") && problem.seq == forged.seq())
@@ -869,7 +869,7 @@ fn a_brief_or_a_decision_by_a_worker_does_not_count_and_is_reported() {
         primary_kinds::BRIEF_DECIDE,
         json!({ "line": "use tabs" }),
     );
-    let view = temp.view();
+    let mut view = temp.view();
     let leadership = &view.state().leadership;
     assert_eq!(leadership.brief(&agent("walt")), None);
     let brief = leadership.current_brief().unwrap();
@@ -879,7 +879,7 @@ fn a_brief_or_a_decision_by_a_worker_does_not_count_and_is_reported() {
     );
     assert_eq!(leadership.decisions().count(), 0);
     let reported: Vec<u64> = view
-        .state()
+        .whole_state()
         .problems()
         .iter()
         .filter(|problem| problem.author == agent("walt"))

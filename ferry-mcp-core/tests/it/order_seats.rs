@@ -12,16 +12,9 @@ use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 
-fn handins(session: &Session, order: &str) -> usize {
+fn handins(session: &mut Session, order: &str) -> usize {
     let id: EntryId = order.parse().unwrap();
-    session
-        .state()
-        .orders()
-        .get(&id)
-        .unwrap()
-        .view()
-        .handins
-        .len()
+    session.order(&id).unwrap().view().handins.len()
 }
 
 #[test]
@@ -44,7 +37,10 @@ fn a_hand_in_stops_counting_while_its_name_is_contested_and_counts_again_once_gr
     orders::hand_in(&mut member, &other, "def456", "other work", now).unwrap();
     let mut watching = temp.view();
     assert_eq!(
-        (handins(&watching, &order), handins(&watching, &other)),
+        (
+            handins(&mut watching, &order),
+            handins(&mut watching, &other)
+        ),
         (1, 1)
     );
 
@@ -56,8 +52,8 @@ fn a_hand_in_stops_counting_while_its_name_is_contested_and_counts_again_once_gr
         .unwrap();
     intruder.append(kinds::ROSTER_JOIN, json!({}), now).unwrap();
     watching.refresh(now);
-    let fresh = temp.view();
-    for session in [&watching, &fresh] {
+    let mut fresh = temp.view();
+    for session in [&mut watching, &mut fresh] {
         assert_eq!((handins(session, &order), handins(session, &other)), (0, 1));
     }
 
@@ -71,8 +67,8 @@ fn a_hand_in_stops_counting_while_its_name_is_contested_and_counts_again_once_gr
     };
     ops::access_set(temp.home(), temp.project(), &worker_name, &grant, now).unwrap();
     watching.refresh(now);
-    let fresh = temp.view();
-    for session in [&watching, &fresh] {
+    let mut fresh = temp.view();
+    for session in [&mut watching, &mut fresh] {
         assert_eq!((handins(session, &order), handins(session, &other)), (1, 1));
     }
 }

@@ -461,11 +461,7 @@ impl Row {
                     now,
                 );
                 effect(issued, |id| {
-                    temp.view()
-                        .state()
-                        .orders()
-                        .get(&id.parse().unwrap())
-                        .is_some()
+                    temp.view().board().get(&id.parse().unwrap()).is_some()
                 })
             }
             Op::List => effect(
@@ -1160,17 +1156,9 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
         json!({"title": "written raw after the demotion"}),
         demotion,
     );
-    let view = temp.view();
-    assert!(
-        view.state().orders().get(&raw_id).is_none(),
-        "{raw_id} counts"
-    );
-    assert!(
-        view.state()
-            .orders()
-            .get(&before.parse().unwrap())
-            .is_some()
-    );
+    let mut view = temp.view();
+    assert!(view.board().get(&raw_id).is_none(), "{raw_id} counts");
+    assert!(view.board().get(&before.parse().unwrap()).is_some());
     let shown = orders::show(&mut temp.view(), &raw_id.to_string(), None, temp.now());
     assert_eq!(code(&shown), "unknown_order");
 }
@@ -1271,9 +1259,9 @@ fn a_demoted_orchestrator_that_never_reads_the_master_log_issues_nothing_that_co
     // before still does.
     let elsewhere = Home::at(temp.root().join("home-b"));
     ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
-    let there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
-    for session in [&temp.view(), &there] {
-        let board = session.state().orders();
+    let mut there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    for session in [&mut temp.view(), &mut there] {
+        let board = session.board();
         assert!(board.get(&before_id).is_some());
         for id in &raw {
             assert!(board.get(id).is_none(), "{id} counts");
@@ -1308,7 +1296,7 @@ fn an_entry_a_demotion_binds_is_voided_on_a_machine_that_had_counted_it_before_t
     let elsewhere = Home::at(temp.root().join("home-b"));
     ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
     let mut there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
-    assert!(there.state().orders().get(&concurrent).is_some());
+    assert!(there.board().get(&concurrent).is_some());
     there.save().unwrap();
 
     // The master's machine had read only her first entry when it demoted her.
@@ -1317,12 +1305,16 @@ fn an_entry_a_demotion_binds_is_voided_on_a_machine_that_had_counted_it_before_t
     // Then the same board everywhere: on that machine (refreshed, and opened warm from its
     // kept state), and on one folding everything from nothing.
     there.refresh(temp.now());
-    let warm = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    let mut warm = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
     let cold = Home::at(temp.root().join("home-c"));
     ops::add_existing(&cold, temp.project(), temp.channel_dir()).unwrap();
-    let cold = Session::open(&cold, temp.project(), Actor::Observer, temp.now()).unwrap();
-    for (label, session) in [("refreshed", &there), ("warm", &warm), ("cold", &cold)] {
-        let board = session.state().orders();
+    let mut cold = Session::open(&cold, temp.project(), Actor::Observer, temp.now()).unwrap();
+    for (label, session) in [
+        ("refreshed", &mut there),
+        ("warm", &mut warm),
+        ("cold", &mut cold),
+    ] {
+        let board = session.board();
         assert!(
             board.get(&first).is_some(),
             "{label}: the first one is voided"
@@ -1394,14 +1386,18 @@ fn board_walk(
         .iter()
         .filter(|order| {
             matches!(
-                order.view().state,
+                order.whole().unwrap().view().state,
                 OrderState::Submitted | OrderState::ChangesRequested
             )
         })
-        .map(|order| order.id.to_string())
+        .map(|order| order.id().to_string())
         .collect();
     let mut by_agent = std::collections::BTreeMap::<String, Vec<String>>::new();
-    for order in board.iter().filter(|order| !order.view().state.is_done()) {
+    for order in board
+        .iter()
+        .map(|order| order.whole().unwrap())
+        .filter(|order| !order.view().state.is_done())
+    {
         let view = order.view();
         let offered = (view.state == OrderState::Offered)
             .then_some(order.issue.to.as_ref())
@@ -1423,14 +1419,14 @@ fn board_index(
 ) -> (Vec<String>, std::collections::BTreeMap<String, Vec<String>>) {
     let awaiting = board
         .awaiting_action()
-        .map(|order| order.id.to_string())
+        .map(|order| order.id().to_string())
         .collect();
     let by_agent = agents
         .iter()
         .map(|agent| {
             let ids: Vec<String> = board
                 .of_agent(agent)
-                .map(|order| order.id.to_string())
+                .map(|order| order.id().to_string())
                 .collect();
             (agent.to_string(), ids)
         })
@@ -1444,8 +1440,8 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     let busy = ferry_mcp_testkit::bulk::busy();
     let mut agents: Vec<AgentName> = busy.agents().iter().map(|a| a.name.clone()).collect();
     agents.push(AgentName::master());
-    let check = |session: &Session, when: &str| {
-        let board = session.state().orders();
+    let check = |session: &mut Session, when: &str| {
+        let board = session.board_whole();
         let walked = board_walk(board);
         assert!(
             !walked.0.is_empty() && !walked.1.is_empty(),
@@ -1456,34 +1452,28 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     // Folded from the channel, then loaded from the kept state.
     let _ = fs::remove_file(busy.verified_path());
     let mut master = busy.session(Actor::Master);
-    check(&master, "folded");
+    check(&mut master, "folded");
     master.save().unwrap();
-    check(&busy.session(Actor::Observer), "loaded");
+    check(&mut busy.session(Actor::Observer), "loaded");
     // The master cancels a held order and sends a submitted one back: both indexes move.
     use ferry_mcp_core::channel::state::orders::OrderState;
-    let find = |session: &Session, state: OrderState| {
+    let find = |session: &mut Session, state: OrderState| {
         session
-            .state()
-            .orders()
+            .board_whole()
             .iter()
+            .map(|order| order.whole().unwrap())
             .find(|order| order.view().state == state)
             .map(|order| (order.id.to_string(), order.view().holder.clone()))
             .unwrap()
     };
-    let (held, holder) = find(&master, OrderState::Claimed);
+    let (held, holder) = find(&mut master, OrderState::Claimed);
     let holder = holder.unwrap();
-    let before = master.state().orders().of_agent(&holder).count();
+    let before = master.board().of_agent(&holder).count();
     ops::orders::cancel(&mut master, &held, Some("not needed"), busy.now()).unwrap();
-    assert_eq!(
-        master.state().orders().of_agent(&holder).count(),
-        before - 1
-    );
-    let (submitted, _) = find(&master, OrderState::Submitted);
-    let awaiting = master.state().orders().awaiting_action().count();
+    assert_eq!(master.board().of_agent(&holder).count(), before - 1);
+    let (submitted, _) = find(&mut master, OrderState::Submitted);
+    let awaiting = master.board().awaiting_action().count();
     ops::orders::review(&mut master, &submitted, Verdict::Accept, None, busy.now()).unwrap();
-    assert_eq!(
-        master.state().orders().awaiting_action().count(),
-        awaiting - 1
-    );
-    check(&master, "after a cancel and an acceptance");
+    assert_eq!(master.board().awaiting_action().count(), awaiting - 1);
+    check(&mut master, "after a cancel and an acceptance");
 }

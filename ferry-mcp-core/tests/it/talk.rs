@@ -447,7 +447,8 @@ fn a_long_post_keeps_its_first_300_characters_in_the_entry_and_the_whole_in_a_bl
     let text = long_text(1_200);
     let id = post(&temp, "alice", "bob", &text);
 
-    let view = temp.view();
+    let mut view = temp.view();
+    view.talk();
     let message = view
         .state()
         .talk()
@@ -473,7 +474,8 @@ fn a_post_of_exactly_300_characters_stays_in_the_entry() {
     let temp = fleet();
     let text = long_text(MAX_INLINE_TEXT);
     let id = post(&temp, "alice", "bob", &text);
-    let view = temp.view();
+    let mut view = temp.view();
+    view.talk();
     let message = view
         .state()
         .talk()

@@ -393,7 +393,7 @@ fn a_server_holding_more_orders_whole_than_its_policy_allows_writes_them_back_af
 
     // Something reads every order whole (as a handover's judging again does).
     let resident = served.policy.resident_orders;
-    let orders = served.session(1_000).state().orders();
+    let orders = served.session(1_000).board_whole();
     assert!(orders.len() > resident, "{} orders", orders.len());
     for order in orders.iter() {
         order.whole();
@@ -401,7 +401,7 @@ fn a_server_holding_more_orders_whole_than_its_policy_allows_writes_them_back_af
     assert_eq!(orders.resident(), orders.len());
     served.agent_writes_then_flush(3_000);
     assert_ne!(served.written(), first, "not written back 3 s later");
-    assert_eq!(served.session(3_000).state().orders().resident(), 0);
+    assert_eq!(served.session(3_000).board().resident(), 0);
 }
 
 #[test]

@@ -5,9 +5,10 @@
 //! WAL gives readers a consistent snapshot while one writer saves, and the busy timeout lets
 //! savers wait their turn instead of failing.
 //!
-//! Tables: `meta` (format, the channel's genesis digest, generation, a save counter),
-//! `sections` (the core, the looks, and one row per lazy fold, each with its SHA-256, checked
-//! when read), `orders` (each order's record, keyed by id and digest: a record is never
+//! Tables: `meta` (format, the channel's identity and its genesis file's digest, generation,
+//! a save counter), `sections` (the core, the looks, and one row per lazy fold, each with its
+//! SHA-256, checked when the row is read: the core at every open, a fold's row when the fold
+//! is first needed), `orders` (each order's record, keyed by id and digest: a record is never
 //! changed where it is, so a state loaded by another process still finds the records it
 //! names; a record superseded by a newer one of its order is removed [`KEEP_SUPERSEDED`]
 //! saves later).
@@ -100,17 +101,18 @@ pub struct Row {
     pub bytes: Arc<[u8]>,
 }
 
-/// Every row an open reads, from one snapshot.
+/// What an open reads: the meta rows and the core, from one snapshot. The lazy folds' rows
+/// are read (and their digests checked) only when a fold is first needed ([`Db::section`]).
 #[derive(Debug)]
-pub struct Rows {
+pub struct Head {
     pub format: u32,
+    /// The SHA-256 of the genesis file this state was kept for.
     pub genesis: [u8; 32],
+    /// The identity of the channel it was kept for (none in a state an older build kept,
+    /// which named the channel by its file alone).
+    pub channel: Option<[u8; 32]>,
     pub generation: u64,
     pub core: Row,
-    pub looks: Row,
-    pub board: Row,
-    pub talk: Row,
-    pub times: Row,
 }
 
 /// An open database.
@@ -223,8 +225,8 @@ impl Db {
         .map_err(sqlite)
     }
 
-    /// Every row an open needs, from one snapshot: `None` when nothing is kept.
-    pub fn load(&mut self) -> Result<Option<Rows>, String> {
+    /// The meta rows and the core, from one snapshot: `None` when nothing is kept.
+    pub fn load(&mut self) -> Result<Option<Head>, String> {
         let tx = self.conn.transaction().map_err(sqlite)?;
         let Some(format) = Self::meta(&tx, "format")? else {
             return Ok(None);
@@ -235,58 +237,64 @@ impl Db {
                 .map_err(|_| "its format does not read".to_owned())?,
         );
         if format != FORMAT {
-            return Ok(Some(Rows {
+            return Ok(Some(Head {
                 format,
                 genesis: [0; 32],
+                channel: None,
                 generation: 0,
                 core: empty(CORE),
-                looks: empty(LOOKS),
-                board: empty(BOARD),
-                talk: empty(TALK),
-                times: empty(TIMES),
             }));
         }
         let genesis: [u8; 32] = Self::meta(&tx, "genesis")?
             .and_then(|bytes| bytes.try_into().ok())
             .ok_or("its genesis does not read")?;
+        let channel = match Self::meta(&tx, "channel")? {
+            None => None,
+            Some(bytes) => Some(
+                <[u8; 32]>::try_from(bytes).map_err(|_| "its channel does not read".to_owned())?,
+            ),
+        };
         let generation = Self::meta(&tx, "generation")?
             .and_then(|bytes| bytes.try_into().ok())
             .map(u64::from_le_bytes)
             .ok_or("its generation does not read")?;
-        let row = |name: &'static str| -> Result<Row, String> {
-            let (digest, bytes): (Vec<u8>, Vec<u8>) = tx
-                .query_row(
-                    "SELECT digest, value FROM sections WHERE name = ?1",
-                    [name],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )
-                .optional()
-                .map_err(sqlite)?
-                .ok_or_else(|| format!("its {name} row is missing"))?;
-            let digest: [u8; 32] = digest
-                .try_into()
-                .map_err(|_| format!("its {name} row has no digest"))?;
-            if self::digest(&bytes) != digest {
-                return Err(format!("its {name} row does not match its digest"));
-            }
-            Ok(Row {
-                name,
-                digest,
-                bytes: bytes.into(),
-            })
-        };
-        let rows = Rows {
+        let core = Self::row(&tx, CORE)?;
+        drop(tx);
+        Ok(Some(Head {
             format,
             genesis,
+            channel,
             generation,
-            core: row(CORE)?,
-            looks: row(LOOKS)?,
-            board: row(BOARD)?,
-            talk: row(TALK)?,
-            times: row(TIMES)?,
-        };
-        drop(tx);
-        Ok(Some(rows))
+            core,
+        }))
+    }
+
+    /// The section row `name`, checked against its digest.
+    pub fn section(&self, name: &'static str) -> Result<Row, String> {
+        Self::row(&self.conn, name)
+    }
+
+    fn row(conn: &Connection, name: &'static str) -> Result<Row, String> {
+        let (digest, bytes): (Vec<u8>, Vec<u8>) = conn
+            .query_row(
+                "SELECT digest, value FROM sections WHERE name = ?1",
+                [name],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(sqlite)?
+            .ok_or_else(|| format!("its {name} row is missing"))?;
+        let digest: [u8; 32] = digest
+            .try_into()
+            .map_err(|_| format!("its {name} row has no digest"))?;
+        if self::digest(&bytes) != digest {
+            return Err(format!("its {name} row does not match its digest"));
+        }
+        Ok(Row {
+            name,
+            digest,
+            bytes: bytes.into(),
+        })
     }
 
     /// The record of order `id` whose SHA-256 is `digest`.
@@ -354,10 +362,17 @@ impl Save<'_> {
         Ok(())
     }
 
-    /// The format, the channel and the generation this state is of.
-    pub fn meta(&mut self, genesis: &[u8; 32], generation: u64) -> Result<(), String> {
+    /// The format, the channel (its identity and the digest of its genesis file) and the
+    /// generation this state is of.
+    pub fn meta(
+        &mut self,
+        genesis: &[u8; 32],
+        channel: &[u8; 32],
+        generation: u64,
+    ) -> Result<(), String> {
         self.put_meta("format", &FORMAT.to_le_bytes())?;
         self.put_meta("genesis", genesis)?;
+        self.put_meta("channel", channel)?;
         self.put_meta("generation", &generation.to_le_bytes())?;
         let saves = self.saves;
         self.put_meta("saves", &saves.to_le_bytes())

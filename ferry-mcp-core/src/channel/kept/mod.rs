@@ -4,13 +4,13 @@
 //! commands) reads and writes at once. It is this machine's witness of what it verified and a
 //! cache, never an authority: a database that does not open, a row that does not decode, a
 //! state of another channel or of another format is reported and rebuilt from the channel. The
-//! folds never name it: the session owns the store, hands the board its records
-//! ([`Records`]), and saves through it.
+//! folds never name it: the session owns the store, reads from it (by `&mut`) the folds and
+//! the orders' records a fold step or a reader needs before it feeds or hands out the state,
+//! and saves through it.
 
 mod db;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,16 +18,19 @@ use super::names::AgentName;
 use super::reader::{IntegrityProblem, ReaderState};
 use super::stamp::FileStamp;
 use super::state::lazy;
-use super::state::orders::Order;
-use super::state::{ChannelState, EntryId, RecordSink, Records};
+use super::state::{ChannelState, EntryId, RecordSink, Sections};
 
 pub use db::FORMAT;
 
 /// What is kept of a project between processes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kept {
-    /// SHA-256 of the channel's `genesis.json`: the channel this state belongs to.
+    /// SHA-256 of the channel's `genesis.json` as this machine first kept it: a file
+    /// rewritten since (same channel, other bytes) is reported as tampering.
     pub genesis: [u8; 32],
+    /// The channel's identity ([`crate::channel::store::Channel::identity`]): the channel this
+    /// state belongs to.
+    pub channel: [u8; 32],
     /// A random tag of this state; `since` cursors name it (ADR 0007).
     pub generation: u64,
     pub reader: ReaderState,
@@ -82,6 +85,7 @@ pub enum Loaded {
 #[derive(Debug)]
 pub struct KeptRef<'a> {
     pub genesis: &'a [u8; 32],
+    pub channel: &'a [u8; 32],
     pub generation: u64,
     pub reader: &'a ReaderState,
     pub problems: &'a [IntegrityProblem],
@@ -108,13 +112,12 @@ struct Core {
     pinned: Option<Pinned>,
 }
 
-/// Folds the channel from nothing: what a record that does not read is taken from.
-pub type Rebuild = Box<dyn Fn() -> ChannelState + Send>;
-
 /// The database of one project's kept state, owned by a session.
 #[derive(Debug)]
 pub struct Store {
-    shared: Arc<Shared>,
+    /// The database; none until the first save when there was none (an open that writes
+    /// nothing makes no file).
+    db: Option<db::Db>,
     path: PathBuf,
     /// The file the connection opened (device, inode): a database replaced or removed under
     /// the session is opened again before a save.
@@ -124,58 +127,6 @@ pub struct Store {
     /// What the database holds is not this session's (another channel's, another format's,
     /// or rows that did not read): the next save replaces it whole.
     replace: bool,
-}
-
-/// What the board reads its records through: the connection, and what a record that does not
-/// read is rebuilt from.
-struct Shared {
-    /// The database; none until the first save when there was none (an open that writes
-    /// nothing makes no file).
-    db: Mutex<Option<db::Db>>,
-    rebuild: Mutex<Option<Rebuild>>,
-    /// The state folded from nothing, once a record did not read.
-    rebuilt: Mutex<Option<ChannelState>>,
-    /// Records that did not read, as problems to report.
-    failures: Mutex<Vec<String>>,
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").finish_non_exhaustive()
-    }
-}
-
-/// A poisoned lock only means another thread panicked while holding it; what it guards (a
-/// connection, a list) is still whole.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl Records for Shared {
-    fn read(&self, id: &EntryId, digest: &[u8; 32]) -> Result<Vec<u8>, String> {
-        match &*lock(&self.db) {
-            Some(db) => db.record(&id.to_string(), digest),
-            None => Err("nothing is kept".into()),
-        }
-    }
-
-    fn rebuilt(&self, failure: String, id: &EntryId) -> Option<Order> {
-        let mut rebuilt = lock(&self.rebuilt);
-        // One report for each rebuild: the records read from it after are its own.
-        if rebuilt.is_none() {
-            lock(&self.failures).push(failure);
-        }
-        if rebuilt.is_none()
-            && let Some(rebuild) = lock(&self.rebuild).as_ref()
-        {
-            *rebuilt = Some(rebuild());
-        }
-        rebuilt
-            .as_ref()
-            .and_then(|state| state.orders().get_whole(id).cloned())
-    }
 }
 
 /// The device and inode of the file at `path`, not following a link.
@@ -216,12 +167,7 @@ impl Store {
         };
         Ok((
             Self {
-                shared: Arc::new(Shared {
-                    db: Mutex::new(db),
-                    rebuild: Mutex::new(None),
-                    rebuilt: Mutex::new(None),
-                    failures: Mutex::new(Vec::new()),
-                }),
+                db,
                 path: path.to_owned(),
                 file_id: file_id(path),
                 written: Default::default(),
@@ -234,54 +180,53 @@ impl Store {
     /// The paths the last full look stat'ed, one a line (a hint for [`super::reader::Prelook`],
     /// trusted for nothing else).
     pub fn looks(&self) -> String {
-        lock(&self.shared.db)
+        self.db
             .as_ref()
             .and_then(|db| db.looks().ok())
             .unwrap_or_default()
     }
 
-    /// Reads the kept state, for the channel whose genesis digest is `genesis`: a state kept
-    /// for another channel is refused. The lazy folds stay bytes until asked for.
-    pub fn load(&mut self, genesis: &[u8; 32]) -> Loaded {
-        let read = lock(&self.shared.db).as_mut().map(db::Db::load);
-        let rows = match read.unwrap_or(Ok(None)) {
-            Ok(Some(rows)) => rows,
+    /// Reads the kept state's meta rows and core, for the channel whose identity is
+    /// `channel` and whose genesis file's digest is `genesis`: a state kept for another
+    /// channel is refused. The lazy folds stay in the database until [`Store::load_sections`].
+    /// A state kept by an older build, which named its channel by the file's digest alone, is
+    /// this channel's if that digest is the file's.
+    pub fn load(&mut self, channel: &[u8; 32], genesis: &[u8; 32]) -> Loaded {
+        let read = self.db.as_mut().map(db::Db::load);
+        let head = match read.unwrap_or(Ok(None)) {
+            Ok(Some(head)) => head,
             Ok(None) => return Loaded::Missing,
             Err(why) => {
                 // A database that does not read may not take a save either: it goes, and the
                 // next save makes a new one.
-                *lock(&self.shared.db) = None;
+                self.db = None;
                 if db::remove(&self.path).is_ok() {
                     self.file_id = None;
                 }
                 return self.rejected(Rejected::Corrupt(why));
             }
         };
-        if rows.format != FORMAT {
-            return self.rejected(Rejected::Stale(rows.format));
+        if head.format != FORMAT {
+            return self.rejected(Rejected::Stale(head.format));
         }
-        if rows.genesis != *genesis {
+        let ours = match head.channel {
+            Some(kept) => kept == *channel,
+            None => head.genesis == *genesis,
+        };
+        if !ours {
             return self.rejected(Rejected::Foreign);
         }
-        let core: Core = match lazy::decode(&rows.core.bytes) {
+        let core: Core = match lazy::decode(&head.core.bytes) {
             Ok(core) => core,
             Err(why) => return self.rejected(Rejected::Corrupt(format!("its core: {why}"))),
         };
-        for row in [
-            &rows.core,
-            &rows.looks,
-            &rows.board,
-            &rows.talk,
-            &rows.times,
-        ] {
-            self.written.insert(row.name, row.digest);
-        }
+        self.written.insert(head.core.name, head.core.digest);
         let mut state = core.state;
-        state.attach_kept(rows.board.bytes, rows.talk.bytes, rows.times.bytes);
-        state.attach_records(self.records());
+        state.left_kept();
         Loaded::Kept(Box::new(Kept {
-            genesis: rows.genesis,
-            generation: rows.generation,
+            genesis: head.genesis,
+            channel: *channel,
+            generation: head.generation,
             reader: core.reader,
             state,
             problems: core.problems,
@@ -290,28 +235,86 @@ impl Store {
         }))
     }
 
+    /// Reads the lazy folds of `wanted` that `state` has not loaded, each row checked against
+    /// its digest and decoded, and hands them to `state`. A row that is missing, does not match
+    /// its digest or does not decode is an error: the caller reports it and folds the channel
+    /// again (the state is then not this store's to trust).
+    pub fn load_sections(
+        &mut self,
+        state: &mut ChannelState,
+        wanted: Sections,
+    ) -> Result<(), String> {
+        let missing = state.missing(wanted);
+        if !missing.any() {
+            return Ok(());
+        }
+        let Some(db) = self.db.as_ref() else {
+            return Err("the kept state's folds are not there".into());
+        };
+        let read = |name: &'static str| -> Result<db::Row, String> {
+            db.section(name).map_err(|why| {
+                format!("the kept state is corrupt ({why}); rebuilt from the channel")
+            })
+        };
+        let undecoded = |what: &str, why: String| {
+            format!("the kept state's {what} does not decode ({why}); rebuilt from the channel")
+        };
+        let mut rows = Vec::new();
+        if missing.board {
+            let row = read(db::BOARD)?;
+            let board = lazy::decode(&row.bytes).map_err(|why| undecoded("order board", why))?;
+            state.load_board(board);
+            rows.push((row.name, row.digest));
+        }
+        if missing.talk {
+            let row = read(db::TALK)?;
+            let talk = lazy::decode(&row.bytes).map_err(|why| undecoded("talk", why))?;
+            state.load_talk(talk);
+            rows.push((row.name, row.digest));
+        }
+        if missing.times {
+            let row = read(db::TIMES)?;
+            let times = lazy::decode(&row.bytes).map_err(|why| undecoded("master times", why))?;
+            state.load_master_times(times);
+            rows.push((row.name, row.digest));
+        }
+        self.written.extend(rows);
+        Ok(())
+    }
+
+    /// Pages in the orders whole of `ids` from their records, each checked against the digest
+    /// the board names and decoded. One that does not read stands as gone (it does not count)
+    /// and its reason is returned: the caller reports it and folds everything again.
+    pub fn page_orders(&mut self, state: &mut ChannelState, ids: &[EntryId]) -> Result<(), String> {
+        let mut failure = None;
+        for id in ids {
+            let Some(digest) = state.record_to_page(id) else {
+                continue;
+            };
+            let read = match &self.db {
+                Some(db) => db.record(&id.to_string(), &digest).and_then(|bytes| {
+                    if db::digest(&bytes) == digest {
+                        Ok(bytes)
+                    } else {
+                        Err("checksum mismatch".into())
+                    }
+                }),
+                None => Err("nothing is kept".into()),
+            };
+            let paged = read.and_then(|bytes| state.page_in_order(id, &bytes));
+            if let Err(why) = paged {
+                state.page_in_gone(id);
+                failure.get_or_insert(format!(
+                    "the kept state's record of order {id} does not read ({why}); rebuilt from the channel"
+                ));
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
     fn rejected(&mut self, why: Rejected) -> Loaded {
         self.replace = true;
         Loaded::Rejected(why)
-    }
-
-    /// Where a board reads the records of this store.
-    pub fn records(&self) -> Arc<dyn Records> {
-        Arc::clone(&self.shared) as Arc<dyn Records>
-    }
-
-    /// How a record that does not read is rebuilt (the session sets it: it knows the channel).
-    pub fn set_rebuild(&self, rebuild: Rebuild) {
-        *lock(&self.shared.rebuild) = Some(rebuild);
-    }
-
-    /// Takes the problems of records that did not read since the last call.
-    pub fn take_failures(&self) -> Vec<String> {
-        let failures = std::mem::take(&mut *lock(&self.shared.failures));
-        if !failures.is_empty() {
-            lock(&self.shared.rebuilt).take();
-        }
-        failures
     }
 
     /// Writes `kept` and `state` in one transaction: the rows that changed since this store
@@ -321,9 +324,12 @@ impl Store {
         // Removed or replaced under this session (a database it never had is made now).
         let moved = self.file_id.is_some() && file_id(&self.path) != self.file_id;
         if moved || self.replace {
-            // Every record is written anew: read those not in memory while the connection
-            // still reads the file they are in.
-            state.make_orders_resident();
+            // Every row and record is written anew: read those not in memory while the
+            // connection still reads the file they are in.
+            self.load_sections(state, Sections::ALL)?;
+            let ids = state.orders_not_resident();
+            self.page_orders(state, &ids)?;
+            state.forget_order_records();
         }
         if moved {
             // Removed or replaced under this session: what it named is not there.
@@ -334,14 +340,13 @@ impl Store {
             };
         }
         let replace = self.replace;
-        let shared = Arc::clone(&self.shared);
-        let mut db = lock(&shared.db);
-        if db.is_none() {
-            *db = Some(db::Db::open(&self.path).map_err(|e| e.to_string())?);
+        if self.db.is_none() {
+            self.db = Some(db::Db::open(&self.path).map_err(|e| e.to_string())?);
             self.file_id = file_id(&self.path);
         }
-        let mut save = db.as_mut().expect("opened above").begin(replace)?;
-        save.meta(kept.genesis, kept.generation)?;
+        let db = self.db.as_mut().expect("opened above");
+        let mut save = db.begin(replace)?;
+        save.meta(kept.genesis, kept.channel, kept.generation)?;
         // The records first: the board's row names them.
         state.put_order_records(&mut save)?;
         let core = postcard::to_stdvec(&CoreRef {
@@ -354,15 +359,24 @@ impl Store {
         .map_err(|e| e.to_string())?;
         let looks = kept.reader.look_paths().join("\n").into_bytes();
         let mut rows: Vec<(&'static str, Vec<u8>)> = vec![(db::CORE, core), (db::LOOKS, looks)];
+        // A fold not loaded is as it was kept: its row stands (a database replaced whole has
+        // every fold loaded, above).
         let encode = |value: &dyn erased::Encode| value.encode();
-        if replace || state.orders_lazy().changed() {
-            rows.push((db::BOARD, encode(state.orders())?));
+        if let Some(board) = state.orders_lazy().get()
+            && (replace || state.orders_lazy().changed())
+        {
+            rows.push((db::BOARD, encode(board)?));
         }
-        if replace || state.talk_lazy().changed() {
-            rows.push((db::TALK, encode(state.talk())?));
+        if let Some(talk) = state.talk_lazy().get()
+            && (replace || state.talk_lazy().changed())
+        {
+            rows.push((db::TALK, encode(talk)?));
         }
-        if replace || state.identity().master_times_lazy().changed() {
-            rows.push((db::TIMES, encode(state.identity().master_times())?));
+        let times = state.identity().master_times_lazy();
+        if let Some(master_times) = times.get()
+            && (replace || times.changed())
+        {
+            rows.push((db::TIMES, encode(master_times)?));
         }
         let mut digests = Vec::with_capacity(rows.len());
         for (name, bytes) in &rows {
@@ -374,10 +388,8 @@ impl Store {
             save.section(name, &digest, bytes)?;
         }
         let bytes = save.commit()?;
-        drop(db);
         self.written.extend(digests);
         self.replace = false;
-        state.attach_records(self.records());
         state.saved();
         Ok(bytes)
     }
@@ -387,6 +399,7 @@ impl Store {
         self.replace = true;
         let Kept {
             genesis,
+            channel,
             generation,
             reader,
             state,
@@ -397,6 +410,7 @@ impl Store {
         self.save(
             &KeptRef {
                 genesis,
+                channel,
                 generation: *generation,
                 reader,
                 problems,
@@ -422,7 +436,12 @@ pub fn encode(kept: &Kept) -> Result<Vec<u8>, String> {
     for part in [
         postcard::to_stdvec(kept.state.orders()),
         postcard::to_stdvec(kept.state.talk()),
-        postcard::to_stdvec(kept.state.identity().master_times()),
+        postcard::to_stdvec(
+            kept.state
+                .identity()
+                .master_times()
+                .ok_or("the master's times are not loaded")?,
+        ),
     ] {
         bytes.extend(part.map_err(|e| e.to_string())?);
     }

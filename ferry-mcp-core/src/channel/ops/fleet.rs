@@ -12,6 +12,7 @@ use super::primary::{Liveness, liveness};
 use crate::channel::levels::{Fix, Level, Operation, Refusal};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
+use crate::channel::state::Sections;
 use crate::channel::state::asks::AskState;
 use crate::channel::state::orders::{OrderRef, OrderState};
 use crate::channel::state::since::Since;
@@ -77,6 +78,7 @@ pub const MAX_ALIVE: usize = 10;
 /// write.
 pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
     session.refresh(now);
+    session.load(Sections::BOARD, now);
     let agent = session.actor().agent().cloned();
     let project = session.project().clone();
     let standing = match session.authorize(Operation::Read, None, now) {
@@ -252,6 +254,7 @@ pub fn catchup(
     if session.actor().agent().is_some() {
         super::primary::note_alive(session, now);
     }
+    session.load(Sections::BOARD_AND_TALK, now);
     let since = since
         .map(str::parse::<Since>)
         .transpose()

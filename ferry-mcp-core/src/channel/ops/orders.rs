@@ -13,13 +13,13 @@ use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::EntryId;
 use crate::channel::state::orders::{
     self, Body, CancelBody, ChainEvent, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY,
     MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
     ProgressBody, ReleaseBody, ReviewBody, SubmitBody, Verdict, VoidReason,
 };
 use crate::channel::state::since::Since;
+use crate::channel::state::{EntryId, Sections};
 use crate::guard::TextUse;
 use crate::time::Timestamp;
 
@@ -227,8 +227,21 @@ pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
     }
 }
 
+/// Pages in the order `id` names (and the board), so that [`find`] finds it whole.
+fn page(session: &mut Session, id: &str) {
+    match id.parse::<EntryId>() {
+        Ok(parsed) => session.page_order(&parsed),
+        Err(_) => {
+            session.board();
+        }
+    }
+}
+
+/// The order `id` whole: [`page`] it in first.
 fn find<'s>(session: &'s Session, id: &str) -> Result<&'s Order, OrdersError> {
-    find_ref(session, id).map(|order| order.whole())
+    find_ref(session, id)?
+        .whole()
+        .ok_or_else(|| OrdersError::UnknownOrder(id.to_owned()))
 }
 
 fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OrdersError> {
@@ -343,6 +356,7 @@ pub fn issue(
         session.guard(body, TextUse::OrderBody)?;
     }
     session.refresh(now);
+    session.load(Sections::BOARD, now);
     if let Some(to) = &request.to
         && session.identity().holder(to).is_none()
     {
@@ -381,6 +395,7 @@ pub fn issue(
 /// agent). Says whether the claim won.
 pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOutcome, OrdersError> {
     session.refresh(now);
+    page(session, id);
     let order = find(session, id)?;
     let body = ClaimBody {
         order: order.id.to_string(),
@@ -437,6 +452,7 @@ pub fn release(
     now: Timestamp,
 ) -> Result<OrderState, OrdersError> {
     session.refresh(now);
+    page(session, id);
     let me = agent_of(session)?;
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
@@ -484,6 +500,7 @@ pub fn progress(
     }
     session.guard(text, TextUse::Progress)?;
     session.refresh(now);
+    page(session, id);
     let me = agent_of(session)?;
     let order = find(session, id)?;
     let asked = Asked {
@@ -528,6 +545,7 @@ pub fn hand_in(
         });
     }
     session.refresh(now);
+    page(session, id);
     let order = find(session, id)?;
     if order.view().state.is_done() {
         return Err(wrong_state(order, "hand in", "not accepted or cancelled"));
@@ -580,6 +598,7 @@ pub fn submit(
     }
     session.guard(&request.summary, TextUse::Summary)?;
     session.refresh(now);
+    page(session, id);
     let order = find(session, id)?;
     match (&request.handin, &request.git_ref) {
         (None, None) => {
@@ -630,6 +649,7 @@ pub fn review(
         session.guard(notes, TextUse::ReviewNote)?;
     }
     session.refresh(now);
+    page(session, id);
     let order = find(session, id)?;
     let body = ReviewBody {
         order: order.id.to_string(),
@@ -657,6 +677,7 @@ pub fn cancel(
         check_chars("the note", note, MAX_NOTES)?;
     }
     session.refresh(now);
+    page(session, id);
     let order = find(session, id)?;
     let body = CancelBody {
         order: order.id.to_string(),
@@ -681,6 +702,7 @@ pub fn list(
 ) -> Result<OrderList, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
+    session.load(Sections::BOARD, now);
     let since = request
         .since
         .as_deref()
@@ -722,8 +744,9 @@ pub fn show(
 ) -> Result<OrderDetail, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
+    page(session, id);
     let found = find_ref(session, id)?;
-    let order = found.whole();
+    let order = find(session, id)?;
     let view = order.view();
     let issue = &order.issue;
     let via_queue = issue.heavy
@@ -763,6 +786,7 @@ pub fn show(
 pub fn body_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, OrdersError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
+    page(session, id);
     let order = find(session, id)?;
     let mut text = format!("# {}\n", order.issue.title);
     match &order.issue.body {

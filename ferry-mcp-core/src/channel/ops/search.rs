@@ -12,6 +12,7 @@ use super::OpsError;
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
+use crate::channel::state::Sections;
 use crate::guard;
 use crate::time::Timestamp;
 
@@ -128,8 +129,8 @@ pub fn search(
         Actor::Agent(name) => name.clone(),
         _ => AgentName::master(),
     };
-    let state = session.state();
-    let identity = session.identity();
+    let state = session.load(Sections::BOARD_AND_TALK, now);
+    let identity = state.identity();
 
     let mut hits = Vec::new();
     // Titles are in the briefs: a search reads no order's record.

@@ -11,6 +11,7 @@ use crate::channel::identity::FoldProblem;
 use crate::channel::levels::LocalKey;
 use crate::channel::names::ProjectId;
 use crate::channel::session::{Actor, Session};
+use crate::channel::state::Sections;
 use crate::time::Timestamp;
 
 /// A project's status: who is seated at which level, and every problem found.
@@ -33,14 +34,16 @@ pub struct Status {
 /// The status of `project`.
 pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status, OpsError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
-    let status = status_of(&session, now)?;
+    let status = status_of(&mut session, now)?;
     session.save()?;
     Ok(status)
 }
 
 /// The status of the project `session` is open on, as it stands after its last refresh (the
 /// `ferry_status` tool's, through the server's session).
-pub fn status_of(session: &Session, now: Timestamp) -> Result<Status, OpsError> {
+pub fn status_of(session: &mut Session, now: Timestamp) -> Result<Status, OpsError> {
+    // The folds' problems are in every fold: all are loaded.
+    session.load(Sections::ALL, now);
     let (home, project) = (session.home(), session.project());
     let (integrity, dropped) = session.integrity_problems();
     let mut problems: Vec<String> = integrity.iter().map(ToString::to_string).collect();

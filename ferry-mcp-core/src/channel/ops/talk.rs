@@ -12,11 +12,11 @@ use super::{OpsError, check_chars, check_not_empty};
 use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::EntryId;
 use crate::channel::state::since::Since;
 use crate::channel::state::talk::{
     MAX_INLINE_TEXT, MAX_TEXT, MarkBody, Message, PostBody, Recipient,
 };
+use crate::channel::state::{EntryId, Sections};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 
@@ -210,6 +210,7 @@ pub(super) fn post_announcing(
     session.refresh(now);
     let me = reader_of(session)?;
     let to = recipient(session, &request.to, &me)?;
+    session.load(Sections::TALK, now);
     if let Some(reply_to) = &request.reply_to {
         let id: EntryId = reply_to.parse()?;
         if session
@@ -275,6 +276,7 @@ pub fn read(
 ) -> Result<ReadResult, TalkError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
+    session.load(Sections::TALK, now);
     let me = reader_of(session)?;
     let since = request
         .since
@@ -378,6 +380,7 @@ fn receipts(session: &Session, me: &AgentName, limit: usize) -> Vec<Receipt> {
 pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<String, TalkError> {
     session.authorize(Operation::Read, None, now)?;
     session.refresh(now);
+    session.load(Sections::TALK, now);
     let parsed: EntryId = id.parse()?;
     let message = session
         .state()

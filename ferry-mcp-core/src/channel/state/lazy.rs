@@ -1,12 +1,10 @@
-//! A fold held as the bytes it was kept in until something asks for it (ADR 0008).
+//! A fold that may still be in the kept state (ADR 0008, 0011): loaded, or not yet.
 //!
 //! Why: the folds that grow with the channel's work (the order board, talk, the master's
-//! times) cost more to decode than an open that needs none of them costs in all. The kept
-//! state hands their encoded bytes over at open, already checked against their digest; the
-//! first read decodes them. Decoding is a pure function of bytes in memory: nothing here
-//! reads a file, so a fold stays a value.
-
-use std::sync::{Arc, Mutex, OnceLock};
+//! times) cost more to read and decode than an open that needs none of them costs in all. An
+//! open leaves them in the kept state; the session reads one (by `&mut`, checking its digest)
+//! the first time a fold step or a reader needs it, and hands it over here. Nothing here reads
+//! anything: a fold not loaded is simply not there, and asking for it is the session's bug.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -17,89 +15,53 @@ pub trait Section: Default + Serialize + DeserializeOwned {
     const NAME: &'static str;
 }
 
-/// A fold decoded from its kept bytes the first time it is asked for.
+/// A fold, or the mark that it is still in the kept state.
+#[derive(Clone)]
 pub struct Lazy<T> {
-    value: OnceLock<T>,
-    /// Its kept bytes, until decoded.
-    bytes: Mutex<Option<Arc<[u8]>>>,
+    /// None while it is still in the kept state.
+    value: Option<T>,
     /// Whether it changed since it was kept (a save writes it only then).
     changed: bool,
-    /// Why its bytes did not decode (the session reports it and folds everything again).
-    failed: OnceLock<String>,
-    /// What is done to the value once decoded (the board is handed where its records are).
-    prepare: Option<Prepare<T>>,
 }
-
-/// See [`Lazy::prepare_with`].
-pub type Prepare<T> = Arc<dyn Fn(&T) + Send + Sync>;
 
 impl<T: Section> Lazy<T> {
     /// A value made here, kept nowhere yet.
     pub fn new(value: T) -> Self {
         Self {
-            value: OnceLock::from(value),
-            bytes: Mutex::new(None),
+            value: Some(value),
             changed: true,
-            failed: OnceLock::new(),
-            prepare: None,
         }
     }
 
-    /// A value still in the bytes it was kept in.
-    pub fn kept(bytes: Arc<[u8]>) -> Self {
+    /// A value still in the kept state: the session loads it before it is used.
+    pub fn kept() -> Self {
         Self {
-            value: OnceLock::new(),
-            bytes: Mutex::new(Some(bytes)),
+            value: None,
             changed: false,
-            failed: OnceLock::new(),
-            prepare: None,
         }
     }
 
-    /// Runs `prepare` on the value once it is decoded (at once if it is).
-    pub fn prepare_with(&mut self, prepare: Prepare<T>) {
-        if let Some(value) = self.value.get() {
-            prepare(value);
-        }
-        self.prepare = Some(prepare);
+    /// Takes the value the session read from the kept state (unchanged since it was kept).
+    pub fn load(&mut self, value: T) {
+        self.value = Some(value);
+        self.changed = false;
     }
 
-    pub fn get(&self) -> &T {
-        self.value.get_or_init(|| {
-            let bytes = self
-                .bytes
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take();
-            match bytes.map(|bytes| decode::<T>(&bytes)) {
-                Some(Ok(value)) => {
-                    if let Some(prepare) = &self.prepare {
-                        prepare(&value);
-                    }
-                    value
-                }
-                Some(Err(why)) => {
-                    let _ = self.failed.set(format!(
-                        "the kept state's {} does not decode ({why}); rebuilt from the channel",
-                        T::NAME
-                    ));
-                    T::default()
-                }
-                None => T::default(),
-            }
-        })
+    /// The value, if it is loaded.
+    pub fn get(&self) -> Option<&T> {
+        self.value.as_ref()
     }
 
-    /// The value, to change it: what was kept is no longer it.
-    pub fn get_mut(&mut self) -> &mut T {
-        self.get();
+    /// The value, to change it (if it is loaded): what was kept is no longer it.
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        let value = self.value.as_mut()?;
         self.changed = true;
-        self.value.get_mut().expect("initialized just above")
+        Some(value)
     }
 
-    /// Whether it was decoded (or made here).
+    /// Whether it is loaded (or made here).
     pub fn is_loaded(&self) -> bool {
-        self.value.get().is_some()
+        self.value.is_some()
     }
 
     /// Whether it changed since it was kept.
@@ -110,11 +72,6 @@ impl<T: Section> Lazy<T> {
     /// Marks what it holds now as kept.
     pub fn mark_kept(&mut self) {
         self.changed = false;
-    }
-
-    /// Why its kept bytes did not decode, if they did not.
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.get().map(String::as_str)
     }
 }
 
@@ -137,31 +94,21 @@ impl<T: Section> Default for Lazy<T> {
     }
 }
 
-impl<T: Section + Clone> Clone for Lazy<T> {
-    fn clone(&self) -> Self {
-        Self {
-            value: OnceLock::from(self.get().clone()),
-            bytes: Mutex::new(None),
-            changed: self.changed,
-            failed: self.failed.clone(),
-            prepare: self.prepare.clone(),
-        }
-    }
-}
-
-impl<T: Section + PartialEq> PartialEq for Lazy<T> {
+/// Equal when they hold the same value (or both are still kept): whether one changed since it
+/// was kept is no part of what it is.
+impl<T: PartialEq> PartialEq for Lazy<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.get() == other.get()
+        self.value == other.value
     }
 }
 
-impl<T: Section + Eq> Eq for Lazy<T> {}
+impl<T: Eq> Eq for Lazy<T> {}
 
 impl<T: Section + std::fmt::Debug> std::fmt::Debug for Lazy<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.value.get() {
+        match &self.value {
             Some(value) => value.fmt(f),
-            None => f.write_str("<kept, not decoded yet>"),
+            None => f.write_str("<kept, not loaded yet>"),
         }
     }
 }
@@ -179,24 +126,29 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_fold_is_decoded_on_first_read_and_counts_as_unchanged_until_changed() {
+    fn a_kept_fold_is_absent_until_loaded_and_counts_as_unchanged_until_changed() {
         let value = Lines(vec!["a".into(), "b".into()]);
-        let bytes: Arc<[u8]> = postcard::to_stdvec(&value).unwrap().into();
-        let mut lazy = Lazy::<Lines>::kept(bytes);
+        let bytes = postcard::to_stdvec(&value).unwrap();
+        let mut lazy = Lazy::<Lines>::kept();
         assert!(!lazy.is_loaded());
-        assert_eq!(lazy.get(), &value);
+        assert_eq!(lazy.get(), None);
+        assert_eq!(lazy.get_mut(), None);
+        assert!(
+            !lazy.changed(),
+            "asking for a fold not loaded changes nothing"
+        );
+        lazy.load(decode(&bytes).unwrap());
+        assert_eq!(lazy.get(), Some(&value));
         assert!(!lazy.changed());
-        lazy.get_mut().0.push("c".into());
+        lazy.get_mut().unwrap().0.push("c".into());
         assert!(lazy.changed());
-        assert!(lazy.failure().is_none());
     }
 
     #[test]
-    fn kept_bytes_that_do_not_decode_are_reported_never_taken_for_a_value() {
+    fn kept_bytes_with_anything_after_the_value_do_not_decode() {
         let mut bytes = postcard::to_stdvec(&Lines(vec!["a".into()])).unwrap();
         bytes.push(0);
-        let lazy = Lazy::<Lines>::kept(bytes.into());
-        assert_eq!(lazy.get(), &Lines::default());
-        assert!(lazy.failure().unwrap().contains("after the value"));
+        let why = decode::<Lines>(&bytes).unwrap_err();
+        assert!(why.contains("after the value"), "{why}");
     }
 }

@@ -21,14 +21,12 @@ pub mod secrets;
 pub mod since;
 pub mod talk;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 use super::entry::VerifiedEntry;
-use super::identity::{FoldProblem, FoldProblemKind, Identity, MasterEntry, MasterPos};
+use super::identity::{self, FoldProblem, FoldProblemKind, Identity, MasterEntry, MasterPos};
 use super::keys::PublicKey;
 use super::names::{AgentName, ProjectId};
 use super::reader::LogId;
@@ -36,7 +34,7 @@ use crate::time::Timestamp;
 pub use ids::EntryId;
 use lazy::Lazy;
 pub use orders::OrderBoard;
-pub use orders::{RecordSink, Records};
+pub use orders::RecordSink;
 pub use talk::Talk;
 
 /// The field of an agent entry's body naming the master position its author had folded.
@@ -126,11 +124,15 @@ pub struct ChannelState {
     /// Stamps every change of a domain fold, each with its own number: the positions `since`
     /// cursors name (ADR 0007).
     changes: Changes,
-    /// Kept in a section of its own, decoded when first asked for ([`lazy::Lazy`]).
+    /// Kept in a section of its own, loaded by the session when first needed ([`lazy::Lazy`]).
     #[serde(skip)]
     orders: Lazy<OrderBoard>,
     #[serde(skip)]
     talk: Lazy<Talk>,
+    /// A fold step found a lazy fold it needed not loaded (the session's paging missed it):
+    /// the entry was not folded, so the session folds everything again.
+    #[serde(skip)]
+    unpaged: bool,
     pub secrets: secrets::Secrets,
     pub leadership: primary::Leadership,
     pub asks: asks::Asks,
@@ -153,6 +155,7 @@ impl ChannelState {
             changes: Changes::default(),
             orders: Lazy::default(),
             talk: Lazy::default(),
+            unpaged: false,
             secrets: secrets::Secrets::default(),
             leadership: primary::Leadership::default(),
             asks: asks::Asks::default(),
@@ -166,45 +169,171 @@ impl ChannelState {
         &self.identity
     }
 
-    /// The order board (decoded from the kept state the first time it is asked for).
+    /// The order board.
+    ///
+    /// # Panics
+    /// If it is still in the kept state: the session loads it before it hands the state out
+    /// for it (`Session::board`, `Session::load`); a fold never reads the store.
     pub fn orders(&self) -> &OrderBoard {
-        self.orders.get()
+        self.orders
+            .get()
+            .expect("the session loads the order board before it is read")
     }
 
-    /// The order board, to change it.
-    fn orders_mut(&mut self) -> &mut OrderBoard {
-        self.orders.get_mut()
-    }
-
-    /// Talk (decoded from the kept state the first time it is asked for).
+    /// Talk.
+    ///
+    /// # Panics
+    /// If it is still in the kept state (see [`ChannelState::orders`]).
     pub fn talk(&self) -> &Talk {
-        self.talk.get()
+        self.talk
+            .get()
+            .expect("the session loads talk before it is read")
     }
 
-    /// Whether the order board was decoded yet (or made here): an open that needs no order
-    /// decodes none.
+    /// Which lazy folds are loaded (or made here).
+    pub fn loaded(&self) -> Sections {
+        Sections {
+            board: self.orders.is_loaded(),
+            talk: self.talk.is_loaded(),
+            times: self.identity.master_times_lazy().is_loaded(),
+        }
+    }
+
+    /// The lazy folds not loaded among `wanted`.
+    pub fn missing(&self, wanted: Sections) -> Sections {
+        let loaded = self.loaded();
+        Sections {
+            board: wanted.board && !loaded.board,
+            talk: wanted.talk && !loaded.talk,
+            times: wanted.times && !loaded.times,
+        }
+    }
+
+    /// Whether the order board is loaded (or made here): an open that needs no order reads
+    /// none.
     pub fn orders_loaded(&self) -> bool {
         self.orders.is_loaded()
     }
 
-    /// Writes to `out` the board's records it does not hold yet.
-    pub(crate) fn put_order_records(&mut self, out: &mut dyn RecordSink) -> Result<(), String> {
-        if !self.orders.is_loaded() {
-            return Ok(());
-        }
-        self.orders_mut().put_records(out)
+    /// Whether a fold step found a lazy fold it needed not loaded since the last call (it
+    /// folded nothing then): everything must be folded again.
+    pub fn take_unpaged(&mut self) -> bool {
+        // The board's mark is not taken: a state that found it is replaced, folded anew.
+        let board = self.orders.get().is_some_and(OrderBoard::is_unpaged);
+        std::mem::take(&mut self.unpaged) || board
     }
 
-    /// Reads every order whole into memory, to be written to a new kept state.
-    pub(crate) fn make_orders_resident(&mut self) {
-        self.orders_mut().make_resident();
+    /// Takes the order board the session read from the kept state.
+    pub(crate) fn load_board(&mut self, board: OrderBoard) {
+        self.orders.load(board);
+    }
+
+    /// Takes talk as the session read it from the kept state.
+    pub(crate) fn load_talk(&mut self, talk: Talk) {
+        self.talk.load(talk);
+    }
+
+    /// Takes the master's times as the session read them from the kept state.
+    pub(crate) fn load_master_times(&mut self, times: identity::MasterTimes) {
+        self.identity.load_master_times(times);
+    }
+
+    /// Writes to `out` the board's records it does not hold yet.
+    pub(crate) fn put_order_records(&mut self, out: &mut dyn RecordSink) -> Result<(), String> {
+        match self.orders.get_mut() {
+            Some(board) => board.put_records(out),
+            None => Ok(()),
+        }
+    }
+
+    /// The orders whole that folding `entry` reads and that are not in memory (their records
+    /// are kept): the order it acts on, and those a seat it may change judges again. With
+    /// whether they are paged in only to be judged again (then dropped after, if their view
+    /// stands: [`ChannelState::drop_unchanged`]). A pure function of the entry and the briefs.
+    pub fn orders_to_page(&self, entry: &VerifiedEntry) -> (Vec<EntryId>, bool) {
+        use super::identity::kinds;
+        let Some(board) = self.orders.get() else {
+            return (Vec::new(), false);
+        };
+        if let Some(id) = orders::touches(entry) {
+            let ids = board.record_to_page(&id).map(|_| id).into_iter().collect();
+            return (ids, false);
+        }
+        // Only what can change a seat: an entry that cannot (a repeated join, a grant or a
+        // handover an agent wrote) pages nothing in, so junk costs no reads.
+        let master = entry.author().is_master();
+        let ids = match entry.kind() {
+            kinds::ROSTER_JOIN if !self.identity.joins_anew(entry.author(), entry.key()) => {
+                Vec::new()
+            }
+            kinds::ROSTER_JOIN | kinds::GRANT => match seat_change_of(entry) {
+                Some(name) => board.to_page_for_seat(Some(&name)),
+                None => Vec::new(),
+            },
+            kinds::MASTER_HANDOVER | kinds::MASTER_ACCEPT if master => board.to_page_for_seat(None),
+            _ => Vec::new(),
+        };
+        (ids, true)
+    }
+
+    /// The digest of order `id`'s kept record, when it is to be paged in.
+    pub fn record_to_page(&self, id: &EntryId) -> Option<[u8; 32]> {
+        self.orders.get()?.record_to_page(id)
+    }
+
+    /// Takes order `id` whole from its record's bytes (checked against
+    /// [`ChannelState::record_to_page`] by the session). Paging in changes no fold.
+    pub(crate) fn page_in_order(&mut self, id: &EntryId, bytes: &[u8]) -> Result<(), String> {
+        let changed = self.orders.changed();
+        let result = match self.orders.get_mut() {
+            Some(board) => board.page_in(id, bytes),
+            None => Ok(()),
+        };
+        if !changed {
+            self.orders.mark_kept();
+        }
+        result
+    }
+
+    /// Takes order `id` as gone (its record did not read), until everything is folded again.
+    pub(crate) fn page_in_gone(&mut self, id: &EntryId) {
+        if let Some(board) = self.orders.get_mut() {
+            board.page_in_gone(id);
+        }
+    }
+
+    /// Drops from memory the orders of `ids` that did not change after stamp `since` (paged in
+    /// only to be judged again).
+    pub(crate) fn drop_unchanged(&mut self, ids: &[EntryId], since: u64) {
+        let changed = self.orders.changed();
+        if let Some(board) = self.orders.get_mut() {
+            board.drop_unchanged(ids, since);
+        }
+        if !changed {
+            self.orders.mark_kept();
+        }
+    }
+
+    /// The orders whose records are kept and not in memory.
+    pub(crate) fn orders_not_resident(&self) -> Vec<EntryId> {
+        self.orders
+            .get()
+            .map(OrderBoard::not_resident)
+            .unwrap_or_default()
+    }
+
+    /// Every record is written anew by the next save (a new kept state).
+    pub(crate) fn forget_order_records(&mut self) {
+        if let Some(board) = self.orders.get_mut() {
+            board.forget_records();
+        }
     }
 
     /// After a save: the board keeps no order whole whose record is kept, and every section
     /// counts as kept.
     pub(crate) fn saved(&mut self) {
-        if self.orders.is_loaded() {
-            self.orders.get_mut().move_to_kept();
+        if let Some(board) = self.orders.get_mut() {
+            board.move_to_kept();
         }
         self.orders.mark_kept();
         self.talk.mark_kept();
@@ -219,46 +348,11 @@ impl ChannelState {
         &self.talk
     }
 
-    /// Where the board reads the orders whole it does not hold.
-    pub(crate) fn attach_records(&mut self, records: Arc<dyn Records>) {
-        if self.orders.is_loaded() {
-            // A board decoded before: it reads from these from now on, and is no more
-            // changed than it was.
-            let changed = self.orders.changed();
-            self.orders.get_mut().attach_records(Arc::clone(&records));
-            if !changed {
-                self.orders.mark_kept();
-            }
-        }
-        self.orders
-            .prepare_with(Arc::new(move |board: &OrderBoard| {
-                board.attach_records_once(&records)
-            }));
-    }
-
-    /// Points the lazy folds at the bytes they were kept in.
-    pub(crate) fn attach_kept(
-        &mut self,
-        orders: Arc<[u8]>,
-        talk: Arc<[u8]>,
-        master_times: Arc<[u8]>,
-    ) {
-        self.orders = Lazy::kept(orders);
-        self.talk = Lazy::kept(talk);
-        self.identity.attach_kept_times(master_times);
-    }
-
-    /// Why a kept fold did not decode, for each that did not.
-    pub(crate) fn kept_failures(&self) -> Vec<String> {
-        [
-            self.orders.failure(),
-            self.talk.failure(),
-            self.identity.master_times_lazy().failure(),
-        ]
-        .into_iter()
-        .flatten()
-        .map(str::to_owned)
-        .collect()
+    /// The lazy folds are in the kept state, to be loaded by the session when first needed.
+    pub(crate) fn left_kept(&mut self) {
+        self.orders = Lazy::kept();
+        self.talk = Lazy::kept();
+        self.identity.times_left_kept();
     }
 
     pub fn project(&self) -> &ProjectId {
@@ -334,8 +428,14 @@ impl ChannelState {
         self.dropped_problems + self.identity.dropped_problems()
     }
 
-    /// Folds one verified entry, first folded on this machine at `arrived`.
+    /// Folds one verified entry, first folded on this machine at `arrived`. The lazy folds
+    /// [`needs`] names must be loaded: one that is not is marked ([`ChannelState::take_unpaged`])
+    /// and the entry is not folded.
     pub fn feed(&mut self, entry: &VerifiedEntry, arrived: Timestamp) {
+        if self.missing(needs(entry)).any() {
+            self.unpaged = true;
+            return;
+        }
         let log = LogId {
             author: entry.author().clone(),
             key: *entry.key(),
@@ -416,15 +516,15 @@ impl ChannelState {
         // Every entry reaches the domain folds: whether an agent's counts is judged against the
         // roster as it is now, and judged again whenever a seat changes. The lazy folds are
         // read only for their own kinds.
-        if orders::is_kind(entry.kind()) {
-            self.orders
-                .get_mut()
-                .feed(&acted, &self.identity, &mut self.changes);
+        if orders::is_kind(entry.kind())
+            && let Some(board) = self.orders.get_mut()
+        {
+            board.feed(&acted, &self.identity, &mut self.changes);
         }
-        if talk::is_kind(entry.kind()) {
-            self.talk
-                .get_mut()
-                .feed(&acted, &self.identity, &mut self.changes);
+        if talk::is_kind(entry.kind())
+            && let Some(talk) = self.talk.get_mut()
+        {
+            talk.feed(&acted, &self.identity, &mut self.changes);
         }
         self.secrets.feed(&acted);
         self.leadership
@@ -460,12 +560,15 @@ impl ChannelState {
         if self.identity.seat_epoch() != epoch {
             // A roster entry or a grant changes one name's seat and levels: only the orders
             // that name appears in can change. Anything else (a handover) judges them all.
-            let orders = self.orders.get_mut();
-            match seat_change_of(entry) {
-                Some(name) => orders.rejudge_name(&name, &self.identity, &mut self.changes),
-                None => orders.rejudge(&self.identity, &mut self.changes),
+            if let Some(orders) = self.orders.get_mut() {
+                match seat_change_of(entry) {
+                    Some(name) => orders.rejudge_name(&name, &self.identity, &mut self.changes),
+                    None => orders.rejudge(&self.identity, &mut self.changes),
+                }
             }
-            self.talk.get_mut().rejudge(&self.identity);
+            if let Some(talk) = self.talk.get_mut() {
+                talk.rejudge(&self.identity);
+            }
             self.leadership.rejudge(&self.identity, &mut self.changes);
         }
     }
@@ -502,6 +605,59 @@ impl lazy::Section for OrderBoard {
 
 impl lazy::Section for Talk {
     const NAME: &'static str = "talk";
+}
+
+/// Which lazy folds something needs loaded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sections {
+    pub board: bool,
+    pub talk: bool,
+    pub times: bool,
+}
+
+impl Sections {
+    pub const ALL: Sections = Sections {
+        board: true,
+        talk: true,
+        times: true,
+    };
+    pub const BOARD: Sections = Sections {
+        board: true,
+        talk: false,
+        times: false,
+    };
+    pub const TALK: Sections = Sections {
+        board: false,
+        talk: true,
+        times: false,
+    };
+    pub const BOARD_AND_TALK: Sections = Sections {
+        board: true,
+        talk: true,
+        times: false,
+    };
+
+    pub fn any(self) -> bool {
+        self.board || self.talk || self.times
+    }
+}
+
+/// The lazy folds that folding `entry` may read or change, from its kind alone: a pure
+/// function, so the session loads them before it feeds the entry and a fold never reads the
+/// store. Every entry is placed against the master's times; an order entry reaches the board
+/// and a talk entry talk; an entry that may change who holds a name (a join, a grant, a
+/// handover or its acceptance) has both judged again.
+pub fn needs(entry: &VerifiedEntry) -> Sections {
+    use super::identity::kinds;
+    let seats = matches!(
+        entry.kind(),
+        kinds::ROSTER_JOIN | kinds::GRANT | kinds::MASTER_HANDOVER | kinds::MASTER_ACCEPT
+    );
+    Sections {
+        board: seats || orders::is_kind(entry.kind()),
+        talk: seats || talk::is_kind(entry.kind()),
+        times: true,
+    }
 }
 
 /// Stamps the changes of the domain folds: every change gets its own, increasing number.

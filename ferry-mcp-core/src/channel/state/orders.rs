@@ -14,7 +14,6 @@
 //! held the order right after the event it names; a hand-in counts when its author is seated.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -48,6 +47,15 @@ pub mod kinds {
 /// Whether the order board folds entries of `kind`.
 pub fn is_kind(kind: &str) -> bool {
     kinds::ALL.contains(&kind)
+}
+
+/// The order `entry` acts on, from its body alone (none for an issue, which makes its own):
+/// a pure function, so the session pages that order's record in before it feeds the entry.
+pub fn touches(entry: &crate::channel::entry::VerifiedEntry) -> Option<EntryId> {
+    if entry.kind() == kinds::ISSUE || !is_kind(entry.kind()) {
+        return None;
+    }
+    entry.body().get("order")?.as_str()?.parse().ok()
 }
 
 /// The longest order title, in characters.
@@ -824,17 +832,6 @@ struct RecordAt {
     digest: [u8; 32],
 }
 
-/// Where the orders whole are read from when they are not in memory: the kept state, as the
-/// session attached it. The board names no store; the session hands it one.
-pub trait Records: Send + Sync + std::fmt::Debug {
-    /// The bytes of order `id`'s record whose SHA-256 is `digest` (the caller checks them).
-    fn read(&self, id: &EntryId, digest: &[u8; 32]) -> Result<Vec<u8>, String>;
-    /// The order `id` as the channel folded from nothing has it, after `failure` kept its
-    /// record from being read (reported; the session then folds everything again). `None`:
-    /// the channel no longer holds it.
-    fn rebuilt(&self, failure: String, id: &EntryId) -> Option<Order>;
-}
-
 /// What a save writes the records that changed to.
 pub trait RecordSink {
     fn put(&mut self, id: &EntryId, digest: &[u8; 32], bytes: &[u8]) -> Result<(), String>;
@@ -844,8 +841,8 @@ pub trait RecordSink {
 #[derive(Debug, Clone)]
 struct Slot {
     brief: Brief,
-    /// Made or changed here, or read from its record.
-    whole: OnceLock<Box<Order>>,
+    /// Made or changed here, or paged in from its record by the session.
+    whole: Option<Box<Order>>,
     /// Its record in the kept state the board was read from, if any.
     record: Option<RecordAt>,
 }
@@ -854,19 +851,18 @@ impl Slot {
     fn resident(order: Order) -> Box<Self> {
         Box::new(Self {
             brief: Brief::of(&order),
-            whole: OnceLock::from(Box::new(order)),
+            whole: Some(Box::new(order)),
             record: None,
         })
     }
 }
 
-/// An order of the board, as its readers see it: the brief at once, the order whole (read
-/// from its record if it is not in memory) through [`OrderRef::whole`] or `Deref`.
+/// An order of the board, as its readers see it: the brief at once, the order whole when
+/// it is in memory ([`OrderRef::whole`]: the session pages it in first, `Session::order`).
 #[derive(Clone, Copy)]
 pub struct OrderRef<'a> {
     id: &'a EntryId,
     slot: &'a Slot,
-    board: &'a OrderBoard,
 }
 
 impl<'a> OrderRef<'a> {
@@ -878,16 +874,14 @@ impl<'a> OrderRef<'a> {
         &self.slot.brief
     }
 
-    /// The order whole.
-    pub fn whole(&self) -> &'a Order {
-        self.board.whole(self.id, self.slot)
+    /// The order whole, if it is in memory (paged in by the session, or made here).
+    pub fn whole(&self) -> Option<&'a Order> {
+        self.slot.whole.as_deref()
     }
-}
 
-impl std::ops::Deref for OrderRef<'_> {
-    type Target = Order;
-    fn deref(&self) -> &Order {
-        self.whole()
+    /// The counted hand-in `id` of this order; none when the order whole is not in memory.
+    pub fn handin(&self, id: &EntryId) -> Option<&'a HandIn> {
+        self.whole()?.handin(id)
     }
 }
 
@@ -915,8 +909,9 @@ pub struct OrderBoard {
     /// its issue arrives (logs are read in any order).
     waiting: BTreeMap<EntryId, Vec<Waiting>>,
     problems: Vec<FoldProblem>,
-    /// Where the briefs' records are read from.
-    records: OnceLock<Arc<dyn Records>>,
+    /// A fold step needed an order whole that was not in memory (the session's paging missed
+    /// it): the step was not folded, and the session folds everything again.
+    unpaged: bool,
 }
 
 /// The board as the kept state holds it: every order's brief and where its record is in the
@@ -976,7 +971,7 @@ impl<'de> Deserialize<'de> for OrderBoard {
             index: kept.index,
             waiting: kept.waiting,
             problems: kept.problems,
-            records: OnceLock::new(),
+            unpaged: false,
         })
     }
 }
@@ -997,7 +992,7 @@ fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Box
             while let Some((id, brief, at)) = seq.next_element::<(EntryId, Brief, RecordAt)>()? {
                 let slot = Slot {
                     brief,
-                    whole: OnceLock::new(),
+                    whole: None,
                     record: Some(at),
                 };
                 slots.insert(id, Box::new(slot));
@@ -1009,8 +1004,8 @@ fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Box
 }
 
 impl PartialEq for OrderBoard {
-    /// Equal when they hold the same orders whole (read from their records as needed) and the
-    /// same indexes, waiting entries and problems.
+    /// Equal when they hold the same orders (the same orders whole, or the same records of
+    /// them) and the same indexes, waiting entries and problems.
     fn eq(&self, other: &Self) -> bool {
         self.by_change == other.by_change
             && self.index == other.index
@@ -1022,7 +1017,11 @@ impl PartialEq for OrderBoard {
                 .iter()
                 .zip(&other.orders)
                 .all(|((a, sa), (b, sb))| {
-                    a == b && sa.brief == sb.brief && self.whole(a, sa) == other.whole(b, sb)
+                    let same = match (&sa.whole, &sb.whole) {
+                        (Some(wa), Some(wb)) => wa == wb,
+                        _ => sa.record.is_some() && sa.record == sb.record,
+                    };
+                    a == b && sa.brief == sb.brief && same
                 })
     }
 }
@@ -1047,66 +1046,88 @@ fn encode_record(order: &Order) -> Vec<u8> {
 
 impl OrderBoard {
     fn refs(&self) -> impl Iterator<Item = OrderRef<'_>> {
-        self.orders.iter().map(move |(id, slot)| OrderRef {
-            id,
-            slot,
-            board: self,
-        })
+        self.orders.iter().map(|(id, slot)| OrderRef { id, slot })
     }
 
     fn ref_of(&self, id: &EntryId) -> Option<OrderRef<'_>> {
         let (id, slot) = self.orders.get_key_value(id)?;
-        Some(OrderRef {
-            id,
-            slot,
-            board: self,
-        })
+        Some(OrderRef { id, slot })
     }
 
-    /// The order whole of `slot`: in memory, or read from its record (once).
-    fn whole<'a>(&'a self, id: &EntryId, slot: &'a Slot) -> &'a Order {
-        slot.whole
-            .get_or_init(|| Box::new(self.read_record(id, slot)))
-    }
-
-    fn read_record(&self, id: &EntryId, slot: &Slot) -> Order {
-        let read = match (self.records.get(), slot.record) {
-            (Some(records), Some(at)) => records
-                .read(id, &at.digest)
-                .and_then(|bytes| {
-                    if <[u8; 32]>::from(Sha256::digest(&bytes)) == at.digest {
-                        super::lazy::decode::<Order>(&bytes)
-                    } else {
-                        Err("checksum mismatch".into())
-                    }
-                })
-                .and_then(|order| {
-                    if order.id == *id {
-                        Ok(order)
-                    } else {
-                        Err(format!("the record of {id} holds {}", order.id))
-                    }
-                }),
-            _ => Err(format!("no record of {id} is kept")),
-        };
-        match read {
-            Ok(order) => order,
-            Err(why) => self.rebuilt_order(id, &slot.brief, why),
+    /// The digest of order `id`'s kept record, when its whole is not in memory: what the
+    /// session reads to page it in.
+    pub(crate) fn record_to_page(&self, id: &EntryId) -> Option<[u8; 32]> {
+        let slot = self.orders.get(id)?;
+        match (&slot.whole, slot.record) {
+            (None, Some(at)) => Some(at.digest),
+            _ => None,
         }
     }
 
-    /// The order `id` as the channel folded from nothing has it, after its record did not
-    /// read (reported; the session then folds everything again). One the channel no longer
-    /// holds (its log is gone) stands as an order that does not count.
-    fn rebuilt_order(&self, id: &EntryId, brief: &Brief, why: String) -> Order {
-        let failure = format!(
-            "the kept state's record of order {id} does not read ({why}); rebuilt from the channel"
-        );
-        let rebuilt = self
-            .records
-            .get()
-            .and_then(|records| records.rebuilt(failure, id));
-        rebuilt.unwrap_or_else(|| Order::gone(id, brief))
+    /// Takes order `id` whole, as the session read it from its record (`bytes`, whose SHA-256
+    /// the session checked against [`OrderBoard::record_to_page`]). A record that does not
+    /// decode or holds another order is refused: the session reports it and folds everything
+    /// again; meanwhile the order stands as one that does not count.
+    pub(crate) fn page_in(&mut self, id: &EntryId, bytes: &[u8]) -> Result<(), String> {
+        let Some(slot) = self.orders.get_mut(id) else {
+            return Ok(());
+        };
+        let read = super::lazy::decode::<Order>(bytes).and_then(|order| {
+            if order.id == *id {
+                Ok(order)
+            } else {
+                Err(format!("the record of {id} holds {}", order.id))
+            }
+        });
+        match read {
+            Ok(order) => {
+                slot.whole = Some(Box::new(order));
+                Ok(())
+            }
+            Err(why) => {
+                slot.whole = Some(Box::new(Order::gone(id, &slot.brief)));
+                Err(why)
+            }
+        }
+    }
+
+    /// Takes order `id` as gone (its record did not read): it does not count, and keeps only
+    /// what its brief says, until the session has folded everything again.
+    pub(crate) fn page_in_gone(&mut self, id: &EntryId) {
+        if let Some(slot) = self.orders.get_mut(id) {
+            slot.whole = Some(Box::new(Order::gone(id, &slot.brief)));
+        }
+    }
+
+    /// The orders whose records are kept and not in memory that `name`'s seat changing would
+    /// judge again (every one when `name` is none: a handover judges them all).
+    pub(crate) fn to_page_for_seat(&self, name: Option<&AgentName>) -> Vec<EntryId> {
+        self.orders
+            .iter()
+            .filter(|(_, slot)| slot.whole.is_none() && slot.record.is_some())
+            .filter(|(_, slot)| {
+                name.is_none_or(|name| slot.brief.involves.binary_search(name).is_ok())
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Drops from memory the orders of `ids` whose view did not change since stamp `since`
+    /// and whose record is kept: paged in only to be judged again, they are as kept.
+    pub(crate) fn drop_unchanged(&mut self, ids: &[EntryId], since: u64) {
+        for id in ids {
+            if let Some(slot) = self.orders.get_mut(id)
+                && slot.record.is_some()
+                && slot.brief.changed <= since
+            {
+                slot.whole = None;
+            }
+        }
+    }
+
+    /// Whether a fold step found an order whole it needed not in memory.
+    pub(crate) fn is_unpaged(&self) -> bool {
+        self.unpaged
     }
 
     /// Writes to `out` (the kept state a save writes) the record of every order in memory
@@ -1114,7 +1135,7 @@ impl OrderBoard {
     /// record there.
     pub(crate) fn put_records(&mut self, out: &mut dyn RecordSink) -> Result<(), String> {
         for (id, slot) in &mut self.orders {
-            let Some(order) = slot.whole.get() else {
+            let Some(order) = slot.whole.as_deref() else {
                 continue;
             };
             let bytes = encode_record(order);
@@ -1131,18 +1152,17 @@ impl OrderBoard {
         Ok(())
     }
 
-    /// The orders whole not in memory whose records are named (a save to a new kept state
-    /// reads them first).
-    pub(crate) fn make_resident(&mut self) {
-        let ids: Vec<EntryId> = self
-            .orders
-            .iter()
-            .filter(|(_, slot)| slot.whole.get().is_none())
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
-            let _ = self.whole_mut(&id);
-            if let Some(slot) = self.orders.get_mut(&id) {
+    /// The orders whose records are kept and not in memory (a save to a new kept state pages
+    /// them all in first, since it writes every record anew).
+    pub(crate) fn not_resident(&self) -> Vec<EntryId> {
+        self.to_page_for_seat(None)
+    }
+
+    /// Forgets where the records are kept: every record is written anew by the next save
+    /// (a new kept state); every order must be in memory.
+    pub(crate) fn forget_records(&mut self) {
+        for slot in self.orders.values_mut() {
+            if slot.whole.is_some() {
                 slot.record = None;
             }
         }
@@ -1152,39 +1172,24 @@ impl OrderBoard {
     pub(crate) fn move_to_kept(&mut self) {
         for slot in self.orders.values_mut() {
             if slot.record.is_some() {
-                slot.whole.take();
+                slot.whole = None;
             }
         }
     }
 
-    /// Points the board at where the records its briefs name are read from.
-    pub(crate) fn attach_records(&mut self, records: Arc<dyn Records>) {
-        self.records = OnceLock::from(records);
-    }
-
-    /// Points the board at `records` unless it already reads from somewhere.
-    pub(crate) fn attach_records_once(&self, records: &Arc<dyn Records>) {
-        let _ = self.records.set(Arc::clone(records));
-    }
-
-    /// The order `id` whole, made resident to be changed.
-    fn whole_mut(&mut self, id: &EntryId) -> Option<&mut Order> {
-        let slot = self.orders.get(id)?;
-        if slot.whole.get().is_none() {
-            let order = self.read_record(id, slot);
-            let slot = self.orders.get_mut(id).expect("looked up above");
-            let _ = slot.whole.set(Box::new(order));
+    /// The order `id` whole, to be changed. `Err` when it is not issued (here, yet); `Ok(None)`
+    /// when it is and is not in memory: the session's paging missed it, which is marked.
+    fn whole_mut(&mut self, id: &EntryId) -> Result<Option<&mut Order>, NotIssued> {
+        let Some(slot) = self.orders.get_mut(id) else {
+            return Err(NotIssued);
+        };
+        match slot.whole.as_deref_mut() {
+            Some(order) => Ok(Some(order)),
+            None => {
+                self.unpaged = true;
+                Ok(None)
+            }
         }
-        self.orders
-            .get_mut(id)
-            .and_then(|slot| slot.whole.get_mut())
-            .map(|order| &mut **order)
-    }
-
-    /// The order `id` whole, counting or not (for a state folded from nothing).
-    pub(crate) fn get_whole(&self, id: &EntryId) -> Option<&Order> {
-        let (id, slot) = self.orders.get_key_value(id)?;
-        Some(self.whole(id, slot))
     }
 
     /// Every order that counts, by id.
@@ -1233,7 +1238,7 @@ impl OrderBoard {
     pub fn resident(&self) -> usize {
         self.orders
             .values()
-            .filter(|slot| slot.whole.get().is_some())
+            .filter(|slot| slot.whole.is_some())
             .count()
     }
 
@@ -1354,11 +1359,12 @@ impl OrderBoard {
                 text,
             };
             return match self.whole_mut(&order_id) {
-                Some(order) => {
+                Ok(Some(order)) => {
                     push_kept(&mut order.progress, line, KEPT_PROGRESS);
                     self.update(&order_id, identity, changes);
                 }
-                None => self.wait(order_id, Waiting::Progress(line)),
+                Ok(None) => {}
+                Err(NotIssued) => self.wait(order_id, Waiting::Progress(line)),
             };
         }
         let kind = match acted.kind() {
@@ -1385,11 +1391,12 @@ impl OrderBoard {
             after: body.after,
         };
         match self.whole_mut(&order_id) {
-            Some(order) => {
+            Ok(Some(order)) => {
                 order.events.push(event);
                 self.update(&order_id, identity, changes);
             }
-            None => self.wait(order_id, Waiting::Event(event)),
+            Ok(None) => {}
+            Err(NotIssued) => self.wait(order_id, Waiting::Event(event)),
         }
     }
 
@@ -1410,11 +1417,12 @@ impl OrderBoard {
             time: acted.time,
         };
         match self.whole_mut(&order_id) {
-            Some(order) => {
+            Ok(Some(order)) => {
                 push_kept(&mut order.handins, handin, KEPT_HANDINS);
                 self.update(&order_id, identity, changes);
             }
-            None => self.wait(order_id, Waiting::HandIn(handin)),
+            Ok(None) => {}
+            Err(NotIssued) => self.wait(order_id, Waiting::HandIn(handin)),
         }
     }
 
@@ -1441,31 +1449,26 @@ impl OrderBoard {
         }
     }
 
-    /// Judges `id` again; an order read from its record only for this, whose view stands,
-    /// is not kept in memory.
+    /// Judges `id` again (the session paged it in first; one paged in only for this whose
+    /// view stands, the session drops again).
     fn rejudge_one(&mut self, id: &EntryId, identity: &Identity, changes: &mut Changes) {
-        let Some((id, slot)) = self.orders.get_key_value(id) else {
+        let Some(slot) = self.orders.get(id) else {
             return;
         };
-        let was_resident = slot.whole.get().is_some();
-        let order = self.whole(id, slot);
+        let Some(order) = slot.whole.as_deref() else {
+            self.unpaged = true;
+            return;
+        };
         if resolve(order, identity) == order.view {
-            if !was_resident && slot.record.is_some() {
-                let id = id.clone();
-                if let Some(slot) = self.orders.get_mut(&id) {
-                    slot.whole.take();
-                }
-            }
             return;
         }
-        let id = id.clone();
-        self.update(&id, identity, changes);
+        self.update(id, identity, changes);
     }
 
     /// Resolves `id` again after a change to it; stamps it if its view changed. Its brief and
     /// the indexes follow.
     fn update(&mut self, id: &EntryId, identity: &Identity, changes: &mut Changes) {
-        let Some(order) = self.whole_mut(id) else {
+        let Ok(Some(order)) = self.whole_mut(id) else {
             return;
         };
         let view = resolve(order, identity);
@@ -1485,6 +1488,9 @@ impl OrderBoard {
         }
     }
 }
+
+/// An order not issued (here, yet): what names it waits for its issue.
+struct NotIssued;
 
 fn push_kept<T>(list: &mut Vec<T>, item: T, keep: usize) {
     if list.len() >= keep {
