@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ferry_mcp_core::channel::ops::orders::HeavyQueue;
 use ferry_mcp_core::channel::state::orders::Hints;
+use ferry_mcp_core::port::HeavyQueue;
 
 /// The agent config file, in the state folder.
 pub const CONFIG_FILE: &str = "agent.toml";

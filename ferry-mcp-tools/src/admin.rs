@@ -8,7 +8,6 @@
 
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::ops::search::{self, SearchRequest};
-use ferry_mcp_core::channel::ops::status::status_of;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{
@@ -106,9 +105,9 @@ impl Tool for FerryGet {
         };
         // The same refusal as every other tool (unseated, locked), not a resource error.
         let now = cx.now;
-        match facade::session(cx) {
-            Ok(session) => {
-                if let Err(err) = session.authorize(Operation::Read, None, now) {
+        match facade::channel(cx) {
+            Ok(channel) => {
+                if let Err(err) = channel.authorize(Operation::Read, now) {
                     return facade::failed(&err);
                 }
             }
@@ -203,7 +202,7 @@ impl Tool for FerrySearch {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let (args, now, session) = match facade::start::<SearchArgs>(SEARCH.name, args, cx) {
+        let (args, now, channel) = match facade::start::<SearchArgs>(SEARCH.name, args, cx) {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
@@ -212,7 +211,7 @@ impl Tool for FerrySearch {
             cursor: args.cursor,
             limit: search::MAX_PAGE,
         };
-        match search::search(session, &request, now) {
+        match channel.search(&request, now) {
             Ok(page) => {
                 let summary = format!(
                     "{} hit{} for {:?}{}",
@@ -302,17 +301,15 @@ impl Tool for FerryStatus {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let (StatusArgs {}, now, session) = match facade::start(STATUS.name, args, cx) {
+        let (StatusArgs {}, now, channel) = match facade::start(STATUS.name, args, cx) {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        if let Err(err) =
-            session.authorize(ferry_mcp_core::channel::levels::Operation::Read, None, now)
-        {
+        if let Err(err) = channel.authorize(ferry_mcp_core::channel::levels::Operation::Read, now) {
             return facade::failed(&err);
         }
-        session.refresh(now);
-        let status = match status_of(session, now) {
+        channel.refresh(now);
+        let status = match channel.status(now) {
             Ok(status) => status,
             Err(err) => return facade::failed(&err),
         };

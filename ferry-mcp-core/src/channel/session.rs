@@ -23,14 +23,13 @@ use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
-use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
 use crate::guard::{self, TextUse};
+use crate::port::{self, ChannelAccess, HeavyQueue, Unavailable};
 use crate::time::Timestamp;
-use crate::tool::{ChannelAccess, Unavailable};
 
 /// At most this many integrity problems are kept; more are counted.
 const MAX_KEPT_PROBLEMS: usize = 1_000;
@@ -886,8 +885,9 @@ impl LazySession {
     }
 }
 
-impl ChannelAccess for LazySession {
-    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
+impl LazySession {
+    /// The session, opened now if it is not yet, or why it cannot be.
+    pub fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
         if let Slot::Opening(_) = self.slot {
             let Slot::Opening(handle) = std::mem::replace(&mut self.slot, Slot::Closed) else {
                 unreachable!("matched above");
@@ -920,7 +920,8 @@ impl ChannelAccess for LazySession {
         }
     }
 
-    fn session_and_queue(
+    /// The session and this machine's queue for heavy work.
+    pub fn session_and_queue(
         &mut self,
         now: Timestamp,
     ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
@@ -932,7 +933,8 @@ impl ChannelAccess for LazySession {
         }
     }
 
-    fn flush(&mut self, now: Timestamp) {
+    /// Keeps what was verified when the save policy says it is due.
+    pub fn flush(&mut self, now: Timestamp) {
         let due = match self.saved_at {
             None => true,
             Some(at) => {
@@ -945,6 +947,24 @@ impl ChannelAccess for LazySession {
         if due {
             self.save(now);
         }
+    }
+}
+
+impl ChannelAccess for LazySession {
+    fn channel(&mut self, now: Timestamp) -> Result<&mut dyn port::Channel, Unavailable> {
+        Ok(self.session(now)?)
+    }
+
+    fn channel_and_queue(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<(&mut dyn port::Channel, Option<&dyn HeavyQueue>), Unavailable> {
+        let (session, queue) = self.session_and_queue(now)?;
+        Ok((session, queue))
+    }
+
+    fn flush(&mut self, now: Timestamp) {
+        LazySession::flush(self, now);
     }
 }
 
