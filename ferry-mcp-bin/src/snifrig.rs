@@ -1,4 +1,4 @@
-//! The machine's queue for heavy work (ADR 0028, snifrig), as `ferry` finds it: the agent's
+//! The machine's queue for heavy work (`docs/mcp-server.md`, heavy orders), as `ferry` finds it: the agent's
 //! own config decides, `snifrig` must be on the PATH, and its `can-i-start` must say yes for
 //! the order's hints.
 //!

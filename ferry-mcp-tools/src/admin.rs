@@ -1,4 +1,4 @@
-//! The `admin` group (opt-in, `--tools admin`; ADR 0028 T2: nothing of it is in the default
+//! The `admin` group (opt-in, `--tools admin`; T2 of `docs/mcp-budgets.md`: nothing of it is in the default
 //! list): `ferry_get`, which reads a `ferry://` link for clients that do not read resources
 //! themselves, `ferry_search`, which pages through order titles, decisions and messages that
 //! hold a phrase, and `ferry_status`, the project as `ferry channel status` shows it.
@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::facade;
 
 /// The most characters of a body or of the problems `ferry_get` and `ferry_status` answer
-/// with (ADR 0028 T4: 4,000 characters a response).
+/// with (T4: 4,000 characters a response).
 pub const MAX_TEXT: usize = 3_000;
 
 /// The most agents and problems `ferry_status` lists (T4: 20 items).

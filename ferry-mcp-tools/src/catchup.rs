@@ -1,4 +1,4 @@
-//! `ferry_catchup`: a bounded digest (ADR 0028 T6: at most 800 estimated tokens) of what the
+//! `ferry_catchup`: a bounded digest (budget T6 of `docs/mcp-budgets.md`: at most 800 estimated tokens) of what the
 //! agent needs to go on: the primary, its brief, the newest decisions, the open orders, its
 //! own orders and asks, what waits on it. Built from the folded state, never from history;
 //! with `since`, only what changed after that cursor.

@@ -748,7 +748,7 @@ fn identity_marks(session: &Session) -> (u64, MasterPos) {
     (identity.seat_epoch(), identity.master_position())
 }
 
-/// The session of a server (ADR 0028: one process, one agent, one project), opened on the
+/// The session of a server (one process, one agent, one project: `docs/mcp-server.md`), opened on the
 /// first call that needs it, or in the background after [`LazySession::prefetch`], so that
 /// `initialize` and `tools/list` never wait for the channel. An open that failed (an unknown
 /// project, say) is tried again on the next call; the kept state is written as its

@@ -173,7 +173,7 @@ pub struct ListRequest {
     pub limit: usize,
 }
 
-/// How a heavy order would start on this machine (ADR 0028, snifrig).
+/// How a heavy order would start on this machine (`docs/mcp-server.md`, heavy orders).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunVia {
