@@ -995,7 +995,11 @@ impl LazySession {
             .name("channel".into())
             .spawn(move || {
                 give_way_to_the_client();
-                Session::open(&home, &project, actor, now)
+                // A server lives for hours while other processes save: it loads every fold
+                // now, from the snapshot it opened, rather than hours later (ADR 0011).
+                let mut session = Session::open(&home, &project, actor, now)?;
+                session.load(Sections::ALL, now);
+                Ok(session)
             });
         if let Ok(handle) = spawned {
             self.slot = Slot::Opening(handle);
@@ -1068,6 +1072,7 @@ impl LazySession {
             let mut session = Session::open(&self.home, &self.project, self.actor.clone(), now)
                 .map_err(|err| unavailable(&err))?
                 .for_one_operation();
+            session.load(Sections::ALL, now);
             if let Some(machine) = &self.machine {
                 session.set_machine(machine.clone());
             }

@@ -33,6 +33,11 @@ pub const TIMES: &str = "master_times";
 /// state before it was superseded may still read it.
 const KEEP_SUPERSEDED: u64 = 1_000;
 
+/// How many saves a superseded fold's row outlives its successor: a command reads the rows it
+/// needs within moments of its open, and a server loads every fold once it has opened, so
+/// this covers them at a fraction of the disk 1,000 copies of the board would take.
+const KEEP_SUPERSEDED_SECTIONS: u64 = 50;
+
 /// How long a save waits for another process's save to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -47,6 +52,10 @@ CREATE TABLE IF NOT EXISTS orders (
 );
 CREATE INDEX IF NOT EXISTS orders_superseded ON orders (superseded)
     WHERE superseded IS NOT NULL;
+CREATE TABLE IF NOT EXISTS superseded_sections (
+    name TEXT NOT NULL, digest BLOB NOT NULL, value BLOB NOT NULL, superseded INTEGER NOT NULL,
+    PRIMARY KEY (name, digest)
+) WITHOUT ROWID;
 ";
 
 /// Why a database did not open.
@@ -113,6 +122,9 @@ pub struct Head {
     pub channel: Option<[u8; 32]>,
     pub generation: u64,
     pub core: Row,
+    /// The digest of each lazy fold's row in the same snapshot as the core: the row a session
+    /// that loaded this core reads later, even after another process saved a newer one.
+    pub sections: Vec<(&'static str, [u8; 32])>,
 }
 
 /// An open database.
@@ -243,6 +255,7 @@ impl Db {
                 channel: None,
                 generation: 0,
                 core: empty(CORE),
+                sections: Vec::new(),
             }));
         }
         let genesis: [u8; 32] = Self::meta(&tx, "genesis")?
@@ -259,6 +272,20 @@ impl Db {
             .map(u64::from_le_bytes)
             .ok_or("its generation does not read")?;
         let core = Self::row(&tx, CORE)?;
+        let mut sections = Vec::new();
+        for name in [BOARD, TALK, TIMES] {
+            let digest: Option<Vec<u8>> = tx
+                .query_row(
+                    "SELECT digest FROM sections WHERE name = ?1",
+                    [name],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(sqlite)?;
+            if let Some(digest) = digest.and_then(|digest| <[u8; 32]>::try_from(digest).ok()) {
+                sections.push((name, digest));
+            }
+        }
         drop(tx);
         Ok(Some(Head {
             format,
@@ -266,12 +293,44 @@ impl Db {
             channel,
             generation,
             core,
+            sections,
         }))
     }
 
-    /// The section row `name`, checked against its digest.
-    pub fn section(&self, name: &'static str) -> Result<Row, String> {
-        Self::row(&self.conn, name)
+    /// The section row `name` whose SHA-256 is `digest` (the one the loaded core was saved
+    /// with: the current row, or one a later save superseded), checked against its digest.
+    pub fn section(&self, name: &'static str, digest: &[u8; 32]) -> Result<Row, String> {
+        let current = Self::row(&self.conn, name);
+        if let Ok(row) = &current
+            && row.digest == *digest
+        {
+            return current;
+        }
+        let kept: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT value FROM superseded_sections WHERE name = ?1 AND digest = ?2",
+                params![name, &digest[..]],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(sqlite)?;
+        match kept {
+            Some(bytes) if self::digest(&bytes) == *digest => Ok(Row {
+                name,
+                digest: *digest,
+                bytes: bytes.into(),
+            }),
+            Some(_) => Err(format!("its {name} row does not match its digest")),
+            // Not superseded: the current row is the one, or it is damaged or missing.
+            None => current.and_then(|row| {
+                if row.digest == *digest {
+                    Ok(row)
+                } else {
+                    Err(format!("its {name} row of this state is gone"))
+                }
+            }),
+        }
     }
 
     fn row(conn: &Connection, name: &'static str) -> Result<Row, String> {
@@ -318,7 +377,10 @@ impl Db {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sqlite)?;
         if replace {
-            tx.execute_batch("DELETE FROM orders; DELETE FROM sections; DELETE FROM meta;")
+            tx.execute_batch(
+                "DELETE FROM orders; DELETE FROM sections; DELETE FROM superseded_sections;
+                 DELETE FROM meta;",
+            )
                 .map_err(sqlite)?;
         }
         let saves = Self::meta(&tx, "saves")?
@@ -379,6 +441,15 @@ impl Save<'_> {
     }
 
     pub fn section(&mut self, name: &str, digest: &[u8; 32], bytes: &[u8]) -> Result<(), String> {
+        // The row it replaces stays readable by digest for a while: a session that loaded the
+        // core it was saved with reads it later (ADR 0011).
+        self.tx
+            .execute(
+                "INSERT OR IGNORE INTO superseded_sections (name, digest, value, superseded)
+                 SELECT name, digest, value, ?2 FROM sections WHERE name = ?1 AND digest <> ?3",
+                params![name, self.saves as i64, &digest[..]],
+            )
+            .map_err(sqlite)?;
         self.tx
             .execute(
                 "INSERT OR REPLACE INTO sections (name, digest, value) VALUES (?1, ?2, ?3)",
@@ -418,6 +489,12 @@ impl Save<'_> {
             .execute(
                 "DELETE FROM orders WHERE superseded IS NOT NULL AND superseded <= ?1",
                 [horizon as i64],
+            )
+            .map_err(sqlite)?;
+        self.tx
+            .execute(
+                "DELETE FROM superseded_sections WHERE superseded <= ?1",
+                [self.saves.saturating_sub(KEEP_SUPERSEDED_SECTIONS) as i64],
             )
             .map_err(sqlite)?;
         self.tx.commit().map_err(sqlite)?;

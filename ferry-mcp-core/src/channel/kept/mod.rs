@@ -127,6 +127,9 @@ pub struct Store {
     /// What the database holds is not this session's (another channel's, another format's,
     /// or rows that did not read): the next save replaces it whole.
     replace: bool,
+    /// The digest of each lazy fold's row as of the core the session loaded (or last saved):
+    /// the row read when the fold is first needed, even if another process saved since.
+    snapshot: std::collections::HashMap<&'static str, [u8; 32]>,
 }
 
 /// The device and inode of the file at `path`, not following a link.
@@ -172,6 +175,7 @@ impl Store {
                 file_id: file_id(path),
                 written: Default::default(),
                 replace: false,
+                snapshot: Default::default(),
             },
             why,
         ))
@@ -221,6 +225,7 @@ impl Store {
             Err(why) => return self.rejected(Rejected::Corrupt(format!("its core: {why}"))),
         };
         self.written.insert(head.core.name, head.core.digest);
+        self.snapshot = head.sections.iter().copied().collect();
         let mut state = core.state;
         state.left_kept();
         Loaded::Kept(Box::new(Kept {
@@ -251,10 +256,13 @@ impl Store {
         let Some(db) = self.db.as_ref() else {
             return Err("the kept state's folds are not there".into());
         };
+        let snapshot = &self.snapshot;
         let read = |name: &'static str| -> Result<db::Row, String> {
-            db.section(name).map_err(|why| {
-                format!("the kept state is corrupt ({why}); rebuilt from the channel")
-            })
+            snapshot
+                .get(name)
+                .ok_or_else(|| format!("its {name} row is missing"))
+                .and_then(|digest| db.section(name, digest))
+                .map_err(|why| format!("the kept state is corrupt ({why}); rebuilt from the channel"))
         };
         let undecoded = |what: &str, why: String| {
             format!("the kept state's {what} does not decode ({why}); rebuilt from the channel")
@@ -388,6 +396,11 @@ impl Store {
             save.section(name, &digest, bytes)?;
         }
         let bytes = save.commit()?;
+        for (name, digest) in &digests {
+            if *name != db::CORE && *name != db::LOOKS {
+                self.snapshot.insert(name, *digest);
+            }
+        }
         self.written.extend(digests);
         self.replace = false;
         state.saved();
