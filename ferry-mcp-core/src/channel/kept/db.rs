@@ -297,6 +297,21 @@ impl Db {
         }))
     }
 
+    /// The digest the section row `name` holds now, if it reads.
+    pub fn current_digest(&self, name: &str) -> Option<[u8; 32]> {
+        let digest: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT digest FROM sections WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .optional()
+            .ok()
+            .flatten();
+        digest.and_then(|digest| digest.try_into().ok())
+    }
+
     /// The section row `name` whose SHA-256 is `digest` (the one the loaded core was saved
     /// with: the current row, or one a later save superseded), checked against its digest.
     pub fn section(&self, name: &'static str, digest: &[u8; 32]) -> Result<Row, String> {

@@ -290,6 +290,24 @@ impl Store {
         Ok(())
     }
 
+    /// The folds whose row in the database is no longer the one the loaded core goes with
+    /// (another process saved since).
+    fn stale_sections(&self) -> Sections {
+        let Some(db) = &self.db else {
+            return Sections::default();
+        };
+        let stale = |name: &'static str| {
+            self.snapshot
+                .get(name)
+                .is_some_and(|kept| db.current_digest(name).as_ref() != Some(kept))
+        };
+        Sections {
+            board: stale(db::BOARD),
+            talk: stale(db::TALK),
+            times: stale(db::TIMES),
+        }
+    }
+
     /// Pages in the orders whole of `ids` from their records, each checked against the digest
     /// the board names and decoded. One that does not read stands as gone (it does not count)
     /// and its reason is returned: the caller reports it and folds everything again.
@@ -352,6 +370,11 @@ impl Store {
             self.db = Some(db::Db::open(&self.path).map_err(|e| e.to_string())?);
             self.file_id = file_id(&self.path);
         }
+        // Another process may have saved its folds since this session read its core: a fold
+        // whose row is no longer the one this core goes with is loaded (as of this core) and
+        // written back with it, so the database never pairs this core with another's folds.
+        let stale = if replace { Sections::default() } else { self.stale_sections() };
+        self.load_sections(state, stale)?;
         let db = self.db.as_mut().expect("opened above");
         let mut save = db.begin(replace)?;
         save.meta(kept.genesis, kept.channel, kept.generation)?;
@@ -371,18 +394,18 @@ impl Store {
         // every fold loaded, above).
         let encode = |value: &dyn erased::Encode| value.encode();
         if let Some(board) = state.orders_lazy().get()
-            && (replace || state.orders_lazy().changed())
+            && (replace || stale.board || state.orders_lazy().changed())
         {
             rows.push((db::BOARD, encode(board)?));
         }
         if let Some(talk) = state.talk_lazy().get()
-            && (replace || state.talk_lazy().changed())
+            && (replace || stale.talk || state.talk_lazy().changed())
         {
             rows.push((db::TALK, encode(talk)?));
         }
         let times = state.identity().master_times_lazy();
         if let Some(master_times) = times.get()
-            && (replace || times.changed())
+            && (replace || stale.times || times.changed())
         {
             rows.push((db::TIMES, encode(master_times)?));
         }
@@ -390,7 +413,13 @@ impl Store {
         for (name, bytes) in &rows {
             let digest = db::digest(bytes);
             digests.push((*name, digest));
-            if !replace && self.written.get(name) == Some(&digest) {
+            let forced = match *name {
+                db::BOARD => stale.board,
+                db::TALK => stale.talk,
+                db::TIMES => stale.times,
+                _ => false,
+            };
+            if !replace && !forced && self.written.get(name) == Some(&digest) {
                 continue;
             }
             save.section(name, &digest, bytes)?;
