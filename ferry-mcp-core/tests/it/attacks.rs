@@ -1929,6 +1929,37 @@ fn board_with_talk() -> (TempChannel, String) {
 }
 
 #[test]
+fn a_fold_read_after_another_process_saved_is_the_one_its_core_was_kept_with() {
+    let (temp, order) = board_with_talk();
+    // Opened before another process saves: its core is of this moment, its board not read.
+    let mut early = temp.view();
+    assert!(!early.state().orders_loaded());
+    // Another process claims the second order's sibling, releases the first, and saves a
+    // newer board.
+    let mut member = temp.agent_session("member");
+    ops::orders::release(&mut member, &order, None, temp.now()).unwrap();
+    member.save().unwrap();
+    // The early session reads its board now: the one its core went with, then folds the
+    // release itself (a newer board under its older core would fold the release twice).
+    let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
+    early.refresh(temp.now());
+    assert_eq!(order_views(&mut early), order_views(&mut fresh));
+    assert_eq!(early.local_problems(), &[] as &[String]);
+    // And a save of a session that never read the board, after another process saved a
+    // newer one, leaves a state that reads back as the channel folds.
+    let mut quiet = temp.agent_session("orchestrator");
+    let mut other = temp.agent_session("member");
+    ops::orders::claim(&mut other, &order, temp.now()).unwrap();
+    other.save().unwrap();
+    post_to_all(&mut quiet, &temp, "a change to save");
+    quiet.save().unwrap();
+    let mut fresh = open(&other_machine(&temp, "fresh-2"), &temp, Actor::Observer);
+    let mut next = temp.view();
+    assert_eq!(order_views(&mut next), order_views(&mut fresh));
+    assert_eq!(next.local_problems(), &[] as &[String]);
+}
+
+#[test]
 fn a_warm_open_that_needs_no_order_reads_no_order_board() {
     let (temp, order) = board_with_talk();
     let mut view = temp.view();
