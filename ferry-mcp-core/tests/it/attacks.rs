@@ -1948,10 +1948,11 @@ fn a_fold_read_after_another_process_saved_is_the_one_its_core_was_kept_with() {
     // And a save of a session that never read the board, after another process saved a
     // newer one, leaves a state that reads back as the channel folds.
     let mut quiet = temp.agent_session("orchestrator");
+    post_to_all(&mut quiet, &temp, "a change to save");
+    assert!(!quiet.state().orders_loaded());
     let mut other = temp.agent_session("member");
     ops::orders::claim(&mut other, &order, temp.now()).unwrap();
     other.save().unwrap();
-    post_to_all(&mut quiet, &temp, "a change to save");
     quiet.save().unwrap();
     let mut fresh = open(&other_machine(&temp, "fresh-2"), &temp, Actor::Observer);
     let mut next = temp.view();
