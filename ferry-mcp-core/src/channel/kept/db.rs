@@ -396,7 +396,7 @@ impl Db {
                 "DELETE FROM orders; DELETE FROM sections; DELETE FROM superseded_sections;
                  DELETE FROM meta;",
             )
-                .map_err(sqlite)?;
+            .map_err(sqlite)?;
         }
         let saves = Self::meta(&tx, "saves")?
             .and_then(|bytes| bytes.try_into().ok())

@@ -262,7 +262,9 @@ impl Store {
                 .get(name)
                 .ok_or_else(|| format!("its {name} row is missing"))
                 .and_then(|digest| db.section(name, digest))
-                .map_err(|why| format!("the kept state is corrupt ({why}); rebuilt from the channel"))
+                .map_err(|why| {
+                    format!("the kept state is corrupt ({why}); rebuilt from the channel")
+                })
         };
         let undecoded = |what: &str, why: String| {
             format!("the kept state's {what} does not decode ({why}); rebuilt from the channel")
@@ -373,7 +375,11 @@ impl Store {
         // Another process may have saved its folds since this session read its core: a fold
         // whose row is no longer the one this core goes with is loaded (as of this core) and
         // written back with it, so the database never pairs this core with another's folds.
-        let stale = if replace { Sections::default() } else { self.stale_sections() };
+        let stale = if replace {
+            Sections::default()
+        } else {
+            self.stale_sections()
+        };
         self.load_sections(state, stale)?;
         let db = self.db.as_mut().expect("opened above");
         let mut save = db.begin(replace)?;
