@@ -1,5 +1,6 @@
 //! The ferry MCP tool groups: `core` (the agent tools) and the opt-in `admin` (`ferry_get`,
-//! `ferry_search`, `ferry_status`); the `legacy` group is still to come.
+//! `ferry_search`, `ferry_status`) and `legacy` (the original server's eight read tools, over
+//! this channel: ADR 0020).
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the
@@ -25,6 +26,7 @@ mod facade;
 #[cfg(feature = "fixture")]
 pub mod fixture;
 pub mod join;
+pub mod legacy;
 pub mod orders;
 pub mod primary;
 pub mod talk;
@@ -59,13 +61,32 @@ pub static ADMIN: Group = Group {
     instructions: ADMIN_INSTRUCTIONS,
 };
 
+/// Opt-in (`--tools legacy`): the original server's read tools under their names, as a
+/// drop-in for configurations written for it. No instructions of its own: the core's line
+/// naming the opt-in groups is enough, and each description says what it reads here.
+pub static LEGACY: Group = Group {
+    name: "legacy",
+    tools: &[
+        &legacy::ChannelStatus,
+        &legacy::Discover,
+        &legacy::GetTask,
+        &legacy::ListEngines,
+        &legacy::ListLearnings,
+        &legacy::ListLedger,
+        &legacy::ListTasks,
+        &legacy::ReadMemory,
+    ],
+    resources: &[],
+    instructions: "",
+};
+
 /// What `ferry mcp serve` serves when `--tools` is not given: the core group alone (T2 of
 /// `docs/mcp-budgets.md`). The binary's `--tools` default names the same groups (a test there holds it to this).
 pub static DEFAULT: &[&Group] = &[&CORE];
 
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream
 /// crate's groups beside these and hands the whole list to `Registry::new`.
-pub static GROUPS: &[&Group] = &[&ADMIN, &CORE];
+pub static GROUPS: &[&Group] = &[&ADMIN, &CORE, &LEGACY];
 
 /// The groups that serve tests only, sorted by name: `fixture` when the feature of that name
 /// is on (tests turn it on), else none. A binary lets `--tools` name them but never lists them.

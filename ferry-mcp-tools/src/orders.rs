@@ -434,7 +434,7 @@ fn show(
     Ok(outcome)
 }
 
-fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
+pub(crate) fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
     let mut clean = |text: &str| clean(text, redacted);
     Detail {
         id: detail.row.id.clone(),
