@@ -54,6 +54,8 @@ pub struct BriefOut {
 pub struct DecisionOut {
     pub id: String,
     pub line: String,
+    /// When it was decided, in seconds since the Unix epoch.
+    pub at: u64,
 }
 
 /// An ask in the digest.
@@ -200,6 +202,7 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
             .map(|decision| DecisionOut {
                 id: decision.id.clone(),
                 line: clean(&decision.line),
+                at: decision.at.0,
             })
             .collect(),
         open,

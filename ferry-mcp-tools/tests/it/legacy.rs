@@ -185,6 +185,19 @@ fn read_memory_lists_the_brief_and_the_decisions_and_reads_each() {
 }
 
 #[test]
+fn the_catch_up_s_decisions_carry_when_they_were_made() {
+    let temp = board();
+    let mut olga = temp.agent_session("olga");
+    primary::takeover(&mut olga, temp.now()).unwrap();
+    primary::decide(&mut olga, "Spans are byte offsets", temp.now()).unwrap();
+    olga.save().unwrap();
+    let mut bob = legacy(&temp, "bob");
+    let out = structured(&bob.call("ferry_catchup", json!({}))).clone();
+    assert_eq!(out["decisions"][0]["line"], "Spans are byte offsets");
+    assert_eq!(out["decisions"][0]["at"], temp.now().0);
+}
+
+#[test]
 fn list_ledger_shows_the_latest_changes_newest_first_within_the_limit_it_was_given() {
     let temp = board();
     let first = issue(&temp, "First", false);
