@@ -18,7 +18,10 @@ fn kept_state(home: &Path) -> std::path::PathBuf {
 
 /// Makes every save of the kept state fail until [`allow_saves`].
 fn refuse_saves(home: &Path) {
-    assert!(kept_state(home).is_file(), "a kept state to refuse saves to");
+    assert!(
+        kept_state(home).is_file(),
+        "a kept state to refuse saves to"
+    );
     let conn = rusqlite::Connection::open(kept_state(home)).unwrap();
     conn.execute_batch(
         "CREATE TRIGGER refuse_insert BEFORE INSERT ON meta
@@ -69,7 +72,10 @@ fn an_order_issued_while_the_kept_state_cannot_be_saved_succeeds_once_and_warns_
             "--json",
         ],
     );
-    assert!(ok, "the order is on the board: the command succeeded: {stderr}");
+    assert!(
+        ok,
+        "the order is on the board: the command succeeded: {stderr}"
+    );
     let issued: Value = serde_json::from_str(&stdout).unwrap();
     assert!(issued["id"].is_string(), "{stdout}");
     assert_eq!(stderr.lines().count(), 1, "one warning: {stderr}");
@@ -80,7 +86,11 @@ fn an_order_issued_while_the_kept_state_cannot_be_saved_succeeds_once_and_warns_
     assert!(stderr.contains("simulated"), "says why: {stderr}");
 
     allow_saves(&home);
-    assert_eq!(titles(&home), vec!["Write the parser".to_owned()], "issued once");
+    assert_eq!(
+        titles(&home),
+        vec!["Write the parser".to_owned()],
+        "issued once"
+    );
 }
 
 #[test]

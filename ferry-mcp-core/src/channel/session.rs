@@ -439,8 +439,9 @@ impl Session {
         if cleared.is_empty() {
             return;
         }
-        let by_path: std::collections::HashMap<&std::path::Path, Vec<&Cleared>> =
-            cleared.iter().fold(Default::default(), |mut by_path, clear| {
+        let by_path: std::collections::HashMap<&std::path::Path, Vec<&Cleared>> = cleared
+            .iter()
+            .fold(Default::default(), |mut by_path, clear| {
                 by_path.entry(clear.path()).or_default().push(clear);
                 by_path
             });

@@ -39,7 +39,11 @@ fn an_order_issue_that_does_not_count_on_an_empty_board_leaves_every_later_save_
     drop(writer);
 
     assert!(save_view(&temp).is_some(), "the first save wrote the state");
-    assert_eq!(titles(&temp), Vec::<String>::new(), "the forged order does not count");
+    assert_eq!(
+        titles(&temp),
+        Vec::<String>::new(),
+        "the forged order does not count"
+    );
 
     // Later writes, each followed by a save that must succeed.
     let request = GrantRequest {
@@ -61,7 +65,11 @@ fn an_order_issue_that_does_not_count_on_an_empty_board_leaves_every_later_save_
     assert!(issued.is_ok(), "{issued:?}");
     let mut master = temp.master_session();
     master.save().expect("a save after a counted order");
-    assert_eq!(save_view(&temp), None, "nothing new: nothing written, and no failure");
+    assert_eq!(
+        save_view(&temp),
+        None,
+        "nothing new: nothing written, and no failure"
+    );
     assert_eq!(titles(&temp), vec!["real".to_owned()]);
 }
 

@@ -41,7 +41,8 @@ fn fang_notes(temp: &TempChannel, count: u64) -> PathBuf {
     }
     fang.save().unwrap();
     let key = fang.identity().holder(&TempChannel::agent("fang")).copied();
-    fang.channel().log_path(&TempChannel::agent("fang"), &key.unwrap())
+    fang.channel()
+        .log_path(&TempChannel::agent("fang"), &key.unwrap())
 }
 
 /// A second machine on the same channel folder: its own state folder.
@@ -106,14 +107,17 @@ fn a_syncthing_temporary_file_is_listed_while_it_is_there_and_never_once_it_is_g
 }
 
 #[test]
-fn a_log_that_syncthing_replaces_by_a_longer_copy_of_itself_is_neither_vanished_nor_rolled_back()
-{
+fn a_log_that_syncthing_replaces_by_a_longer_copy_of_itself_is_neither_vanished_nor_rolled_back() {
     let temp = with_fang();
     let log = fang_notes(&temp, 5);
     let longer = fs::read(&log).unwrap();
     // This machine last saw the log with its first three entries.
     let text = String::from_utf8(longer.clone()).unwrap();
-    let first_three: String = text.lines().take(3).map(|line| format!("{line}\n")).collect();
+    let first_three: String = text
+        .lines()
+        .take(3)
+        .map(|line| format!("{line}\n"))
+        .collect();
     fs::write(&log, first_three).unwrap();
     let here = other_machine(&temp);
     assert_eq!(look(&temp, &here), (vec![], 0));
@@ -152,7 +156,11 @@ fn a_log_replaced_by_rename_between_two_opens_is_read_on_with_nothing_reported()
     let log = fang_notes(&temp, 4);
     let longer = fs::read(&log).unwrap();
     let text = String::from_utf8(longer.clone()).unwrap();
-    let first_two: String = text.lines().take(2).map(|line| format!("{line}\n")).collect();
+    let first_two: String = text
+        .lines()
+        .take(2)
+        .map(|line| format!("{line}\n"))
+        .collect();
     fs::write(&log, first_two).unwrap();
     let here = other_machine(&temp);
     assert_eq!(look(&temp, &here), (vec![], 0));
@@ -195,10 +203,7 @@ fn a_junk_folder_under_logs_and_what_it_held_clear_once_it_is_removed() {
     fs::create_dir(&junk).unwrap();
     fs::write(junk.join("x.jsonl"), b"").unwrap();
     let (found, _) = look(&temp, temp.home());
-    assert_eq!(
-        found,
-        vec![(ProblemKind::UnknownFile, rel(&temp, &junk))]
-    );
+    assert_eq!(found, vec![(ProblemKind::UnknownFile, rel(&temp, &junk))]);
     fs::remove_dir_all(&junk).unwrap();
     assert_eq!(look(&temp, temp.home()), (vec![], 0));
 }

@@ -367,7 +367,8 @@ impl LogState {
 
     /// Whether the log is a regular file under real folders (no link on its path).
     fn is_there_unlinked(&self, folder: &ChannelFolder) -> bool {
-        let is = |path: &Path, kind: Kind| folder.look(path).is_ok_and(|looked| looked.kind == kind);
+        let is =
+            |path: &Path, kind: Kind| folder.look(path).is_ok_and(|looked| looked.kind == kind);
         self.rel_path
             .ancestors()
             .skip(1)
