@@ -17,6 +17,7 @@ pub mod ids;
 pub mod lazy;
 pub mod orders;
 pub mod primary;
+pub mod race;
 pub mod secrets;
 pub mod since;
 pub mod talk;
