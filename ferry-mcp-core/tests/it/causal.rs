@@ -152,3 +152,220 @@ fn an_orchestrator_does_not_void_the_live_primary_with_a_take_that_names_the_roo
     assert_eq!(chain.primary.as_ref().map(AgentName::as_str), Some(lead));
     assert_eq!(chain.voided.len(), 2, "{:?}", chain.voided);
 }
+
+// ---- ids that cannot collide (issue 17, finding 5) ----
+
+/// Signs `kinds` in order as `agent` with a fresh key (a folder writer who holds none of the
+/// channel's keys), each with body `body(seq)`; returns the key.
+fn forge(temp: &TempChannel, agent: &str, entries: &[(&str, Value)]) -> SecretKey {
+    let key = SecretKey::generate().unwrap();
+    let session = temp.view();
+    let mut writer = session.channel().writer(&name(agent), &key).unwrap();
+    for (kind, body) in entries {
+        writer.append(kind, body.clone(), temp.now()).unwrap();
+    }
+    key
+}
+
+fn order_titles(session: &ferry_mcp_core::channel::session::Session) -> Vec<(String, String)> {
+    session
+        .state()
+        .orders()
+        .iter()
+        .map(|order| (order.id().to_string(), order.issue.title.clone()))
+        .collect()
+}
+
+#[test]
+fn a_fresh_key_signing_under_an_orchestrator_s_name_does_not_make_its_order_vanish() {
+    let temp = TempChannel::builder()
+        .agent("lead", Level::Orchestrator)
+        .build()
+        .unwrap();
+    let id = orders::issue(
+        &mut temp.agent_session("lead"),
+        &IssueRequest {
+            title: "the real order".into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let seq: u64 = id.rsplit_once('-').unwrap().1.parse().unwrap();
+    let forged = |title: &str| (kinds::ISSUE, json!({"title": title, "seen": [0, 40]}));
+    // One fresh key without a roster entry, one that joins the held name first.
+    let mut bare: Vec<(&str, Value)> = Vec::new();
+    let mut joined: Vec<(&str, Value)> = vec![("roster.join", json!({}))];
+    while (bare.len() as u64) < seq {
+        bare.push(forged("forged without a join"));
+    }
+    while (joined.len() as u64) < seq {
+        joined.push(forged("forged after a join"));
+    }
+    forge(&temp, "lead", &bare);
+    forge(&temp, "lead", &joined);
+    let here = temp.view();
+    let fresh_home = ferry_mcp_core::channel::home::Home::at(temp.root().join("fresh"));
+    ferry_mcp_core::channel::ops::add_existing(&fresh_home, temp.project(), temp.channel_dir())
+        .unwrap();
+    let fresh = ferry_mcp_core::channel::session::Session::open(
+        &fresh_home,
+        temp.project(),
+        ferry_mcp_core::channel::session::Actor::Observer,
+        temp.now(),
+    )
+    .unwrap();
+    for (machine, session) in [("this machine", &here), ("a fresh machine", &fresh)] {
+        let titles = order_titles(session);
+        eprintln!("{machine}: {titles:?}");
+        assert_eq!(
+            titles,
+            vec![(id.clone(), "the real order".to_owned())],
+            "{machine}"
+        );
+    }
+}
+
+fn raise(temp: &TempChannel, agent: &str, title: &str) -> String {
+    ferry_mcp_core::channel::ops::asks::raise(
+        &mut temp.agent_session(agent),
+        &ferry_mcp_core::channel::ops::asks::RaiseRequest {
+            title: title.into(),
+            recommendation: "do it".into(),
+            reasoning: String::new(),
+        },
+        temp.now(),
+    )
+    .unwrap()
+}
+
+fn ask_of(
+    session: &ferry_mcp_core::channel::session::Session,
+    id: &str,
+) -> Option<(String, String)> {
+    let id: EntryId = id.parse().unwrap();
+    session
+        .state()
+        .asks
+        .get(&id, session.identity())
+        .map(|ask| (ask.title.clone(), ask.state.as_str().to_owned()))
+}
+
+#[test]
+fn a_fresh_key_signing_under_an_agent_s_name_does_not_replace_its_ask() {
+    let temp = TempChannel::builder()
+        .agent("ada", Level::Member)
+        .build()
+        .unwrap();
+    let id = raise(&temp, "ada", "the real ask");
+    let seq: u64 = id.rsplit_once('-').unwrap().1.parse().unwrap();
+    let mut entries: Vec<(&str, Value)> = vec![("roster.join", json!({}))];
+    while (entries.len() as u64) < seq {
+        entries.push((
+            "ask.raise",
+            json!({"title": "forged", "recommendation": "approve"}),
+        ));
+    }
+    forge(&temp, "ada", &entries);
+    let asked = ask_of(&temp.view(), &id);
+    eprintln!("{id}: {asked:?}");
+    assert_eq!(
+        asked,
+        Some(("the real ask".to_owned(), "pending".to_owned()))
+    );
+}
+
+#[test]
+fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
+    use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
+    use ferry_mcp_core::channel::ops;
+    use ferry_mcp_core::channel::state::asks::Verdict as AskVerdict;
+    let temp = TempChannel::builder()
+        .agent("bob", Level::Member)
+        .build()
+        .unwrap();
+    let old = raise(&temp, "bob", "ship the demo");
+    ops::asks::answer(
+        &mut temp.master_session(),
+        &old,
+        AskVerdict::Approve,
+        None,
+        temp.now(),
+    )
+    .unwrap();
+    let old_log = temp
+        .view()
+        .channel()
+        .log_path(&name("bob"), &key_of(&temp, "bob").public_key());
+    // Bob's key is replaced: a new key joins as bob, the master grants it, and its log reaches
+    // the seq of the answered ask with a new one.
+    let seq: u64 = old.rsplit_once('-').unwrap().1.parse().unwrap();
+    let new_key = SecretKey::generate().unwrap();
+    {
+        let session = temp.view();
+        let mut writer = session.channel().writer(&name("bob"), &new_key).unwrap();
+        writer.append("roster.join", json!({}), temp.now()).unwrap();
+    }
+    // The operations refuse to re-key a held name; the master signs the grant itself.
+    {
+        let master = temp
+            .home()
+            .load_key(temp.project(), &KeyHolder::Master, temp.now())
+            .unwrap();
+        let body = Identity::grant_body(&GrantBody {
+            agent: name("bob"),
+            key: new_key.public_key(),
+            level: Level::Member,
+            scopes: Vec::new(),
+            expires: None,
+            after_seq: None,
+        });
+        let session = temp.view();
+        let mut writer = session
+            .channel()
+            .writer(&AgentName::master(), &master)
+            .unwrap();
+        writer
+            .append(identity_kinds::GRANT, body, temp.now())
+            .unwrap();
+    }
+    {
+        let session = temp.view();
+        let seen = session.identity().master_position();
+        let mut writer = session.channel().writer(&name("bob"), &new_key).unwrap();
+        for n in 2..=seq {
+            let title = if n == seq {
+                "rotate the prod keys"
+            } else {
+                "filler"
+            };
+            writer
+                .append(
+                    "ask.raise",
+                    json!({"title": title, "recommendation": "do it", "seen": [seen.0, seen.1]}),
+                    temp.now(),
+                )
+                .unwrap();
+        }
+    }
+    let here = ask_of(&temp.view(), &old);
+    eprintln!("this machine: {old}: {here:?}");
+    assert_eq!(
+        here,
+        Some(("rotate the prod keys".to_owned(), "pending".to_owned()))
+    );
+    // A machine where the old key's log is absent.
+    std::fs::remove_file(&old_log).unwrap();
+    let fresh_home = ferry_mcp_core::channel::home::Home::at(temp.root().join("fresh"));
+    ops::add_existing(&fresh_home, temp.project(), temp.channel_dir()).unwrap();
+    let fresh = ferry_mcp_core::channel::session::Session::open(
+        &fresh_home,
+        temp.project(),
+        ferry_mcp_core::channel::session::Actor::Observer,
+        temp.now(),
+    )
+    .unwrap();
+    let there = ask_of(&fresh, &old);
+    eprintln!("a machine without the old log: {old}: {there:?}");
+    assert_eq!(there, here);
+}
