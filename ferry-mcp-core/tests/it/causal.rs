@@ -192,7 +192,11 @@ fn a_fresh_key_signing_under_an_orchestrator_s_name_does_not_make_its_order_vani
     )
     .unwrap();
     let seq: u64 = id.rsplit_once('-').unwrap().1.parse().unwrap();
-    let forged = |title: &str| (kinds::ISSUE, json!({"title": title, "seen": [0, 40]}));
+    let seen = temp.view().identity().master_position();
+    let forged = |title: &str| {
+        let seen = json!([seen.0, seen.1]);
+        (kinds::ISSUE, json!({"title": title, "seen": seen}))
+    };
     // One fresh key without a roster entry, one that joins the held name first.
     let mut bare: Vec<(&str, Value)> = Vec::new();
     let mut joined: Vec<(&str, Value)> = vec![("roster.join", json!({}))];
@@ -202,6 +206,8 @@ fn a_fresh_key_signing_under_an_orchestrator_s_name_does_not_make_its_order_vani
     while (joined.len() as u64) < seq {
         joined.push(forged("forged after a join"));
     }
+    // This machine keeps what it folded, so the forged logs are folded after the real one.
+    temp.view().save().unwrap();
     forge(&temp, "lead", &bare);
     forge(&temp, "lead", &joined);
     let here = temp.view();
@@ -216,6 +222,9 @@ fn a_fresh_key_signing_under_an_orchestrator_s_name_does_not_make_its_order_vani
     )
     .unwrap();
     for (machine, session) in [("this machine", &here), ("a fresh machine", &fresh)] {
+        for problem in session.state().problems() {
+            eprintln!("{machine}: problem: {problem}");
+        }
         let titles = order_titles(session);
         eprintln!("{machine}: {titles:?}");
         assert_eq!(
@@ -266,6 +275,8 @@ fn a_fresh_key_signing_under_an_agent_s_name_does_not_replace_its_ask() {
             json!({"title": "forged", "recommendation": "approve"}),
         ));
     }
+    // This machine keeps what it folded, so the forged log is folded after the real one.
+    temp.view().save().unwrap();
     forge(&temp, "ada", &entries);
     let asked = ask_of(&temp.view(), &id);
     eprintln!("{id}: {asked:?}");
@@ -368,4 +379,77 @@ fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
     let there = ask_of(&fresh, &old);
     eprintln!("a machine without the old log: {old}: {there:?}");
     assert_eq!(there, here);
+}
+
+// ---- junk that can never count is not kept (issue 17, finding 8) ----
+
+#[test]
+fn nothing_a_key_that_holds_no_name_signs_is_kept_by_the_folds() {
+    let temp = TempChannel::builder()
+        .agent("lead", Level::Orchestrator)
+        .build()
+        .unwrap();
+    let mut master = temp.master_session();
+    let id = orders::issue(
+        &mut master,
+        &IssueRequest {
+            title: "the one order".into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    drop(master);
+    let issue = issue_hash(&temp, &id);
+    let seen = temp.view().identity().master_position();
+    let seen = json!([seen.0, seen.1]);
+    let mut junk: Vec<(&str, Value)> = Vec::new();
+    for n in 0..50 {
+        junk.push((primary_kinds::TAKE, json!({"after": ROOT, "seen": seen})));
+        junk.push((
+            kinds::CLAIM,
+            json!({"order": id, "after": issue, "seen": seen}),
+        ));
+        junk.push((
+            "ask.raise",
+            json!({"title": format!("ask {n}"), "recommendation": "approve", "seen": seen}),
+        ));
+    }
+    // One key never joined; one joined the held name (a candidate the master did not pick).
+    forge(&temp, "lead", &junk);
+    let mut joined = vec![("roster.join", json!({}))];
+    joined.extend(junk.iter().cloned());
+    forge(&temp, "lead", &joined);
+
+    let session = temp.view();
+    let state = session.state();
+    let order: EntryId = id.parse().unwrap();
+    let order = state.orders().get(&order).unwrap();
+    let events = serde_json::to_value(&*order).unwrap()["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    let takes = serde_json::to_value(&state.leadership).unwrap()["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    let asks = serde_json::to_value(&state.asks).unwrap()["asks"]
+        .as_object()
+        .unwrap()
+        .len();
+    let not_on_roster = state
+        .problems()
+        .into_iter()
+        .filter(|problem| {
+            problem.kind == ferry_mcp_core::channel::identity::FoldProblemKind::NotOnRoster
+        })
+        .count();
+    eprintln!(
+        "kept of 300 junk entries: {events} order events, {takes} takes, {asks} asks; not_on_roster problems: {not_on_roster}"
+    );
+    assert_eq!((events, takes, asks), (0, 0, 0));
+    assert_eq!(
+        not_on_roster, 2,
+        "each key's entries are counted, once per key"
+    );
 }

@@ -4,9 +4,11 @@
 //! entry's short id (ADR 0007). Who holds it and where it stands is decided by its **chain**
 //! (ADR 0006): every claim, release, submit, review and cancel names `after`, the latest such
 //! event of the order its author had folded (the issue entry at first). From the issue on, the
-//! children of the chain's tip that are valid there compete; the least by rank, then by a
-//! tie-break no claimant can bias, then by seq, wins and becomes the tip; every other one is
-//! void, and so is everything that follows a void event. Validity is judged with the level in
+//! children of the chain's tip that are valid there compete; one on a path a master's review or
+//! cancel ruled on first, then the least by rank, then one dated within the race window of the
+//! earliest, then by a tie-break no claimant can bias, then by seq, wins and becomes the tip
+//! (ADR 0016: an entry may claim not to have seen only what the logs do not prove it saw);
+//! every other one is void, and so is everything that follows a void event. Validity is judged with the level in
 //! force for the event (ADR 0005) and the roster as it is now; the board is judged again when
 //! a seat changes ([`OrderBoard::rejudge`]).
 //!
