@@ -419,6 +419,8 @@ impl ChannelState {
                     from_seq: entry.seq(),
                     replay: false,
                 });
+                // Its join may still have contested a name: the others' seats are judged again.
+                self.after_identity_change(before, epoch, entry);
                 return;
             }
             self.tracks.insert(log, Track { pos, time });
