@@ -239,7 +239,7 @@ fn describe_seat(session: &Session, now: Timestamp) -> String {
 
 /// The surface of the groups named by `--tools`. An unknown name is an error that lists the
 /// groups a user may name (hidden ones stay hidden). An opt-in group adds its tools to the
-/// default ones (`--tools admin` serves the core tools and the admin tools: ADR 0020), in
+/// default ones (`--tools admin` serves the core tools and the admin tools: ADR 0019), in
 /// whatever order the names come; a hidden test group is served alone.
 fn assemble(names: &[String], read_only: bool, catalog: &[Selectable]) -> anyhow::Result<Surface> {
     let mut names: Vec<&str> = names.iter().map(|name| name.trim()).collect();

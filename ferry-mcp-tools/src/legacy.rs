@@ -1,6 +1,6 @@
 //! The `legacy` group (opt-in, `--tools legacy`): the original server's eight read tools under
 //! their names and arguments, served over this channel so a configuration written for the
-//! original keeps working (ADR 0020 decides what each reads here; each description says it).
+//! original keeps working (ADR 0019 decides what each reads here; each description says it).
 //!
 //! Every tool only reads, masks every text it answers with the guard, and holds its answer to
 //! T4 (20 items, 4,000 characters of structuredContent) with `total`, `truncated` and a `next`
@@ -33,7 +33,7 @@ const CONSTRAINTS: usize = 10;
 const WALK_DEFAULT: usize = 50;
 const WALK_MAX: usize = 500;
 
-/// The original's name of each of our states (ADR 0020): `in_progress` is `claimed` there,
+/// The original's name of each of our states (ADR 0019): `in_progress` is `claimed` there,
 /// `submitted` is `awaiting_review`; `cancelled` has no name there and keeps ours.
 pub fn legacy_state(state: OrderState) -> &'static str {
     match state {

@@ -1,6 +1,6 @@
 //! The ferry MCP tool groups: `core` (the agent tools) and the opt-in `admin` (`ferry_get`,
 //! `ferry_search`, `ferry_status`) and `legacy` (the original server's eight read tools, over
-//! this channel: ADR 0020).
+//! this channel: ADR 0019).
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the

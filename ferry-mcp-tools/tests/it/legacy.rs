@@ -1,5 +1,5 @@
 //! The opt-in `legacy` group: the original server's eight read tools, under their names and
-//! arguments, reading this channel (ADR 0020), capped and masked like every other tool, and
+//! arguments, reading this channel (ADR 0019), capped and masked like every other tool, and
 //! writing nothing.
 
 use ferry_mcp_core::channel::levels::Level;

@@ -1,4 +1,4 @@
-//! What the legacy tools read (ADR 0020): the original server's tasks, ledger, learnings,
+//! What the legacy tools read (ADR 0019): the original server's tasks, ledger, learnings,
 //! engines and memory have no counterpart in this channel, so each is read from what is here
 //! (the order board, its reviews, the primary's brief and decisions).
 //!
