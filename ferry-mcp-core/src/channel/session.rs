@@ -119,6 +119,7 @@ fn fold_new(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) -> Fo
             });
         }
     }
+    state.advance(now);
     Folded { problems, refolded }
 }
 

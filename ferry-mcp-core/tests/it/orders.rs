@@ -14,7 +14,8 @@ use ferry_mcp_core::channel::ops::orders::{
 };
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OperationError};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds, tiebreak};
+use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds};
+use ferry_mcp_core::channel::state::race::tiebreak;
 use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
 use serde_json::json;
@@ -655,6 +656,15 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
         .build()
         .unwrap();
     let id = issue(&temp, "one order, two claimants");
+    // The event both claims will follow: the order's issue.
+    let contested = temp
+        .view()
+        .state()
+        .orders()
+        .get(&id.parse().unwrap())
+        .unwrap()
+        .view()
+        .tip;
     let now = temp.now();
     // Machine B: a synced copy of the channel, its own state folder, and bob's key (only there).
     let home_a = temp.home().clone();
@@ -698,14 +708,17 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
     sync_into(&channel_b, &channel_a);
 
     // Both claims name the issue as `after`: neither saw the other, so neither ranks first by
-    // what was seen, and ADR 0006 orders them by SHA-256("ferry-race-v1\n" || order id || "\n"
-    // || roster key), lower first. Both inputs existed before the race (the id when the order
-    // was issued, the keys when the agents joined): no claimant could grind a winning key.
+    // what was seen, and ADR 0016 orders them by SHA-256("ferry-race-v2\n" || the issue's hash
+    // || roster key), lower first. The keys existed before the issue: no claimant could grind
+    // a winning key.
     let mut session_a = Session::open(&home_a, temp.project(), actor("alice"), now).unwrap();
     let mut session_b = Session::open(&home_b, temp.project(), actor("bob"), now).unwrap();
     let key_of = |name: &str| *session_a.identity().holder(&agent(name)).unwrap();
     let (alice_key, bob_key) = (key_of("alice"), key_of("bob"));
-    let (alice_rank, bob_rank) = (tiebreak(&id, &alice_key), tiebreak(&id, &bob_key));
+    let (alice_rank, bob_rank) = (
+        tiebreak(contested.as_bytes(), &alice_key),
+        tiebreak(contested.as_bytes(), &bob_key),
+    );
     let (winner, loser) = if alice_rank < bob_rank {
         ("alice", "bob")
     } else {

@@ -17,6 +17,7 @@ pub mod ids;
 pub mod lazy;
 pub mod orders;
 pub mod primary;
+pub mod race;
 pub mod secrets;
 pub mod since;
 pub mod talk;
@@ -332,6 +333,13 @@ impl ChannelState {
     /// How many problems were counted but not kept.
     pub fn dropped_problems(&self) -> u64 {
         self.dropped_problems + self.identity.dropped_problems()
+    }
+
+    /// Judges again what depends on the reading time `now` (an event dated in the future
+    /// counts from its time): the folds stay pure, the time is passed in.
+    pub fn advance(&mut self, now: Timestamp) {
+        self.leadership
+            .advance(now, &self.identity, &mut self.changes);
     }
 
     /// Folds one verified entry, first folded on this machine at `arrived`.

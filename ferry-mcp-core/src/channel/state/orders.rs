@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::race::tiebreak;
 use super::{Acted, Changes, EntryId};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
@@ -1571,16 +1572,6 @@ fn initial_view(issue: &Issue, counts: bool) -> OrderView {
     }
 }
 
-/// The race tie-break of ADR 0006: `SHA-256("ferry-race-v1\n" || thing id || "\n" || key)`.
-pub fn tiebreak(thing: &str, key: &PublicKey) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(b"ferry-race-v1\n");
-    hasher.update(thing.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(key.as_bytes());
-    hasher.finalize().into()
-}
-
 /// Whether the issue counts: the master's, or an Orchestrator's whose grant was in force.
 fn issue_counts(id: &EntryId, issue: &Issue, identity: &Identity) -> bool {
     if issue.by_master {
@@ -1844,7 +1835,6 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
     if !view.counts {
         return view;
     }
-    let thing = order.id.to_string();
     let mut children: HashMap<EntryHash, Vec<usize>> = HashMap::new();
     for (index, event) in order.events.iter().enumerate() {
         children.entry(event.after).or_default().push(index);
@@ -1864,7 +1854,7 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
                 Ok(()) => valid.push((
                     (
                         event.kind.rank(),
-                        tiebreak(&thing, &event.made.key),
+                        tiebreak(tip.as_bytes(), &event.made.key),
                         event.made.author.clone(),
                         event.made.seq,
                     ),
