@@ -42,7 +42,7 @@ fn key_here(show: &str) -> String {
     row[4].to_owned()
 }
 
-/// `ferry init --project demo --channel CHANNEL`.
+/// `ferry init --project demo --no-seal --channel CHANNEL` (the master key unsealed).
 fn init_args(channel: &Path) -> [&str; 6] {
     let channel = channel.to_str().unwrap();
     [

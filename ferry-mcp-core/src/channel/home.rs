@@ -186,10 +186,14 @@ pub enum PinOutcome {
 /// Registered projects with their channel folders, and the registry entries that did not read.
 pub type ProjectListing = (Vec<(ProjectId, PathBuf)>, Vec<HomeError>);
 
+/// What asks for the passphrase of a project's master key (the binary: the terminal).
+type AskPassphrase =
+    dyn Fn(&ProjectId) -> Result<zeroize::Zeroizing<Vec<u8>>, String> + Send + Sync;
+
 /// How a sealed master key is opened for one command: a passphrase asked for when the key is
 /// first needed (the binary asks the terminal), and the key kept in memory after.
 pub struct Unsealer {
-    ask: Box<dyn Fn(&ProjectId) -> Result<zeroize::Zeroizing<Vec<u8>>, String> + Send + Sync>,
+    ask: Box<AskPassphrase>,
     opened: std::sync::Mutex<Vec<(ProjectId, SecretKey)>>,
 }
 

@@ -309,7 +309,8 @@ const MATRIX: &[(Who, Condition, [Expect; 12])] = &[
     // The master's claim and hand-in are refused before anything is written (tests below).
     (Who::Master, Condition::Normal,   [OK,        OK,       OK,       AGENTS, Na,   OK,       NOT_HOLDER, AGENTS, NOT_HOLDER, OK,    Na,        OK]),
     (Who::Master, Condition::Paused,   [OK,        OK,       OK,       AGENTS, Na,   OK,       NOT_HOLDER, AGENTS, NOT_HOLDER, OK,    Na,        OK]),
-    (Who::Master, Condition::Locked,   [LOCKED,    LOCKED,   LOCKED,   AGENTS,   Na,         LOCKED,   NOT_HOLDER, AGENTS,   NOT_HOLDER, LOCKED,   Na,        LOCKED]),
+    // Reading as the human needs only that the master key is here, sealed or not (ADR 0016).
+    (Who::Master, Condition::Locked,   [LOCKED,    OK,       OK,       AGENTS,   Na,         LOCKED,   NOT_HOLDER, AGENTS,   NOT_HOLDER, LOCKED,   Na,        LOCKED]),
     (Who::Master, Condition::Unseated, [NO_MASTER, NO_MASTER, NO_MASTER, AGENTS, Na,         NO_MASTER, NOT_HOLDER, AGENTS, NOT_HOLDER, NO_MASTER, Na,     NO_MASTER]),
 ];
 
@@ -329,7 +330,7 @@ impl Row {
             .agent("holder", Level::Member)
             .build()
             .unwrap();
-        if condition == Condition::Locked {
+        if condition == Condition::Locked && who != Who::Master {
             temp.home()
                 .seal_key(
                     temp.project(),
@@ -404,13 +405,7 @@ impl Row {
         match self.condition {
             Condition::Normal => {}
             Condition::Paused => ops::pause(temp.home(), "matrix", temp.now()).unwrap(),
-            Condition::Locked => {
-                assert!(
-                    temp.home()
-                        .lock_key(temp.project(), &self.who.key_holder())
-                        .unwrap()
-                );
-            }
+            Condition::Locked => self_lock(temp, self.who),
             Condition::Unseated if self.who == Who::Master => {
                 fs::rename(
                     master_key_path(temp),
@@ -529,10 +524,42 @@ fn effect<T, E: OperationError>(
     }
 }
 
+/// Opens the actor's sealed key for the row's setup: an agent's through its unlocked copy; the
+/// master's, which is never unlocked to disk (ADR 0016), by putting its plain file back.
 fn self_unlock(temp: &TempChannel, who: Who) {
+    if who == Who::Master {
+        fs::rename(plain_master_path(temp), master_key_path(temp)).unwrap();
+        return;
+    }
     temp.home()
         .unlock_key(temp.project(), &who.key_holder(), PASSPHRASE, None)
         .unwrap();
+}
+
+/// Locks the actor's key: an agent's unlocked copy removed; the master's plain file set aside
+/// and the key sealed (no passphrase is given to the session: it stays shut).
+fn self_lock(temp: &TempChannel, who: Who) {
+    if who == Who::Master {
+        fs::copy(master_key_path(temp), plain_master_path(temp)).unwrap();
+        temp.home()
+            .seal_key(
+                temp.project(),
+                &who.key_holder(),
+                PASSPHRASE,
+                TEST_SEAL_COST,
+            )
+            .unwrap();
+        return;
+    }
+    assert!(
+        temp.home()
+            .lock_key(temp.project(), &who.key_holder())
+            .unwrap()
+    );
+}
+
+fn plain_master_path(temp: &TempChannel) -> PathBuf {
+    master_key_path(temp).with_extension("plain")
 }
 
 fn master_key_path(temp: &TempChannel) -> PathBuf {

@@ -304,7 +304,7 @@ pub fn set_quiet_period(
             action: "set the quiet period",
         });
     }
-    if seconds < MIN_QUIET_PERIOD_S || seconds > 30 * 24 * 3600 {
+    if !(MIN_QUIET_PERIOD_S..=30 * 24 * 3600).contains(&seconds) {
         return Err(PrimaryError::QuietPeriodOutOfRange);
     }
     session.append(
