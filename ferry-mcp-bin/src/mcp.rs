@@ -15,12 +15,12 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::orders::HeavyQueue;
 use ferry_mcp_core::channel::session::{Actor, LazySession, Session};
+use ferry_mcp_core::port::HeavyQueue;
+use ferry_mcp_core::port::{self, ChannelAccess, Unavailable};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
 use ferry_mcp_core::time::Timestamp;
-use ferry_mcp_core::tool::{ChannelAccess, Unavailable};
 
 use crate::clock;
 use crate::display;
@@ -165,15 +165,15 @@ impl Announced {
 }
 
 impl ChannelAccess for Announced {
-    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
-        self.inner.session(now)
+    fn channel(&mut self, now: Timestamp) -> Result<&mut dyn port::Channel, Unavailable> {
+        self.inner.channel(now)
     }
 
-    fn session_and_queue(
+    fn channel_and_queue(
         &mut self,
         now: Timestamp,
-    ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
-        self.inner.session_and_queue(now)
+    ) -> Result<(&mut dyn port::Channel, Option<&dyn HeavyQueue>), Unavailable> {
+        self.inner.channel_and_queue(now)
     }
 
     fn flush(&mut self, now: Timestamp) {

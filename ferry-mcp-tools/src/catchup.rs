@@ -1,9 +1,9 @@
-//! `ferry_catchup`: a bounded digest (ADR 0028 T6: at most 800 estimated tokens) of what the
+//! `ferry_catchup`: a bounded digest (budget T6 of `docs/mcp-budgets.md`: at most 800 estimated tokens) of what the
 //! agent needs to go on: the primary, its brief, the newest decisions, the open orders, its
 //! own orders and asks, what waits on it. Built from the folded state, never from history;
 //! with `since`, only what changed after that cursor.
 
-use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits, DigestOrder};
+use ferry_mcp_core::channel::ops::fleet::{Digest, DigestLimits, DigestOrder};
 use ferry_mcp_core::channel::ops::primary::Liveness;
 use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_core::channel::state::orders::OrderState;
@@ -134,8 +134,8 @@ impl Tool for FerryCatchup {
         };
         let now = cx.now;
         let project = cx.project.to_owned();
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let channel = match facade::channel(cx) {
+            Ok(channel) => channel,
             Err(refusal) => return refusal,
         };
         let limits = if args.detail {
@@ -143,7 +143,7 @@ impl Tool for FerryCatchup {
         } else {
             DigestLimits::DEFAULT
         };
-        match fleet::catchup(session, args.since.as_deref(), limits, now) {
+        match channel.catchup(args.since.as_deref(), limits, now) {
             Ok(digest) => shape(&digest, &project, args.detail),
             Err(err) => facade::failed(&err),
         }

@@ -5,7 +5,7 @@
 //! shapes the answer. The groups are plain static lists; a binary or a test assembles the
 //! surface it needs from them with the core's registry.
 
-/// What the server `instructions` say about the core group (ADR 0028, budget T3: at most 250
+/// What the server `instructions` say about the core group (budget T3 of `docs/mcp-budgets.md`: at most 250
 /// estimated tokens; the design's target is 170). A surface's instructions are the texts of
 /// the groups it serves, so this is sent only when the core tools are.
 ///
@@ -31,7 +31,7 @@ pub mod talk;
 
 use ferry_mcp_core::registry::Group;
 
-/// The agent tools of ADR 0028 (`ferry_join`, `ferry_catchup`, `ferry_orders`, `ferry_talk`,
+/// The agent tools of `docs/mcp-server.md` (`ferry_join`, `ferry_catchup`, `ferry_orders`, `ferry_talk`,
 /// `ferry_primary`, `ferry_ask_human`), each served once the channel operations it wraps exist.
 pub static CORE: Group = Group {
     name: "core",
@@ -51,7 +51,7 @@ pub static CORE: Group = Group {
 pub const ADMIN_INSTRUCTIONS: &str = "\
 Admin tools: ferry_get reads a ferry:// link when you cannot read resources; ferry_search finds orders, decisions and messages; ferry_status shows agents and problems.";
 
-/// Opt-in (`--tools admin`): never in the default list (ADR 0028 T2).
+/// Opt-in (`--tools admin`): never in the default list (T2).
 pub static ADMIN: Group = Group {
     name: "admin",
     tools: &[&admin::FerryGet, &admin::FerrySearch, &admin::FerryStatus],
@@ -59,8 +59,8 @@ pub static ADMIN: Group = Group {
     instructions: ADMIN_INSTRUCTIONS,
 };
 
-/// What `ferry mcp serve` serves when `--tools` is not given: the core group alone (ADR 0028
-/// T2). The binary's `--tools` default names the same groups (a test there holds it to this).
+/// What `ferry mcp serve` serves when `--tools` is not given: the core group alone (T2 of
+/// `docs/mcp-budgets.md`). The binary's `--tools` default names the same groups (a test there holds it to this).
 pub static DEFAULT: &[&Group] = &[&CORE];
 
 /// Every group this crate provides, sorted by name. A binary adds its own or a downstream

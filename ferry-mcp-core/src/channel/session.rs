@@ -23,14 +23,13 @@ use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
-use super::ops::orders::HeavyQueue;
 use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
 use crate::guard::{self, TextUse};
+use crate::port::{self, ChannelAccess, HeavyQueue, Unavailable};
 use crate::time::Timestamp;
-use crate::tool::{ChannelAccess, Unavailable};
 
 /// At most this many integrity problems are kept; more are counted.
 const MAX_KEPT_PROBLEMS: usize = 1_000;
@@ -772,7 +771,7 @@ fn identity_marks(session: &Session) -> (u64, MasterPos) {
     (identity.seat_epoch(), identity.master_position())
 }
 
-/// The session of a server (ADR 0028: one process, one agent, one project), opened on the
+/// The session of a server (one process, one agent, one project: `docs/mcp-server.md`), opened on the
 /// first call that needs it, or in the background after [`LazySession::prefetch`], so that
 /// `initialize` and `tools/list` never wait for the channel. An open that failed (an unknown
 /// project, say) is tried again on the next call; the kept state is written as its
@@ -909,8 +908,9 @@ impl LazySession {
     }
 }
 
-impl ChannelAccess for LazySession {
-    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
+impl LazySession {
+    /// The session, opened now if it is not yet, or why it cannot be.
+    pub fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
         if let Slot::Opening(_) = self.slot {
             let Slot::Opening(handle) = std::mem::replace(&mut self.slot, Slot::Closed) else {
                 unreachable!("matched above");
@@ -943,7 +943,8 @@ impl ChannelAccess for LazySession {
         }
     }
 
-    fn session_and_queue(
+    /// The session and this machine's queue for heavy work.
+    pub fn session_and_queue(
         &mut self,
         now: Timestamp,
     ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
@@ -955,7 +956,8 @@ impl ChannelAccess for LazySession {
         }
     }
 
-    fn flush(&mut self, now: Timestamp) {
+    /// Keeps what was verified when the save policy says it is due.
+    pub fn flush(&mut self, now: Timestamp) {
         let due = match self.saved_at {
             None => true,
             Some(at) => {
@@ -968,6 +970,24 @@ impl ChannelAccess for LazySession {
         if due {
             self.save(now);
         }
+    }
+}
+
+impl ChannelAccess for LazySession {
+    fn channel(&mut self, now: Timestamp) -> Result<&mut dyn port::Channel, Unavailable> {
+        Ok(self.session(now)?)
+    }
+
+    fn channel_and_queue(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<(&mut dyn port::Channel, Option<&dyn HeavyQueue>), Unavailable> {
+        let (session, queue) = self.session_and_queue(now)?;
+        Ok((session, queue))
+    }
+
+    fn flush(&mut self, now: Timestamp) {
+        LazySession::flush(self, now);
     }
 }
 

@@ -12,6 +12,7 @@ mod levels;
 mod oracle;
 mod order_seats;
 mod orders;
+mod port;
 mod protocol;
 mod protocol_bad_input;
 mod protocol_fuzz;

@@ -7,6 +7,7 @@ mod frozen_schemas;
 mod guard;
 mod mcp_budget;
 mod orders;
+mod port;
 mod secrets;
 mod support;
 mod surface;

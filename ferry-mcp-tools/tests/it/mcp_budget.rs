@@ -1,4 +1,4 @@
-//! `mcp_budget`: the token budgets of ADR 0028 (T1, T2, T3, T6, T10), measured on what an AI app
+//! `mcp_budget`: the token budgets of `docs/mcp-budgets.md` (T1, T2, T3, T6, T10), measured on what an AI app
 //! actually receives, and held to the committed `tests/mcp_budget.json`.
 //!
 //! Every figure is an estimate at characters / 4 (`ferry_mcp_core::tokens::estimate`). The
@@ -25,7 +25,7 @@ use ferry_mcp_testkit::bulk;
 use ferry_mcp_testkit::session::Session;
 use serde_json::{Value, json};
 
-/// The caps (ADR 0028 T1, T3, T6 and the per-tool table) and the design's targets.
+/// The caps (T1, T3, T6 and the per-tool table of `docs/mcp-budgets.md`) and the design's targets.
 const TOOLS_LIST_CAP: usize = 1_500;
 const TOOLS_LIST_TARGET: usize = 1_350;
 const MODEL_FACING_CAP: usize = 630;
@@ -33,10 +33,10 @@ const INSTRUCTIONS_CAP: usize = 250;
 const INSTRUCTIONS_TARGET: usize = 170;
 const CATCHUP_CAP: usize = 800;
 const CATCHUP_TARGET: usize = 500;
-/// The admin group's tools/list (ADR 0028: about 600 tokens, never loaded by default).
+/// The admin group's tools/list (about 600 tokens, never loaded by default: T2).
 const ADMIN_TOOLS_LIST_CAP: usize = 600;
 
-/// The typical-response cap of each tool (ADR 0028, "Per-tool token estimate").
+/// The typical-response cap of each tool (`docs/mcp-budgets.md`, "Per-tool caps").
 fn response_cap(tool: &str) -> usize {
     match tool {
         "ferry_join" => 600,

@@ -1,5 +1,5 @@
 //! Joining and catching up: who the caller is here, who is primary and alive, and a bounded
-//! digest of what matters to it (ADR 0028 `ferry_join`, `ferry_catchup`), built from the
+//! digest of what matters to it (`ferry_join`, `ferry_catchup`: `docs/mcp-server.md`), built from the
 //! folded state, never from history.
 //!
 //! Joining creates nothing: an agent that is not seated is told the exact command that seats

@@ -123,6 +123,12 @@ pub fn liveness(session: &Session, agent: &AgentName, now: Timestamp) -> Option<
     Some((age, state))
 }
 
+/// Whether `agent` has been quiet longer than the quiet period, or was never heard from here.
+pub fn is_silent(session: &Session, agent: &AgentName, now: Timestamp) -> bool {
+    let quiet = session.state().leadership.quiet_period_s();
+    liveness(session, agent, now).is_none_or(|(age, _)| age > quiet)
+}
+
 /// What `ferry_primary status` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PrimaryStatus {

@@ -23,7 +23,7 @@ pub mod kinds {
 pub const MAX_TITLE: usize = 200;
 /// The longest recommendation, in characters.
 pub const MAX_RECOMMENDATION: usize = 500;
-/// The longest reasoning, in characters (ADR 0028).
+/// The longest reasoning, in characters (`docs/mcp-server.md`, asks).
 pub const MAX_REASONING: usize = 1_200;
 /// The longest note of an answer.
 pub const MAX_NOTE: usize = 2_000;

@@ -78,7 +78,7 @@ const KEPT_HANDINS: usize = 32;
 /// Void events kept per order view (the latest).
 const KEPT_VOID: usize = 8;
 
-/// Resource hints of a heavy order (ADR 0028, snifrig): all optional.
+/// Resource hints of a heavy order (`docs/mcp-server.md`, heavy orders): all optional.
 ///
 /// No `skip_serializing_if` here: the verified state keeps it in a format that needs every
 /// field; [`Hints::to_json`] writes the compact entry form.
