@@ -5,7 +5,7 @@
 //! can and see the environment they were started with. So the passphrase is never taken from
 //! an argument (process lists, shell history), an environment variable or a file: it is asked
 //! on `/dev/tty`, with echo off, or read from a pipe or socket given explicitly with
-//! `--passphrase-fd N` (for scripts and tests; a regular file is refused). ADR 0016 says why
+//! `--passphrase-fd N` (for scripts and tests; a regular file is refused). ADR 0017 says why
 //! the pipe is allowed while a terminal exists too.
 
 use std::fs::{File, OpenOptions};

@@ -12,7 +12,7 @@ use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::secrets as ops;
 use serde_json::json;
 
-use crate::common::{Acting, agent_name, open_session, with_session};
+use crate::common::{Acting, agent_name, open_session, save_or_warn, with_session};
 use crate::{clock, display};
 
 #[derive(Debug, Subcommand)]
@@ -64,7 +64,7 @@ pub fn run(cmd: SecretCommand) -> anyhow::Result<ExitCode> {
         SecretCommand::Get { name, acting } => {
             let mut session = open_session(&acting)?;
             let value = ops::get(&mut session, &name, now);
-            session.save().context("writing the verified state")?;
+            save_or_warn(&mut session);
             let opened = value?;
             // Who sent it goes to stderr: stdout is the value as it is, for a script to read.
             eprintln!(

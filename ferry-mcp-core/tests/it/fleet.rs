@@ -410,7 +410,7 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
     sync_into(&channel_b, &channel_a);
 
     // Both takes name olga's take as `after`: neither saw the other, so they race, and ADR
-    // 0016 orders them by SHA-256("ferry-race-v2\n" || olga's take's hash || roster key), lower
+    // 0017 orders them by SHA-256("ferry-race-v2\n" || olga's take's hash || roster key), lower
     // first. The keys existed before olga's take: no taker could grind a winning key.
     let mut session_a = open(&home_a, "oscar");
     let mut session_b = open(&home_b, "otto");

@@ -309,7 +309,7 @@ const MATRIX: &[(Who, Condition, [Expect; 12])] = &[
     // The master's claim and hand-in are refused before anything is written (tests below).
     (Who::Master, Condition::Normal,   [OK,        OK,       OK,       AGENTS, Na,   OK,       NOT_HOLDER, AGENTS, NOT_HOLDER, OK,    Na,        OK]),
     (Who::Master, Condition::Paused,   [OK,        OK,       OK,       AGENTS, Na,   OK,       NOT_HOLDER, AGENTS, NOT_HOLDER, OK,    Na,        OK]),
-    // Reading as the human needs only that the master key is here, sealed or not (ADR 0016).
+    // Reading as the human needs only that the master key is here, sealed or not (ADR 0017).
     (Who::Master, Condition::Locked,   [LOCKED,    OK,       OK,       AGENTS,   Na,         LOCKED,   NOT_HOLDER, AGENTS,   NOT_HOLDER, LOCKED,   Na,        LOCKED]),
     (Who::Master, Condition::Unseated, [NO_MASTER, NO_MASTER, NO_MASTER, AGENTS, Na,         NO_MASTER, NOT_HOLDER, AGENTS, NOT_HOLDER, NO_MASTER, Na,     NO_MASTER]),
 ];
@@ -525,7 +525,7 @@ fn effect<T, E: OperationError>(
 }
 
 /// Opens the actor's sealed key for the row's setup: an agent's through its unlocked copy; the
-/// master's, which is never unlocked to disk (ADR 0016), by putting its plain file back.
+/// master's, which is never unlocked to disk (ADR 0017), by putting its plain file back.
 fn self_unlock(temp: &TempChannel, who: Who) {
     if who == Who::Master {
         fs::rename(plain_master_path(temp), master_key_path(temp)).unwrap();
@@ -735,7 +735,7 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
     sync_into(&channel_b, &channel_a);
 
     // Both claims name the issue as `after`: neither saw the other, so neither ranks first by
-    // what was seen, and ADR 0016 orders them by SHA-256("ferry-race-v2\n" || the issue's hash
+    // what was seen, and ADR 0017 orders them by SHA-256("ferry-race-v2\n" || the issue's hash
     // || roster key), lower first. The keys existed before the issue: no claimant could grind
     // a winning key.
     let mut session_a = Session::open(&home_a, temp.project(), actor("alice"), now).unwrap();

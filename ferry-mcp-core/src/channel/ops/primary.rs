@@ -390,7 +390,7 @@ fn brief_writer(session: &Session) -> Result<(), PrimaryError> {
 /// Records that the acting agent is alive, when its last entry here is older than the
 /// presence interval ([`presence_every_ms`]: a few times per quiet period, at most once a
 /// minute), so that an agent calling tools always has a record dated within the quiet period
-/// and the fold never counts it silent (ADR 0016). Quietly does nothing when the agent may not
+/// and the fold never counts it silent (ADR 0017). Quietly does nothing when the agent may not
 /// write (unseated, locked, paused): liveness never refuses a call.
 pub fn note_alive(session: &mut Session, now: Timestamp) {
     let Actor::Agent(me) = session.actor().clone() else {

@@ -8,7 +8,7 @@
 //! void. Two concurrent takeovers on two machines therefore end with one primary everywhere
 //! after sync.
 //!
-//! **The quiet period is the fold's rule** (ADR 0016): a take of a role someone holds counts
+//! **The quiet period is the fold's rule** (ADR 0017): a take of a role someone holds counts
 //! only when it is dated at least the quiet period after the primary's last activity the logs
 //! prove (the latest effective time of the primary's own entries, from its take on, not after
 //! the take's), with the quiet period in force at the take's master position. A seated

@@ -1,4 +1,4 @@
-//! The tie-break that orders concurrent events of one chain (ADR 0006, ADR 0016): an order's
+//! The tie-break that orders concurrent events of one chain (ADR 0006, ADR 0017): an order's
 //! claims, the primary's takes.
 //!
 //! Why its own module: the input is the security of the race. It hashes the event both sides

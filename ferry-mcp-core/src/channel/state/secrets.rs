@@ -4,7 +4,7 @@
 //! them. A share counts when its sender is the master or a seated agent at Member or above.
 //!
 //! **Which share stands** is decided by causal rules, never by the author's claimed time
-//! (ADR 0016): a sender can date its entry as it likes, so the first version, where the latest
+//! (ADR 0017): a sender can date its entry as it likes, so the first version, where the latest
 //! by time stood, let a Member forward-date its share and replace the human's value for
 //! another agent.
 //! 1. A share from the master outranks every share from an agent: once the human has sent a
