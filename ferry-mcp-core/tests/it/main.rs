@@ -2,6 +2,7 @@
 
 mod attacks;
 mod authority;
+mod causal;
 mod channel_log;
 mod concurrency;
 mod fleet;

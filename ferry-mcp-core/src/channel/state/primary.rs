@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::race::tiebreak;
+use super::race::{self, tiebreak};
 use super::{Acted, Changes, EntryId};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
@@ -662,6 +662,29 @@ fn rules(take: bool, author: &AgentName, view: &PrimaryView) -> Result<(), Prima
 /// How concurrent events are ordered (ADR 0006): rank, tie-break, author, seq.
 type RaceKey = (u8, [u8; 32], AgentName, u64);
 
+/// Orders the valid children of a tip dated `parent` (ADR 0016): by rank; among the best rank,
+/// one dated more than the race window after the earliest loses; then by the rest of the key.
+fn sort_rivals(valid: &mut [(RaceKey, usize)], events: &[Event], parent: Timestamp) {
+    let Some(best) = valid.iter().map(|(key, _)| key.0).min() else {
+        return;
+    };
+    let rivals: Vec<usize> = valid
+        .iter()
+        .filter(|(key, _)| key.0 == best)
+        .map(|&(_, index)| index)
+        .collect();
+    let dates: Vec<Timestamp> = rivals
+        .iter()
+        .map(|&index| race::race_date(events[index].made.time, parent))
+        .collect();
+    let late: HashMap<usize, bool> = rivals.into_iter().zip(race::late(&dates)).collect();
+    valid.sort_by(|(a, ia), (b, ib)| {
+        let late_a = late.get(ia).copied().unwrap_or(false);
+        let late_b = late.get(ib).copied().unwrap_or(false);
+        (a.0, late_a, &a.1, &a.2, a.3).cmp(&(b.0, late_b, &b.1, &b.2, b.3))
+    });
+}
+
 /// The view the chain resolves to at the context's reading time, and the earliest time after
 /// it at which an event dated in the future comes due.
 fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Timestamp>) {
@@ -691,6 +714,8 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
     let root = *context.identity.masters()[0].as_bytes();
     // The log of the primary as the chain stands, whose activity a take is judged against.
     let mut holder: Option<&Activity> = None;
+    // The date of the tip: what its children are dated at least (ADR 0016, rule 2).
+    let mut tip_time = Timestamp::from_millis(0);
     while let Some(kids) = children.get(&view.tip) {
         let race_input = if view.tip == ROOT {
             root
@@ -716,7 +741,7 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
                 }
             }
         }
-        valid.sort();
+        sort_rivals(&mut valid, events, tip_time);
         let Some(&(_, winner)) = valid.first() else {
             break;
         };
@@ -743,6 +768,7 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
             holder = None;
         }
         view.tip = event.hash;
+        tip_time = race::race_date(event.made.time, tip_time);
     }
     for (index, event) in events.iter().enumerate() {
         if !decided[index] {
