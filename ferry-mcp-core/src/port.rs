@@ -16,6 +16,9 @@ use crate::channel::names::AgentName;
 use crate::channel::ops::OpsError;
 use crate::channel::ops::asks::{AskView, AsksError, RaiseRequest};
 use crate::channel::ops::fleet::{Digest, DigestLimits, Joined};
+use crate::channel::ops::legacy::{
+    Acceptance, BoardCounts, Memory, Page, PageRequest, TaskFilter, TaskRow, VerdictRow,
+};
 use crate::channel::ops::orders::{
     ClaimOutcome, ListRequest, OrderDetail, OrderList, OrdersError, SubmitRequest,
 };
@@ -177,6 +180,45 @@ pub trait Orders {
     fn order_body(&mut self, id: &str, now: Timestamp) -> Result<String, OrdersError> {
         Err(OpsError::Unsupported("order_body").into())
     }
+    /// How many orders are in each state (the legacy `channel_status`).
+    fn board_counts(&mut self, now: Timestamp) -> Result<BoardCounts, OrdersError> {
+        Err(OpsError::Unsupported("board_counts").into())
+    }
+    /// The orders matching `filter`, oldest change first (the legacy `list_tasks`).
+    fn tasks(
+        &mut self,
+        filter: Option<TaskFilter>,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<TaskRow>, OrdersError> {
+        Err(OpsError::Unsupported("tasks").into())
+    }
+    /// The board's `walk` latest changes, newest first (the legacy `list_ledger`).
+    fn board_changes(
+        &mut self,
+        walk: usize,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<TaskRow>, OrdersError> {
+        Err(OpsError::Unsupported("board_changes").into())
+    }
+    /// Review verdicts with their notes, newest first (the legacy `list_learnings`).
+    fn verdicts(
+        &mut self,
+        walk: usize,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<VerdictRow>, OrdersError> {
+        Err(OpsError::Unsupported("verdicts").into())
+    }
+    /// Acceptance per agent (the legacy `list_engines`).
+    fn acceptance(
+        &mut self,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<Acceptance>, OrdersError> {
+        Err(OpsError::Unsupported("acceptance").into())
+    }
 }
 
 /// Talk between the agents.
@@ -223,6 +265,10 @@ pub trait Primary {
     /// Whether `agent` has been quiet longer than the quiet period (or was never heard from).
     fn is_silent(&self, agent: &AgentName, now: Timestamp) -> bool {
         false
+    }
+    /// The brief and a page of the decisions, newest first (the legacy `read_memory`).
+    fn memory(&mut self, page: PageRequest, now: Timestamp) -> Result<Memory, PrimaryError> {
+        Err(OpsError::Unsupported("memory").into())
     }
 }
 

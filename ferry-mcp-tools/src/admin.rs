@@ -177,6 +177,9 @@ pub struct SearchHit {
 pub struct SearchOut {
     pub hits: Vec<SearchHit>,
     pub total: usize,
+    /// Whether hits were left out of this page (`next` then goes on).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
 }
@@ -187,7 +190,7 @@ pub(crate) static SEARCH: ToolDefinition = ToolDefinition {
     description: "Find order titles, decisions and messages to you that hold a phrase, newest first, 20 a page; pass next back as cursor.",
     input_schema: r#"{"type":"object","properties":{"query":{"type":"string"},"cursor":{"type":"string"}},"required":["query"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"hits":{"type":"array"},"total":{"type":"integer"},"next":{"type":"string"}},"required":["hits","total"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"hits":{"type":"array"},"total":{"type":"integer"},"truncated":{"type":"boolean"},"next":{"type":"string"}},"required":["hits","total"],"additionalProperties":false}"#,
     ),
     annotations: Annotations::READ_ONLY,
 };
@@ -235,6 +238,7 @@ impl Tool for FerrySearch {
                         })
                         .collect(),
                     total: page.total,
+                    truncated: page.next.is_some(),
                     next: page.next,
                 };
                 ToolOutcome::ok(facade::structured(&out), summary)

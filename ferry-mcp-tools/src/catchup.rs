@@ -54,6 +54,8 @@ pub struct BriefOut {
 pub struct DecisionOut {
     pub id: String,
     pub line: String,
+    /// When it was decided, in seconds since the Unix epoch.
+    pub at: u64,
 }
 
 /// An ask in the digest.
@@ -88,6 +90,15 @@ pub struct CatchupOut {
     pub open: Vec<OrderOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mine: Vec<OrderOut>,
+    /// How many orders `open` would list in all, when it shows fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_total: Option<usize>,
+    /// How many of the caller's orders there are, when `mine` shows fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mine_total: Option<usize>,
+    /// `open` or `mine` leaves orders out (`ferry_orders list` has them all).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub asks: Vec<AskOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,7 +117,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "A short digest: primary, brief, decisions, open orders, yours, your asks, what waits on you. Pass next back as since for only what changed.",
     input_schema: r#"{"type":"object","properties":{"since":{"type":"string"},"detail":{"type":"boolean"}},"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"open_total":{"type":"integer"},"mine_total":{"type":"integer"},"truncated":{"type":"boolean"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
     ),
     annotations: Annotations::READ_ONLY,
 };
@@ -200,8 +211,12 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
             .map(|decision| DecisionOut {
                 id: decision.id.clone(),
                 line: clean(&decision.line),
+                at: decision.at.0,
             })
             .collect(),
+        open_total: (digest.open_total > open.len()).then_some(digest.open_total),
+        mine_total: (digest.mine_total > mine.len()).then_some(digest.mine_total),
+        truncated: digest.open_total > open.len() || digest.mine_total > mine.len(),
         open,
         mine,
         asks: digest
@@ -226,10 +241,14 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
     let summary = if !changed && out.waiting_on_you.is_empty() {
         "nothing new".to_owned()
     } else {
+        let counted = |shown: usize, total: Option<usize>, what: &str| match total {
+            Some(total) => format!("{total} {what} ({shown} shown)"),
+            None => format!("{shown} {what}"),
+        };
         format!(
-            "{} open, {} yours, {} waiting on you{}",
-            out.open.len(),
-            out.mine.len(),
+            "{}, {}, {} waiting on you{}",
+            counted(out.open.len(), out.open_total, "open"),
+            counted(out.mine.len(), out.mine_total, "yours"),
             out.waiting_on_you.len(),
             out.primary
                 .as_ref()

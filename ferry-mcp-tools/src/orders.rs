@@ -147,6 +147,9 @@ pub struct OrdersOut {
     /// More orders than this answer holds: pass `next` as `since` for the rest.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// How many orders the board holds, when a list without `since` shows fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
     /// Pass as `since` to get only what changed after this answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
@@ -164,7 +167,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "The order board. list (since: cursor for changes only) | show id | claim id | release id | progress id note | handin id ref note | submit id ref note | review id verdict notes. ref: a git ref or hand-in id, never code.",
     input_schema: r#"{"type":"object","properties":{"action":{"enum":["list","show","claim","release","progress","handin","submit","review"]},"id":{"type":"string"},"since":{"type":"string"},"note":{"type":"string"},"ref":{"type":"string"},"verdict":{"enum":["accept","changes"]},"notes":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"total":{"type":"integer"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
     ),
     annotations: Annotations::APPEND,
 };
@@ -313,6 +316,7 @@ fn list(
     since: Option<String>,
     now: ferry_mcp_core::time::Timestamp,
 ) -> Result<ToolOutcome, OrdersError> {
+    let whole_board = since.is_none();
     let listed = channel.list_orders(
         &ListRequest {
             all: false,
@@ -354,9 +358,25 @@ fn list(
     let count = given;
     let mut rows = rows;
     rows.truncate(given);
+    // A capped list of the board says how many there are (those not done, as it lists them);
+    // a channel that cannot count them just does not say.
+    let total = (truncated && whole_board)
+        .then(|| channel.board_counts(now).ok())
+        .flatten()
+        .map(|counts| {
+            counts
+                .by_state
+                .iter()
+                .filter(|(state, _)| !state.is_done())
+                .map(|(_, n)| n)
+                .sum::<usize>()
+        });
     let summary = match (count, truncated, listed.reset) {
         (0, _, _) => "no orders changed".to_owned(),
-        (n, true, _) => format!("{} (more: pass next as since)", orders_count(n)),
+        (n, true, _) => match total {
+            Some(total) => format!("{n} of {total} orders (more: pass next as since)"),
+            None => format!("{} (more: pass next as since)", orders_count(n)),
+        },
         (n, false, true) => format!(
             "{} (the whole board: the cursor was from elsewhere)",
             orders_count(n)
@@ -367,6 +387,7 @@ fn list(
         OrdersOut {
             orders: Some(rows),
             truncated,
+            total,
             next: Some(next),
             reset: listed.reset,
             redacted,
@@ -434,7 +455,7 @@ fn show(
     Ok(outcome)
 }
 
-fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
+pub(crate) fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
     let mut clean = |text: &str| clean(text, redacted);
     Detail {
         id: detail.row.id.clone(),

@@ -6,7 +6,7 @@ use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::talk::{MessageView, PostRequest, ReadRequest, TalkError};
 use ferry_mcp_core::guard;
 use ferry_mcp_core::port::Channel;
-use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
+use ferry_mcp_core::shape::{ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{
     Annotations, CallContext, ReadContext, ResourceError, ResourceKind, ResourceTemplate,
     ResourceText, Tool, ToolDefinition,
@@ -165,20 +165,30 @@ fn read(
         true
     };
     let result = channel.read(&request, &mut fits, now)?;
+    // A long message's whole text is a `resource_link` content item (as an order's body is)
+    // and, for clients that hand the model only structuredContent, its `link`.
+    let mut links = Vec::new();
     for message in &result.messages {
         let clean = guard::redact(&message.text);
         redacted |= clean.redacted;
+        let uri = message
+            .long
+            .then(|| ResourceUri::new(project, MSG_KIND, &message.id).ok())
+            .flatten();
+        if let Some(uri) = &uri {
+            links.push(
+                ResourceLink::new(uri.clone(), format!("message {}", message.id))
+                    .mime_type(MSG_TEMPLATE.mime_type)
+                    .description("the message's whole text"),
+            );
+        }
         shown.push(Msg {
             id: message.id.clone(),
             from: message.from.to_string(),
             to: message.to.clone(),
             text: clean.text.into_owned(),
             reply_to: message.reply_to.clone(),
-            link: message
-                .long
-                .then(|| ResourceUri::new(project, MSG_KIND, &message.id).ok())
-                .flatten()
-                .map(|uri| uri.to_string()),
+            link: uri.map(|uri| uri.to_string()),
             void: message.void.clone(),
         });
     }
@@ -215,7 +225,11 @@ fn read(
         redacted,
         ..TalkOut::default()
     };
-    Ok(ToolOutcome::ok(facade::structured(&out), summary))
+    let mut outcome = ToolOutcome::ok(facade::structured(&out), summary);
+    for link in links {
+        outcome = outcome.with_link(link);
+    }
+    Ok(outcome)
 }
 
 /// The `msg` resource kind: `ferry://<project>/msg/<id>` is a message's whole text.

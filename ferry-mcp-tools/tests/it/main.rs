@@ -5,6 +5,7 @@ mod admin;
 mod fleet;
 mod frozen_schemas;
 mod guard;
+mod legacy;
 mod mcp_budget;
 mod orders;
 mod port;

@@ -35,6 +35,9 @@ const CATCHUP_CAP: usize = 800;
 const CATCHUP_TARGET: usize = 500;
 /// The admin group's tools/list (about 600 tokens, never loaded by default: T2).
 const ADMIN_TOOLS_LIST_CAP: usize = 600;
+/// The legacy group's tools/list (never loaded by default: T2): what it measured when it was
+/// built (1,284) and about 10% headroom.
+const LEGACY_TOOLS_LIST_CAP: usize = 1_420;
 
 /// The typical-response cap of each tool (`docs/mcp-budgets.md`, "Per-tool caps").
 fn response_cap(tool: &str) -> usize {
@@ -214,7 +217,7 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
             .iter()
             .map(|group| group.name)
             .collect::<Vec<_>>(),
-        ["admin", "core"],
+        ["admin", "core", "legacy"],
         "a new group must be opt-in and get its own budget line here"
     );
     let opt_in_by_default: usize = model_facing(&default)
@@ -225,7 +228,7 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
     assert_eq!(opt_in_by_default, 0);
     figures.insert(
         "opt_in_groups_by_default".into(),
-        json!({"tokens": opt_in_by_default, "cap": 0, "note": "the legacy group is not built yet"}),
+        json!({"tokens": opt_in_by_default, "cap": 0}),
     );
 
     // The admin group, when named (`--tools core,admin`): its own tools/list and what the
@@ -253,6 +256,43 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
             "model_facing": admin_model_total,
             "per_tool": admin_model,
             "instructions_with_core": both_instructions,
+        }),
+    );
+
+    // The legacy group, when named (`--tools legacy` adds it to the core): its own
+    // tools/list within its cap, the instructions of the whole surface still within T3.
+    let legacy = Surface::build(&[&ferry_mcp_tools::LEGACY], false).expect("the legacy group");
+    let legacy_model = model_facing(&legacy);
+    let legacy_model_total: usize = legacy_model.values().sum();
+    let mut legacy_session = Session::new(Server::new(config("demo"), legacy));
+    legacy_session.initialize("2025-11-25");
+    let legacy_wire = estimate(&legacy_session.result("tools/list", json!({})).to_string());
+    assert!(
+        legacy_wire <= LEGACY_TOOLS_LIST_CAP,
+        "legacy tools/list is {legacy_wire}"
+    );
+    let every = Surface::build(
+        &[
+            &ferry_mcp_tools::ADMIN,
+            &ferry_mcp_tools::CORE,
+            &ferry_mcp_tools::LEGACY,
+        ],
+        false,
+    )
+    .expect("every group together");
+    let every_instructions = estimate(every.instructions());
+    assert!(
+        every_instructions <= INSTRUCTIONS_CAP,
+        "{every_instructions}"
+    );
+    figures.insert(
+        "legacy_tools_list".into(),
+        json!({
+            "tokens": legacy_wire,
+            "cap": LEGACY_TOOLS_LIST_CAP,
+            "model_facing": legacy_model_total,
+            "per_tool": legacy_model,
+            "instructions_with_every_group": every_instructions,
         }),
     );
 

@@ -7,6 +7,9 @@ use super::super::names::AgentName;
 use super::super::session::Session;
 use super::asks::{AskView, AsksError, RaiseRequest};
 use super::fleet::{Digest, DigestLimits, Joined};
+use super::legacy::{
+    Acceptance, BoardCounts, Memory, Page, PageRequest, TaskFilter, TaskRow, VerdictRow,
+};
 use super::orders::{
     ClaimOutcome, ListRequest, OrderDetail, OrderList, OrdersError, SubmitRequest,
 };
@@ -14,7 +17,7 @@ use super::primary::{Liveness, PrimaryError, PrimaryStatus, Takeover};
 use super::search::{SearchError, SearchPage, SearchRequest};
 use super::status::Status;
 use super::talk::{MessageView, PostRequest, ReadRequest, ReadResult, TalkError};
-use super::{OpsError, asks, fleet, orders, primary, search, status, talk};
+use super::{OpsError, asks, fleet, legacy, orders, primary, search, status, talk};
 use crate::channel::state::orders::{OrderState, Verdict};
 use crate::port::{self, HeavyQueue};
 use crate::time::Timestamp;
@@ -104,6 +107,40 @@ impl port::Orders for Session {
     fn order_body(&mut self, id: &str, now: Timestamp) -> Result<String, OrdersError> {
         orders::body_text(self, id, now)
     }
+    fn board_counts(&mut self, now: Timestamp) -> Result<BoardCounts, OrdersError> {
+        legacy::board_counts(self, now)
+    }
+    fn tasks(
+        &mut self,
+        filter: Option<TaskFilter>,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<TaskRow>, OrdersError> {
+        legacy::tasks(self, filter, page, now)
+    }
+    fn board_changes(
+        &mut self,
+        walk: usize,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<TaskRow>, OrdersError> {
+        legacy::board_changes(self, walk, page, now)
+    }
+    fn verdicts(
+        &mut self,
+        walk: usize,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<VerdictRow>, OrdersError> {
+        legacy::verdicts(self, walk, page, now)
+    }
+    fn acceptance(
+        &mut self,
+        page: PageRequest,
+        now: Timestamp,
+    ) -> Result<Page<Acceptance>, OrdersError> {
+        legacy::acceptance(self, page, now)
+    }
 }
 
 impl port::Talk for Session {
@@ -141,6 +178,9 @@ impl port::Primary for Session {
     }
     fn is_silent(&self, agent: &AgentName, now: Timestamp) -> bool {
         primary::is_silent(self, agent, now)
+    }
+    fn memory(&mut self, page: PageRequest, now: Timestamp) -> Result<Memory, PrimaryError> {
+        legacy::memory(self, page, now)
     }
 }
 
