@@ -14,13 +14,14 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
 use crate::common::{agent_name, print, print_raw, project_id};
-use crate::{display, paths};
+use crate::{display, passphrase, paths};
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::{PublicKey, Signature};
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
 use ferry_mcp_core::time::Timestamp;
+use zeroize::Zeroizing;
 
 /// A project scope as granted: a non-empty word without spaces, commas or control characters
 /// (scopes are listed comma-separated in the agent table).
@@ -70,7 +71,8 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: MasterCommand,
     },
-    /// Seal, unlock or lock keys on this machine (passphrases are read from stdin).
+    /// Seal, unlock or lock keys on this machine (an agent's passphrase is read from stdin;
+    /// the master key's is asked on the terminal, and it is never unlocked to disk).
     Key {
         #[command(subcommand)]
         command: KeyCommand,
@@ -92,9 +94,13 @@ pub struct InitArgs {
     /// The channel folder to create (default: <state folder>/channels/<project>).
     #[arg(long)]
     channel: Option<PathBuf>,
-    /// Seal the master key with a passphrase read from stdin.
+    /// Store the master key unsealed, where every process of this OS user can read it and
+    /// sign as the human (agents with a shell tool included). Sealed by default.
     #[arg(long)]
-    seal: bool,
+    no_seal: bool,
+    /// Read the passphrase from this file descriptor (a pipe), not the terminal.
+    #[arg(long, value_name = "N")]
+    passphrase_fd: Option<i32>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -155,6 +161,9 @@ pub enum AccessCommand {
         /// The key to grant (hex), when several keys joined under the name.
         #[arg(long, value_parser = public_key)]
         key: Option<Box<PublicKey>>,
+        /// Read a sealed master key's passphrase from this file descriptor (a pipe).
+        #[arg(long, value_name = "N")]
+        passphrase_fd: Option<i32>,
     },
 }
 
@@ -170,14 +179,21 @@ pub enum MasterCommand {
         proof: Box<Signature>,
         #[arg(long, value_parser = project_id)]
         project: ProjectId,
+        /// Read a sealed master key's passphrase from this file descriptor (a pipe).
+        #[arg(long, value_name = "N")]
+        passphrase_fd: Option<i32>,
     },
     /// Make a master key on this machine for the current master to hand mastership to.
     NewKey {
         #[arg(long, value_parser = project_id)]
         project: ProjectId,
-        /// Seal the new key with a passphrase read from stdin.
+        /// Store the new key unsealed (every process of this OS user can read it). Sealed by
+        /// default.
         #[arg(long)]
-        seal: bool,
+        no_seal: bool,
+        /// Read the passphrase from this file descriptor (a pipe), not the terminal.
+        #[arg(long, value_name = "N")]
+        passphrase_fd: Option<i32>,
     },
 }
 
@@ -191,6 +207,9 @@ pub struct KeyTarget {
     master: bool,
     #[arg(long, value_parser = project_id)]
     project: ProjectId,
+    /// Read the master key's passphrase from this file descriptor (a pipe), not the terminal.
+    #[arg(long, value_name = "N")]
+    passphrase_fd: Option<i32>,
 }
 
 impl KeyTarget {
@@ -204,9 +223,10 @@ impl KeyTarget {
 
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
-    /// Seal a plain key with a passphrase (read from stdin).
+    /// Seal a plain key with a passphrase (an agent's read from stdin, the master's asked).
     Seal(KeyTarget),
-    /// Unlock a sealed key for the agents on this machine (passphrase read from stdin).
+    /// Unlock an agent's sealed key for its server on this machine (passphrase read from
+    /// stdin). The master key is never unlocked: a command that needs it asks.
     Unlock {
         #[command(flatten)]
         target: KeyTarget,
@@ -223,18 +243,41 @@ fn after_seconds(now: Timestamp, secs: u64) -> Timestamp {
     Timestamp::from_millis(now.as_millis().saturating_add(secs.saturating_mul(1000)))
 }
 
-/// The passphrase to seal a new key with: read from stdin when `--seal` is given.
-fn seal_passphrase(seal: bool) -> anyhow::Result<Option<Vec<u8>>> {
+/// The passphrase to seal a new agent key with: read from stdin when `--seal` is given.
+fn seal_passphrase(seal: bool) -> anyhow::Result<Option<Zeroizing<Vec<u8>>>> {
     seal.then(read_passphrase).transpose()
 }
 
-/// What the core takes to seal a new key: the passphrase, if any, at the default cost.
-fn sealing(passphrase: &Option<Vec<u8>>) -> Option<(&[u8], SealCost)> {
-    passphrase.as_deref().map(|p| (p, SealCost::default()))
+/// The passphrase to seal a new master key with (asked, or from `fd`), unless `no_seal`.
+fn master_passphrase(
+    no_seal: bool,
+    fd: Option<i32>,
+    project: &ProjectId,
+) -> anyhow::Result<Option<Zeroizing<Vec<u8>>>> {
+    if no_seal {
+        return Ok(None);
+    }
+    passphrase::new_passphrase(fd, &format!("the master key of {project}")).map(Some)
 }
 
-/// The first line of stdin, without its line ending.
-fn read_passphrase() -> anyhow::Result<Vec<u8>> {
+/// Once a master key was stored unsealed: every process of this OS user can sign as the human.
+fn warn_unsealed(passphrase: &Option<Zeroizing<Vec<u8>>>, project: &ProjectId) {
+    if passphrase.is_none() {
+        eprintln!(
+            "ferry: warning: the master key of {project} is stored unsealed: any process running as this OS user (an agent with a shell tool included) can sign as the human; seal it with `ferry key seal --master --project {project}`"
+        );
+    }
+}
+
+/// What the core takes to seal a new key: the passphrase, if any, at the default cost.
+fn sealing(passphrase: &Option<Zeroizing<Vec<u8>>>) -> Option<(&[u8], SealCost)> {
+    passphrase
+        .as_ref()
+        .map(|p| (p.as_slice(), SealCost::default()))
+}
+
+/// The first line of stdin, without its line ending (an agent key's passphrase).
+fn read_passphrase() -> anyhow::Result<Zeroizing<Vec<u8>>> {
     let mut line = String::new();
     std::io::stdin()
         .lock()
@@ -244,7 +287,7 @@ fn read_passphrase() -> anyhow::Result<Vec<u8>> {
     if line.is_empty() {
         bail!("no passphrase on stdin");
     }
-    Ok(line.as_bytes().to_vec())
+    Ok(Zeroizing::new(line.as_bytes().to_vec()))
 }
 
 /// A value as printed inside one line: every control character escaped, line breaks too.
@@ -310,8 +353,23 @@ fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))
 }
 
+impl AdminCommand {
+    /// The pipe a sealed master key's passphrase is read from, when the command names one.
+    fn passphrase_fd(&self) -> Option<i32> {
+        match self {
+            AdminCommand::Access {
+                command: AccessCommand::Set { passphrase_fd, .. },
+            }
+            | AdminCommand::Master {
+                command: MasterCommand::Handover { passphrase_fd, .. },
+            } => *passphrase_fd,
+            _ => None,
+        }
+    }
+}
+
 pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
-    let home = paths::home()?;
+    let home = paths::home()?.unsealing_with(passphrase::unsealer(cmd.passphrase_fd()));
     let now = crate::clock::now();
     match cmd {
         AdminCommand::Init(args) => {
@@ -319,8 +377,9 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 Some(dir) => absolute(&dir)?,
                 None => home.default_channel_dir(&args.project),
             };
-            let passphrase = seal_passphrase(args.seal)?;
+            let passphrase = master_passphrase(args.no_seal, args.passphrase_fd, &args.project)?;
             let created = ops::init(&home, &args.project, &channel, sealing(&passphrase), now)?;
+            warn_unsealed(&passphrase, &args.project);
             print(&format!(
                 "created project {} in {} (master key {})",
                 shown(&created.project),
@@ -373,6 +432,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 scopes,
                 expires_in,
                 key,
+                passphrase_fd: _,
             } => {
                 let request = GrantRequest {
                     level,
@@ -397,15 +457,27 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             }
         },
         AdminCommand::Master { command } => match command {
-            MasterCommand::Handover { to, proof, project } => {
+            MasterCommand::Handover {
+                to,
+                proof,
+                project,
+                passphrase_fd: _,
+            } => {
                 let former = ops::master_handover(&home, &project, &to, &proof, now)?;
                 print(&format!(
                     "handed mastership of {project} on to {to} (this machine's key {former} is now a former master's)"
                 ))?;
             }
-            MasterCommand::NewKey { project, seal } => {
-                let passphrase = seal_passphrase(seal)?;
+            MasterCommand::NewKey {
+                project,
+                no_seal,
+                passphrase_fd,
+            } => {
+                // An unknown project is said before a passphrase is asked for.
+                home.channel_dir(&project)?;
+                let passphrase = master_passphrase(no_seal, passphrase_fd, &project)?;
                 let made = ops::new_master_key(&home, &project, sealing(&passphrase))?;
+                warn_unsealed(&passphrase, &project);
                 let (key, proof) = (made.key, made.proof);
                 print(&format!(
                     "new master key {key} for {project}; on the master's machine run `ferry master handover --to-key {key} --proof {proof} --project {project}`"
@@ -414,7 +486,13 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
         },
         AdminCommand::Key { command } => match command {
             KeyCommand::Seal(target) => {
-                let passphrase = read_passphrase()?;
+                let passphrase = match target.holder() {
+                    KeyHolder::Master => passphrase::new_passphrase(
+                        target.passphrase_fd,
+                        &format!("the master key of {}", target.project),
+                    )?,
+                    KeyHolder::Agent(_) => read_passphrase()?,
+                };
                 home.seal_key(
                     &target.project,
                     &target.holder(),

@@ -13,7 +13,7 @@ use clap::Args;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::session::{Actor, Session};
 
-use crate::{clock, display, paths};
+use crate::{clock, display, passphrase, paths};
 
 pub(crate) fn agent_name(raw: &str) -> Result<AgentName, String> {
     AgentName::parse(raw).map_err(|err| err.to_string())
@@ -34,13 +34,19 @@ pub struct Acting {
     /// Print JSON for scripts.
     #[arg(long)]
     json: bool,
+    /// Read a sealed master key's passphrase from this file descriptor (a pipe), not the
+    /// terminal.
+    #[arg(long, value_name = "N")]
+    passphrase_fd: Option<i32>,
 }
 
 pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
-    let home = paths::home()?;
-    let actor = match &acting.agent {
-        Some(agent) => Actor::Agent(agent.clone()),
-        None => Actor::Master,
+    let (home, actor) = match &acting.agent {
+        Some(agent) => (paths::home()?, Actor::Agent(agent.clone())),
+        None => (
+            paths::home()?.unsealing_with(passphrase::unsealer(acting.passphrase_fd)),
+            Actor::Master,
+        ),
     };
     let session = Session::open(&home, &acting.project, actor, clock::now())?.for_one_operation();
     report_local_problems("ferry", &session);

@@ -85,7 +85,7 @@ fn pointer(err: &anyhow::Error) -> Option<Pointer> {
                 Some(Suffix(" (register it with `ferry channel add`)".into()))
             }
             ProjectError::InterruptedInit(project) => Some(Whole(format!(
-                "an interrupted `ferry init` left a sealed master key for {project}: run it again with --seal and the same passphrase"
+                "an interrupted `ferry init` left a sealed master key for {project}: run it again and give the same passphrase"
             ))),
             _ => None,
         };

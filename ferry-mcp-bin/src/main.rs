@@ -11,6 +11,7 @@ mod fleet;
 mod hints;
 mod mcp;
 mod orders;
+mod passphrase;
 mod paths;
 mod search;
 mod secrets;

@@ -1,6 +1,7 @@
 //! `ferry channel secret send|get|list`: a named secret for one agent, sealed to its key. The
 //! value is read from stdin, never from an argument (arguments show in process lists and shell
-//! history), and printed only by `get`, on the recipient's machine.
+//! history), and printed only by `get`, on the recipient's machine, which names its sender on
+//! stderr.
 
 use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
@@ -11,8 +12,8 @@ use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::secrets as ops;
 use serde_json::json;
 
-use crate::clock;
 use crate::common::{Acting, agent_name, open_session, save_or_warn, with_session};
+use crate::{clock, display};
 
 #[derive(Debug, Subcommand)]
 pub enum SecretCommand {
@@ -64,10 +65,16 @@ pub fn run(cmd: SecretCommand) -> anyhow::Result<ExitCode> {
             let mut session = open_session(&acting)?;
             let value = ops::get(&mut session, &name, now);
             save_or_warn(&mut session);
-            let value = value?;
-            // The value goes out as it is: it is the one thing this command prints.
+            let opened = value?;
+            // Who sent it goes to stderr: stdout is the value as it is, for a script to read.
+            eprintln!(
+                "secret {} from {} ({})",
+                display::escape(&name),
+                display::escape(opened.from.as_str()),
+                display::escape(&opened.id)
+            );
             let mut out = std::io::stdout().lock();
-            out.write_all(&value).context("writing to stdout")?;
+            out.write_all(&opened.value).context("writing to stdout")?;
             out.write_all(b"\n").context("writing to stdout")?;
             Ok(ExitCode::SUCCESS)
         }

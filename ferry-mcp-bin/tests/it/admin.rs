@@ -42,10 +42,17 @@ fn key_here(show: &str) -> String {
     row[4].to_owned()
 }
 
-/// `ferry init --project demo --channel CHANNEL`.
-fn init_args(channel: &Path) -> [&str; 5] {
+/// `ferry init --project demo --no-seal --channel CHANNEL` (the master key unsealed).
+fn init_args(channel: &Path) -> [&str; 6] {
     let channel = channel.to_str().unwrap();
-    ["init", "--project", "demo", "--channel", channel]
+    [
+        "init",
+        "--project",
+        "demo",
+        "--no-seal",
+        "--channel",
+        channel,
+    ]
 }
 
 /// `ferry channel add --project demo --channel CHANNEL`.
@@ -410,7 +417,7 @@ fn an_io_error_names_its_cause_once() {
     // The state folder is a regular file (HomeError).
     let file = dir.path().join("file");
     std::fs::write(&file, "").unwrap();
-    let err = run_err(&file, &["init", "--project", "demo"]);
+    let err = run_err(&file, &["init", "--project", "demo", "--no-seal"]);
     assert_eq!(err.matches(&cause).count(), 1, "{err}");
     // A registered channel folder replaced by a file (StoreError).
     let home = project(&dir);
@@ -455,32 +462,158 @@ fn a_failed_init_can_be_retried() {
     run_ok(&home, &init_args(&good));
 }
 
-#[test]
-fn a_sealed_master_key_must_be_unlocked_before_granting() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let channel = dir.path().join("channel");
-    ferry(&home)
+/// `ferry init` of project demo in `channel` under `home`, its master key sealed with `pw`
+/// given through stdin (`--passphrase-fd 0`): what a script does where no terminal exists.
+fn init_sealed(home: &Path, channel: &Path, pw: &str) {
+    ferry(home)
         .args([
             "init",
             "--project",
             "demo",
-            "--seal",
+            "--passphrase-fd",
+            "0",
             "--channel",
             channel.to_str().unwrap(),
         ])
-        .write_stdin("pw\n")
+        .write_stdin(format!("{pw}\n"))
         .assert()
         .success();
+}
+
+#[test]
+fn a_sealed_master_key_opens_for_one_command_with_its_passphrase_and_is_never_unlocked_to_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    init_sealed(&home, &dir.path().join("channel"), "pw");
     run_ok(&home, &join_args("fang"));
+    // No terminal here and no passphrase given: the master key stays shut.
     let err = run_err(&home, &set_args("fang", "member"));
-    insta::assert_snapshot!(err, @"ferry: the key for the master is locked (run `ferry key unlock --master --project demo`)");
-    ferry(&home)
-        .args(["key", "unlock", "--master", "--project", "demo"])
-        .write_stdin("pw\n")
-        .assert()
-        .success();
-    run_ok(&home, &set_args("fang", "member"));
+    insta::assert_snapshot!(err, @"ferry: no terminal to ask for the master key's passphrase: run this in a terminal, or give the passphrase through a pipe with --passphrase-fd N");
+    let with_fd = |pw: &str| {
+        let mut args = set_args("fang", "member").to_vec();
+        args.extend(["--passphrase-fd", "0"]);
+        ferry(&home)
+            .args(&args)
+            .write_stdin(format!("{pw}\n"))
+            .output()
+            .unwrap()
+    };
+    let wrong = with_fd("not it");
+    assert!(!wrong.status.success());
+    assert_eq!(
+        String::from_utf8(wrong.stderr).unwrap(),
+        "ferry: wrong passphrase\n"
+    );
+    assert!(with_fd("pw").status.success());
+    // `ferry key unlock` never leaves a plain copy of the master key.
+    let err = run_err_with_stdin(
+        &home,
+        &["key", "unlock", "--master", "--project", "demo"],
+        "pw\n",
+    );
+    insta::assert_snapshot!(err, @"ferry: the master key is never unlocked to disk: a command that needs it asks for its passphrase");
+    assert!(!home.join("run").join("demo").join("master.key").exists());
+    // Reading as the human needs no passphrase.
+    run_ok(&home, &["access", "show", "--project", "demo"]);
+}
+
+#[test]
+fn an_agent_with_a_shell_and_no_passphrase_cannot_approve_its_own_ask_nor_raise_its_own_level() {
+    use ferry_mcp_core::channel::home::Home;
+    use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+    use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
+    use ferry_mcp_core::channel::session::{Actor, Session};
+    use ferry_mcp_core::time::Timestamp;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    init_sealed(&home, &dir.path().join("channel"), "the human's");
+    run_ok(&home, &join_args("fang"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let now = Timestamp::from_millis(u64::try_from(now.as_millis()).unwrap());
+    let project = ProjectId::parse("demo").unwrap();
+    let fang = Actor::Agent(AgentName::parse("fang").unwrap());
+    let request = RaiseRequest {
+        title: "rotate the prod keys".into(),
+        recommendation: "approve".into(),
+        reasoning: "they are old".into(),
+    };
+    let mut session = Session::open(&Home::at(&home), &project, fang, now).unwrap();
+    let ask = asks::raise(&mut session, &request, now).unwrap();
+    session.save().unwrap();
+    // Fang's shell tool runs the human's commands: the same OS user, the same state folder,
+    // no terminal, no passphrase.
+    let logs = || -> String {
+        let Ok(logs) = std::fs::read_dir(dir.path().join("channel/logs/master")) else {
+            return String::new();
+        };
+        logs.map(|log| std::fs::read_to_string(log.unwrap().path()).unwrap())
+            .collect()
+    };
+    let before = logs();
+    for args in [
+        vec!["ask", "approve", ask.as_str(), "--project", "demo"],
+        vec!["access", "set", "fang", "orchestrator", "--project", "demo"],
+    ] {
+        let err = run_err(&home, &args);
+        assert!(err.contains("passphrase"), "{args:?}: {err}");
+    }
+    assert_eq!(logs(), before, "the master's log is unchanged");
+    let shown = run_ok(&home, &["ask", "show", ask.as_str(), "--project", "demo"]);
+    assert!(!shown.contains("approved"), "{shown}");
+}
+
+#[test]
+fn init_seals_the_master_key_by_default_and_without_a_terminal_or_a_pipe_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let channel = dir.path().join("channel");
+    let err = run_err(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--channel",
+            channel.to_str().unwrap(),
+        ],
+    );
+    insta::assert_snapshot!(err, @"ferry: no terminal to ask for the master key's passphrase: run this in a terminal, or give the passphrase through a pipe with --passphrase-fd N");
+    assert!(!channel.exists() && !home.join("projects").exists());
+    // A passphrase in a file on disk is refused, even named as a descriptor.
+    let file = dir.path().join("pw.txt");
+    std::fs::write(&file, "pw\n").unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ferry"))
+        .env("FERRY_HOME", &home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .args(["init", "--project", "demo", "--passphrase-fd", "0"])
+        .stdin(std::fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "ferry: --passphrase-fd 0 is not a pipe: a passphrase is never read from a file\n"
+    );
+    // Sealed through a pipe: the key file holds no plain secret.
+    init_sealed(&home, &channel, "pw");
+    let key = std::fs::read_to_string(home.join("projects/demo/keys/master.key")).unwrap();
+    assert!(
+        key.contains("\"sealed\"") && !key.contains("\"secret\""),
+        "{key}"
+    );
+}
+
+#[test]
+fn init_with_no_seal_warns_on_stderr_that_any_process_of_this_user_can_sign_as_the_human() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let (ok, _, stderr) = run(&home, &init_args(&dir.path().join("channel")));
+    assert!(ok, "{stderr}");
+    insta::assert_snapshot!(stderr.trim_end(), @"ferry: warning: the master key of demo is stored unsealed: any process running as this OS user (an agent with a shell tool included) can sign as the human; seal it with `ferry key seal --master --project demo`");
 }
 
 #[test]
@@ -625,6 +758,7 @@ fn ferry_home_overrides_the_state_folder_and_key_files_are_private() {
                 "init",
                 "--project",
                 "demo",
+                "--no-seal",
                 "--channel",
                 channel.to_str().unwrap(),
             ],
@@ -686,7 +820,10 @@ fn only_the_current_master_hands_mastership_on() {
     run_ok(&home, &join_args("fang"));
     let old_master = status_json(&home)["master"].as_str().unwrap().to_owned();
     let other = second_machine(&dir, &channel);
-    let made = run_ok(&other, &["master", "new-key", "--project", "demo"]);
+    let made = run_ok(
+        &other,
+        &["master", "new-key", "--project", "demo", "--no-seal"],
+    );
     let (new_master, proof) = (key_in(&made), hex_word_in(&made, 128));
     assert_eq!(status_json(&other)["master_key_here"], "not_master");
 

@@ -39,6 +39,7 @@ fn init_args(channel: &Path) -> Vec<&str> {
         "init",
         "--project",
         "demo",
+        "--no-seal",
         "--channel",
         channel.to_str().unwrap(),
     ]

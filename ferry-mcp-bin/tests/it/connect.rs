@@ -26,6 +26,7 @@ impl Setup {
             "init",
             "--project",
             "demo",
+            "--no-seal",
             "--channel",
             channel.to_str().unwrap(),
         ]);
@@ -565,7 +566,7 @@ fn connect_adds_no_env_when_ferry_home_is_not_set() {
         .ferry()
         .env_remove("FERRY_HOME")
         .env("XDG_STATE_HOME", setup.path("xdg-state"))
-        .args(["init", "--project", "demo"])
+        .args(["init", "--project", "demo", "--no-seal"])
         .output()
         .unwrap();
     assert!(out.status.success());

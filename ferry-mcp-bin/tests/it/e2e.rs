@@ -461,7 +461,7 @@ fn two_agents_an_orchestrator_and_the_human_run_the_whole_fleet_flow() {
     assert!(early.starts_with("primary_alive: "), "{early}");
 
     // The human shortens the quiet period; lead's app quits; ops2 waits until lead is silent.
-    ferry_cli(&home, &["primary", "quiet-period", "1s"]);
+    ferry_cli(&home, &["primary", "quiet-period", "8s"]);
     lead.stop();
     let waited = Instant::now();
     let silent = loop {

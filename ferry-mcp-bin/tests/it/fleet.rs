@@ -96,11 +96,11 @@ fn ferry_primary_quiet_period_takes_minutes_seconds_or_plain_seconds_and_refuses
         );
         refusals.push(format!("{bad}: {refused}"));
     }
-    for out_of_range in ["0", "31d"] {
+    for out_of_range in ["0", "7s", "31d"] {
         let refused = cli_err(&home, &["primary", "quiet-period", out_of_range]);
         assert_eq!(
             refused,
-            "ferry: a quiet period is between 1 second and 30 days"
+            "ferry: a quiet period is between 8 seconds and 30 days (presence is written at most every 2 s, and 4 times within a quiet period)"
         );
         refusals.push(format!("{out_of_range}: {refused}"));
     }

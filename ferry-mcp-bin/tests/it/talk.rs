@@ -45,7 +45,17 @@ fn project(dir: &Path, agents: &[&str], members: &[&str]) -> PathBuf {
     let home = dir.join("home");
     let channel = dir.join("channel");
     let channel = channel.to_str().unwrap();
-    run_ok(&home, &["init", "--project", "demo", "--channel", channel]);
+    run_ok(
+        &home,
+        &[
+            "init",
+            "--project",
+            "demo",
+            "--no-seal",
+            "--channel",
+            channel,
+        ],
+    );
     for name in agents {
         run_ok(
             &home,

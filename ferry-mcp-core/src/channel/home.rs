@@ -20,11 +20,18 @@
 //! <runtime>/<project>/<agent>.key          an unlocked copy of a sealed key (see below)
 //! ```
 //!
-//! **Sealing.** A key file may hold its secret sealed with a passphrase. The MCP process
-//! never sees a passphrase: the human runs `ferry key unlock`, which writes an unlocked copy
-//! (0600, with an expiry) into the *runtime* folder, which the binary puts on
-//! `$XDG_RUNTIME_DIR` (a per-user tmpfs, cleared at logout) when there is one, and which
-//! `ferry key lock` removes. A sealed key without a current unlocked copy is `locked`.
+//! **Sealing.** A key file may hold its secret sealed with a passphrase. An *agent's* sealed
+//! key is opened for its MCP process, which never sees a passphrase, by `ferry key unlock`:
+//! it writes an unlocked copy (0600, with an expiry) into the *runtime* folder, which the
+//! binary puts on `$XDG_RUNTIME_DIR` (a per-user tmpfs, cleared at logout) when there is one,
+//! and which `ferry key lock` removes. A sealed key without a current unlocked copy is
+//! `locked`.
+//!
+//! **The master key is never unlocked to disk** (ADR 0017): agents run as the same OS user
+//! and can read any file the human's commands can, so a plain copy of the master key would
+//! let an agent with a shell approve its own asks. A sealed master key is opened in memory,
+//! for one command, with the passphrase an [`Unsealer`] the binary installs asks for (from
+//! the terminal); an unlocked copy of it is never written and never read.
 
 pub mod atomic;
 pub mod seal;
@@ -68,6 +75,14 @@ pub enum HomeError {
     },
     #[error("the key for {holder} is already sealed")]
     AlreadySealed { holder: String },
+    #[error("the master key of {project} is sealed and no passphrase was given")]
+    MasterSealed { project: ProjectId },
+    #[error(
+        "the master key is never unlocked to disk: a command that needs it asks for its passphrase"
+    )]
+    MasterNeverUnlocked,
+    #[error("{0}")]
+    Passphrase(String),
     #[error("the key for {holder} is not sealed")]
     NotSealed { holder: String },
     #[error("bad file {path}: {detail}")]
@@ -172,11 +187,41 @@ pub enum PinOutcome {
 /// Registered projects with their channel folders, and the registry entries that did not read.
 pub type ProjectListing = (Vec<(ProjectId, PathBuf)>, Vec<HomeError>);
 
+/// What asks for the passphrase of a project's master key (the binary: the terminal).
+type AskPassphrase =
+    dyn Fn(&ProjectId) -> Result<zeroize::Zeroizing<Vec<u8>>, String> + Send + Sync;
+
+/// How a sealed master key is opened for one command: a passphrase asked for when the key is
+/// first needed (the binary asks the terminal), and the key kept in memory after.
+pub struct Unsealer {
+    ask: Box<AskPassphrase>,
+    opened: std::sync::Mutex<Vec<(ProjectId, SecretKey)>>,
+}
+
+impl Unsealer {
+    /// An unsealer that asks `ask` for the passphrase of a project's master key.
+    pub fn new(
+        ask: impl Fn(&ProjectId) -> Result<zeroize::Zeroizing<Vec<u8>>, String> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            ask: Box::new(ask),
+            opened: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Unsealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unsealer").finish_non_exhaustive()
+    }
+}
+
 /// The machine-local state folder (and the runtime folder for unlocked keys).
 #[derive(Debug, Clone)]
 pub struct Home {
     root: PathBuf,
     runtime: PathBuf,
+    unsealer: Option<std::sync::Arc<Unsealer>>,
 }
 
 impl Home {
@@ -184,7 +229,11 @@ impl Home {
     pub fn at(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         let runtime = root.join("run");
-        Self { root, runtime }
+        Self {
+            root,
+            runtime,
+            unsealer: None,
+        }
     }
 
     /// State under `root`; unlocked keys under `runtime`.
@@ -192,7 +241,14 @@ impl Home {
         Self {
             root: root.into(),
             runtime: runtime.into(),
+            unsealer: None,
         }
+    }
+
+    /// The same folder, opening a sealed master key with `unsealer` when a command needs it.
+    pub fn unsealing_with(mut self, unsealer: Unsealer) -> Self {
+        self.unsealer = Some(std::sync::Arc::new(unsealer));
+        self
     }
 
     /// Where `ferry init` puts a project's channel folder when none is named.
@@ -390,7 +446,13 @@ impl Home {
             return Ok(LocalKey::Missing);
         };
         let public = Self::public_of(&path, &file)?;
-        if file.sealed.is_some() && self.unlocked_copy(project, holder, &file, now)?.is_none() {
+        let locked = match holder {
+            KeyHolder::Master => file.sealed.is_some(),
+            KeyHolder::Agent(_) => {
+                file.sealed.is_some() && self.unlocked_copy(project, holder, &file, now)?.is_none()
+            }
+        };
+        if locked {
             return Ok(LocalKey::Locked(public));
         }
         Ok(LocalKey::Ready(public))
@@ -422,9 +484,12 @@ impl Home {
         now: Timestamp,
     ) -> Result<SecretKey, HomeError> {
         let (path, file) = self.existing_key_file(project, holder)?;
-        match &file.secret {
-            Some(secret) => Self::secret_of(&path, &file, secret),
-            None => self
+        match (&file.secret, &file.sealed, holder) {
+            (Some(secret), _, _) => Self::secret_of(&path, &file, secret),
+            (None, Some(sealed), KeyHolder::Master) => {
+                self.unseal_master(project, &path, &file, sealed)
+            }
+            (None, _, _) => self
                 .unlocked_copy(project, holder, &file, now)?
                 .ok_or_else(|| HomeError::Locked {
                     project: project.clone(),
@@ -432,6 +497,36 @@ impl Home {
                     flag: holder.flag(),
                 }),
         }
+    }
+
+    /// The sealed master key, opened in memory with the unsealer's passphrase (asked once).
+    fn unseal_master(
+        &self,
+        project: &ProjectId,
+        path: &Path,
+        file: &KeyFile,
+        sealed: &SealedSecret,
+    ) -> Result<SecretKey, HomeError> {
+        let Some(unsealer) = &self.unsealer else {
+            return Err(HomeError::MasterSealed {
+                project: project.clone(),
+            });
+        };
+        let mut opened = unsealer
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, key)) = opened
+            .iter()
+            .find(|(at, key)| at == project && key.public_key().to_string() == file.public)
+        {
+            return Ok(SecretKey::from_bytes(&key.to_bytes()));
+        }
+        let passphrase = (unsealer.ask)(project).map_err(HomeError::Passphrase)?;
+        let secret = zeroize::Zeroizing::new(seal::unseal(sealed, &file.public, &passphrase)?);
+        let key = Self::secret_of(path, file, &hex::encode(*secret))?;
+        opened.push((project.clone(), SecretKey::from_bytes(&key.to_bytes())));
+        Ok(key)
     }
 
     /// `holder`'s secret key, opening a sealed one with `passphrase` when it is given (no
@@ -462,6 +557,9 @@ impl Home {
         passphrase: &[u8],
         until: Option<Timestamp>,
     ) -> Result<PublicKey, HomeError> {
+        if *holder == KeyHolder::Master {
+            return Err(HomeError::MasterNeverUnlocked);
+        }
         let (path, file) = self.existing_key_file(project, holder)?;
         let Some(sealed) = &file.sealed else {
             return Err(HomeError::NotSealed {

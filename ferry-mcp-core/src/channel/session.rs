@@ -191,6 +191,7 @@ fn fold_new(
             });
         }
     }
+    state.advance(now);
     Folded { problems, refolded }
 }
 
@@ -700,12 +701,34 @@ impl Session {
                 };
                 Ok(Some(levels::authorize(self.identity(), &request)?))
             }
+            // Reading needs only that the master key is here; writing opens it (a sealed
+            // master key asks for its passphrase then, once).
+            Actor::Master if operation == Operation::Read => {
+                self.master_here(now)?;
+                Ok(None)
+            }
             Actor::Master => {
                 self.master_key(now)?;
                 Ok(None)
             }
             Actor::Observer if operation == Operation::Read => Ok(None),
             Actor::Observer => Err(OpsError::ReadOnly),
+        }
+    }
+
+    /// Whether the current master's key is on this machine (sealed or not), without opening
+    /// it; else [`OpsError::NotTheMaster`].
+    fn master_here(&self, now: Timestamp) -> Result<(), OpsError> {
+        match self
+            .home
+            .key_state(&self.project, &KeyHolder::Master, now)?
+        {
+            LocalKey::Ready(public) | LocalKey::Locked(public)
+                if public == *self.identity().master() =>
+            {
+                Ok(())
+            }
+            _ => Err(OpsError::NotTheMaster(self.project.clone())),
         }
     }
 

@@ -8,8 +8,9 @@ use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::AgentName;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest, SubmitRequest};
 use ferry_mcp_core::channel::ops::primary;
-use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds, tiebreak};
+use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds};
 use ferry_mcp_core::channel::state::primary::{ROOT, kinds as primary_kinds};
+use ferry_mcp_core::channel::state::race::tiebreak;
 use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
@@ -61,14 +62,15 @@ fn a_member_does_not_take_an_accepted_order_with_a_claim_that_names_its_issue_lo
             temp.now(),
         )
         .unwrap();
-        // The holder is whichever of the two the tie-break of ADR 0006 ranks last: under that
-        // rule alone, the thief's claim would always win.
-        let (holder, thief) = if tiebreak(&id, &public("alice")) > tiebreak(&id, &public("bob")) {
+        // The holder is whichever of the two the tie-break (ADR 0017: over the issue both
+        // claims follow) ranks last: under that rule alone, the thief's claim would always win.
+        let issue = issue_hash(&temp, &id);
+        let rank = |agent: &str| tiebreak(issue.as_bytes(), &public(agent));
+        let (holder, thief) = if rank("alice") > rank("bob") {
             ("alice", "bob")
         } else {
             ("bob", "alice")
         };
-        let issue = issue_hash(&temp, &id);
         orders::claim(&mut temp.agent_session(holder), &id, temp.now()).unwrap();
         let request = SubmitRequest {
             handin: None,
@@ -129,9 +131,10 @@ fn an_orchestrator_does_not_void_the_live_primary_with_a_take_that_names_the_roo
         .build()
         .unwrap();
     let mut fleet = ["olga", "oscar", "otto"];
-    // The primary is whoever the tie-break of ADR 0006 ranks last: under it alone, either
-    // rival's take naming the root would win.
-    fleet.sort_by_key(|agent| tiebreak("primary", &key_of(&temp, agent).public_key()));
+    // The primary is whoever the tie-break ranks last at the root (ADR 0017: its input there is
+    // the genesis master key): under it alone, either rival's take naming the root would win.
+    let genesis = temp.view().identity().masters()[0];
+    fleet.sort_by_key(|agent| tiebreak(genesis.as_bytes(), &key_of(&temp, agent).public_key()));
     let [first, second, lead] = fleet;
     primary::takeover(&mut temp.agent_session(lead), temp.now()).unwrap();
     temp.clock().advance_secs(3_600);

@@ -24,8 +24,9 @@ use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::state::SEEN_FIELD;
 use ferry_mcp_core::channel::state::asks::{AskState, Verdict, kinds as ask_kinds};
-use ferry_mcp_core::channel::state::orders::{OrderState, tiebreak};
+use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_core::channel::state::primary::kinds as primary_kinds;
+use ferry_mcp_core::channel::state::race::tiebreak;
 use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::temp_channel::TempChannel;
@@ -381,6 +382,8 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
         .unwrap();
     primary::set_quiet_period(&mut temp.master_session(), QUIET_S, temp.now()).unwrap();
     take(&temp, "olga").unwrap();
+    // The event both takes will follow: olga's.
+    let contested = temp.view().state().leadership.view().tip;
     // Machine B: a synced copy of the channel, its own state folder, and otto's key (only
     // there). Oscar's key stays on machine A.
     let project = temp.project().clone();
@@ -407,14 +410,14 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
     sync_into(&channel_b, &channel_a);
 
     // Both takes name olga's take as `after`: neither saw the other, so they race, and ADR
-    // 0006 orders them by SHA-256("ferry-race-v1\n" || "primary" || "\n" || roster key), lower
-    // first. Both inputs existed before the race: no taker could grind a winning key.
+    // 0017 orders them by SHA-256("ferry-race-v2\n" || olga's take's hash || roster key), lower
+    // first. The keys existed before olga's take: no taker could grind a winning key.
     let mut session_a = open(&home_a, "oscar");
     let mut session_b = open(&home_b, "otto");
     let key_of = |name: &str| *session_a.identity().holder(&agent(name)).unwrap();
     let (oscar_rank, otto_rank) = (
-        tiebreak("primary", &key_of("oscar")),
-        tiebreak("primary", &key_of("otto")),
+        tiebreak(contested.as_bytes(), &key_of("oscar")),
+        tiebreak(contested.as_bytes(), &key_of("otto")),
     );
     let (winner, loser) = if oscar_rank < otto_rank {
         ("oscar", "otto")

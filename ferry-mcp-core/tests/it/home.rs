@@ -1,10 +1,11 @@
 //! Machine-local state: key files, sealing, the registry, the pause switch and pins.
 
-use ferry_mcp_core::channel::home::{Home, HomeError, KeyHolder, PinOutcome, SealError};
+use ferry_mcp_core::channel::home::{Home, HomeError, KeyHolder, PinOutcome, SealError, Unsealer};
 use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::LocalKey;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::access::KeyHere;
+use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::clock::Clock;
 use ferry_mcp_testkit::temp_channel::TEST_SEAL_COST;
 
@@ -133,17 +134,58 @@ fn an_unlock_lapses_at_its_expiry() {
 fn a_wrong_passphrase_does_not_unlock() {
     let (_dir, home, project) = setup();
     let key = SecretKey::generate().unwrap();
-    home.store_key(&project, &KeyHolder::Master, &key, None)
+    let fang = KeyHolder::Agent(AgentName::parse("fang").unwrap());
+    home.store_key(&project, &fang, &key, None).unwrap();
+    home.seal_key(&project, &fang, b"right", TEST_SEAL_COST)
         .unwrap();
-    home.seal_key(&project, &KeyHolder::Master, b"right", TEST_SEAL_COST)
-        .unwrap();
-    let wrong = home.unlock_key(&project, &KeyHolder::Master, b"wrong", None);
+    let wrong = home.unlock_key(&project, &fang, b"wrong", None);
     assert!(matches!(
         wrong,
         Err(HomeError::Seal(SealError::WrongPassphrase))
     ));
-    let right = home.unlock_key(&project, &KeyHolder::Master, b"right", None);
+    let right = home.unlock_key(&project, &fang, b"right", None);
     assert_eq!(right.unwrap(), key.public_key());
+}
+
+#[test]
+fn a_sealed_master_key_is_never_unlocked_to_disk_and_opens_only_in_memory_with_its_passphrase() {
+    let (dir, home, project) = setup();
+    let key = SecretKey::generate().unwrap();
+    home.store_key(&project, &KeyHolder::Master, &key, None)
+        .unwrap();
+    home.seal_key(&project, &KeyHolder::Master, b"right", TEST_SEAL_COST)
+        .unwrap();
+    let now = Timestamp::from_millis(0);
+    assert!(matches!(
+        home.unlock_key(&project, &KeyHolder::Master, b"right", None),
+        Err(HomeError::MasterNeverUnlocked)
+    ));
+    assert!(matches!(
+        home.load_key(&project, &KeyHolder::Master, now),
+        Err(HomeError::MasterSealed { .. })
+    ));
+    // A plain copy left in the runtime folder (by an earlier version) is never read.
+    let copy = dir.path().join("home/run").join(project.as_str());
+    std::fs::create_dir_all(&copy).unwrap();
+    let plain = format!(
+        "{{\"format\":\"ferry-key/1\",\"public\":\"{}\",\"secret\":\"{}\"}}",
+        key.public_key(),
+        key.to_hex().as_str()
+    );
+    std::fs::write(copy.join("master.key"), plain).unwrap();
+    assert!(home.load_key(&project, &KeyHolder::Master, now).is_err());
+    // Opened with the passphrase an unsealer gives, asked once for many loads.
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let home = home.unsealing_with(Unsealer::new(move |_| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(zeroize::Zeroizing::new(b"right".to_vec()))
+    }));
+    for _ in 0..3 {
+        let opened = home.load_key(&project, &KeyHolder::Master, now).unwrap();
+        assert_eq!(opened.public_key(), key.public_key());
+    }
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Integration tests of ferry-mcp-core.
 
 mod attacks;
+mod authority;
 mod causal;
 mod channel_log;
 mod concurrency;

@@ -14,7 +14,8 @@ use ferry_mcp_core::channel::ops::orders::{
 };
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OperationError};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds, tiebreak};
+use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds};
+use ferry_mcp_core::channel::state::race::tiebreak;
 use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
 use serde_json::json;
@@ -308,7 +309,8 @@ const MATRIX: &[(Who, Condition, [Expect; 12])] = &[
     // The master's claim and hand-in are refused before anything is written (tests below).
     (Who::Master, Condition::Normal,   [OK,        OK,       OK,       AGENTS, Na,   OK,       NOT_HOLDER, AGENTS, NOT_HOLDER, OK,    Na,        OK]),
     (Who::Master, Condition::Paused,   [OK,        OK,       OK,       AGENTS, Na,   OK,       NOT_HOLDER, AGENTS, NOT_HOLDER, OK,    Na,        OK]),
-    (Who::Master, Condition::Locked,   [LOCKED,    LOCKED,   LOCKED,   AGENTS,   Na,         LOCKED,   NOT_HOLDER, AGENTS,   NOT_HOLDER, LOCKED,   Na,        LOCKED]),
+    // Reading as the human needs only that the master key is here, sealed or not (ADR 0017).
+    (Who::Master, Condition::Locked,   [LOCKED,    OK,       OK,       AGENTS,   Na,         LOCKED,   NOT_HOLDER, AGENTS,   NOT_HOLDER, LOCKED,   Na,        LOCKED]),
     (Who::Master, Condition::Unseated, [NO_MASTER, NO_MASTER, NO_MASTER, AGENTS, Na,         NO_MASTER, NOT_HOLDER, AGENTS, NOT_HOLDER, NO_MASTER, Na,     NO_MASTER]),
 ];
 
@@ -328,7 +330,7 @@ impl Row {
             .agent("holder", Level::Member)
             .build()
             .unwrap();
-        if condition == Condition::Locked {
+        if condition == Condition::Locked && who != Who::Master {
             temp.home()
                 .seal_key(
                     temp.project(),
@@ -403,13 +405,7 @@ impl Row {
         match self.condition {
             Condition::Normal => {}
             Condition::Paused => ops::pause(temp.home(), "matrix", temp.now()).unwrap(),
-            Condition::Locked => {
-                assert!(
-                    temp.home()
-                        .lock_key(temp.project(), &self.who.key_holder())
-                        .unwrap()
-                );
-            }
+            Condition::Locked => self_lock(temp, self.who),
             Condition::Unseated if self.who == Who::Master => {
                 fs::rename(
                     master_key_path(temp),
@@ -524,10 +520,42 @@ fn effect<T, E: OperationError>(
     }
 }
 
+/// Opens the actor's sealed key for the row's setup: an agent's through its unlocked copy; the
+/// master's, which is never unlocked to disk (ADR 0017), by putting its plain file back.
 fn self_unlock(temp: &TempChannel, who: Who) {
+    if who == Who::Master {
+        fs::rename(plain_master_path(temp), master_key_path(temp)).unwrap();
+        return;
+    }
     temp.home()
         .unlock_key(temp.project(), &who.key_holder(), PASSPHRASE, None)
         .unwrap();
+}
+
+/// Locks the actor's key: an agent's unlocked copy removed; the master's plain file set aside
+/// and the key sealed (no passphrase is given to the session: it stays shut).
+fn self_lock(temp: &TempChannel, who: Who) {
+    if who == Who::Master {
+        fs::copy(master_key_path(temp), plain_master_path(temp)).unwrap();
+        temp.home()
+            .seal_key(
+                temp.project(),
+                &who.key_holder(),
+                PASSPHRASE,
+                TEST_SEAL_COST,
+            )
+            .unwrap();
+        return;
+    }
+    assert!(
+        temp.home()
+            .lock_key(temp.project(), &who.key_holder())
+            .unwrap()
+    );
+}
+
+fn plain_master_path(temp: &TempChannel) -> PathBuf {
+    master_key_path(temp).with_extension("plain")
 }
 
 fn master_key_path(temp: &TempChannel) -> PathBuf {
@@ -651,6 +679,8 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
         .build()
         .unwrap();
     let id = issue(&temp, "one order, two claimants");
+    // The event both claims will follow: the order's issue.
+    let contested = temp.view().order(&id.parse().unwrap()).unwrap().view().tip;
     let now = temp.now();
     // Machine B: a synced copy of the channel, its own state folder, and bob's key (only there).
     let home_a = temp.home().clone();
@@ -694,14 +724,17 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
     sync_into(&channel_b, &channel_a);
 
     // Both claims name the issue as `after`: neither saw the other, so neither ranks first by
-    // what was seen, and ADR 0006 orders them by SHA-256("ferry-race-v1\n" || order id || "\n"
-    // || roster key), lower first. Both inputs existed before the race (the id when the order
-    // was issued, the keys when the agents joined): no claimant could grind a winning key.
+    // what was seen, and ADR 0017 orders them by SHA-256("ferry-race-v2\n" || the issue's hash
+    // || roster key), lower first. The keys existed before the issue: no claimant could grind
+    // a winning key.
     let mut session_a = Session::open(&home_a, temp.project(), actor("alice"), now).unwrap();
     let mut session_b = Session::open(&home_b, temp.project(), actor("bob"), now).unwrap();
     let key_of = |name: &str| *session_a.identity().holder(&agent(name)).unwrap();
     let (alice_key, bob_key) = (key_of("alice"), key_of("bob"));
-    let (alice_rank, bob_rank) = (tiebreak(&id, &alice_key), tiebreak(&id, &bob_key));
+    let (alice_rank, bob_rank) = (
+        tiebreak(contested.as_bytes(), &alice_key),
+        tiebreak(contested.as_bytes(), &bob_key),
+    );
     let (winner, loser) = if alice_rank < bob_rank {
         ("alice", "bob")
     } else {

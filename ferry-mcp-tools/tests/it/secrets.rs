@@ -121,7 +121,7 @@ fn the_talk_answers_of_an_agent_that_was_sent_a_secret_hold_no_trace_of_it() {
     talk_ops::post(&mut master, &request, temp.now()).unwrap();
     // The secret does open for bob, outside the tools.
     let opened = secrets::get(&mut temp.agent_session("bob"), "deploy-token", temp.now()).unwrap();
-    assert_eq!(opened, value.as_bytes());
+    assert_eq!(opened.value, value.as_bytes());
 
     let mut session = agent(&temp, "bob");
     let mut answers = vec![

@@ -103,7 +103,7 @@ impl OpsError {
     pub fn code(&self) -> &'static str {
         match self {
             OpsError::Home(HomeError::UnknownProject(_)) => "unknown_project",
-            OpsError::Home(HomeError::Locked { .. }) => "locked",
+            OpsError::Home(HomeError::Locked { .. } | HomeError::MasterSealed { .. }) => "locked",
             OpsError::Home(HomeError::KeyMissing { .. }) => "key_missing",
             OpsError::Home(_) => "machine_state",
             OpsError::Store(_) => "channel_io",

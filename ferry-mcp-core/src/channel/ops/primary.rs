@@ -16,8 +16,9 @@ use crate::channel::levels::Operation;
 use crate::channel::names::AgentName;
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::primary::{
-    BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, PrimaryReleaseBody, PrimaryVoid,
-    SettingsBody, StandbyBody, TakeBody,
+    BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, MIN_QUIET_PERIOD_S, PRESENCE_FLOOR_MS,
+    PRESENCE_PER_QUIET_PERIOD, PrimaryReleaseBody, PrimaryVoid, SettingsBody, StandbyBody,
+    TakeBody, presence_every_ms,
 };
 use crate::guard::TextUse;
 use crate::time::Timestamp;
@@ -51,7 +52,12 @@ pub enum PrimaryError {
     DoesNotCount { reason: PrimaryVoid },
     #[error("only the human (the master key) may {action}")]
     HumanOnly { action: &'static str },
-    #[error("a quiet period is between 1 second and 30 days")]
+    /// Below the minimum, presence could not be written often enough for an agent calling
+    /// tools to be heard within the period.
+    #[error(
+        "a quiet period is between {MIN_QUIET_PERIOD_S} seconds and 30 days (presence is written at most every {} s, and {PRESENCE_PER_QUIET_PERIOD} times within a quiet period)",
+        PRESENCE_FLOOR_MS / 1000
+    )]
     QuietPeriodOutOfRange,
     #[error("a brief is an agent's")]
     BriefIsAnAgents,
@@ -99,8 +105,6 @@ impl Liveness {
 
 /// An agent counts as alive at most this long after it was last heard from.
 pub const ALIVE_FOR_S: u64 = 120;
-/// A tool call records that its agent is alive at most this often (`docs/mcp-server.md`, presence).
-pub const PRESENCE_EVERY_MS: u64 = 60_000;
 pub use crate::channel::body::PRESENCE;
 
 /// How long ago `agent` was heard from here, and what that makes it, at `now`.
@@ -215,11 +219,14 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, Prima
     session.authorize(Operation::TakeOver, None, now)?;
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
-    match session.state().leadership.judge(true, &me) {
-        Ok(()) => {}
+    // The fold's judgement; a primary still active by its rule is first worded by liveness,
+    // as this machine heard it.
+    let judged = match session.state().leadership.judge(true, &me, now) {
         Err(PrimaryVoid::AlreadyPrimary) => return Ok(Takeover::AlreadyPrimary),
+        Err(reason @ PrimaryVoid::PrimaryActive { .. }) => Err(reason),
         Err(reason) => return Err(PrimaryError::DoesNotCount { reason }),
-    }
+        Ok(()) => Ok(()),
+    };
     if let Some(primary) = &view.primary
         && let Some((age, state)) = liveness(session, primary, now)
         && state != Liveness::Silent
@@ -231,6 +238,7 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, Prima
             quiet_period_s: session.state().leadership.quiet_period_s(),
         });
     }
+    judged.map_err(|reason| PrimaryError::DoesNotCount { reason })?;
     let body = TakeBody {
         after: view.tip,
         seen: None,
@@ -273,7 +281,7 @@ pub fn release(session: &mut Session, now: Timestamp) -> Result<(), PrimaryError
     session.refresh(now);
     let me = me(session).ok_or(OpsError::ReadOnly)?;
     let view = session.state().leadership.view().clone();
-    match session.state().leadership.judge(false, &me) {
+    match session.state().leadership.judge(false, &me, now) {
         Ok(()) => {}
         Err(PrimaryVoid::NotPrimary { .. }) => {
             return Err(PrimaryError::NotPrimary {
@@ -302,7 +310,7 @@ pub fn set_quiet_period(
             action: "set the quiet period",
         });
     }
-    if seconds == 0 || seconds > 30 * 24 * 3600 {
+    if !(MIN_QUIET_PERIOD_S..=30 * 24 * 3600).contains(&seconds) {
         return Err(PrimaryError::QuietPeriodOutOfRange);
     }
     session.append(
@@ -379,17 +387,20 @@ fn brief_writer(session: &Session) -> Result<(), PrimaryError> {
     }
 }
 
-/// Records that the acting agent is alive, when its last entry here is older than a minute
-/// (at most one small signed record per agent per minute of activity). Quietly does nothing
-/// when the agent may not write (unseated, locked, paused): liveness never refuses a call.
+/// Records that the acting agent is alive, when its last entry here is older than the
+/// presence interval ([`presence_every_ms`]: a few times per quiet period, at most once a
+/// minute), so that an agent calling tools always has a record dated within the quiet period
+/// and the fold never counts it silent (ADR 0017). Quietly does nothing when the agent may not
+/// write (unseated, locked, paused): liveness never refuses a call.
 pub fn note_alive(session: &mut Session, now: Timestamp) {
     let Actor::Agent(me) = session.actor().clone() else {
         return;
     };
+    let every = presence_every_ms(session.state().leadership.quiet_period_s());
     let recent = session
         .state()
         .heard(&me)
-        .is_some_and(|at| now.as_millis().saturating_sub(at.as_millis()) < PRESENCE_EVERY_MS);
+        .is_some_and(|at| now.as_millis().saturating_sub(at.as_millis()) < every);
     if recent || session.authorize(Operation::HandIn, None, now).is_err() {
         return;
     }

@@ -83,7 +83,7 @@ pub fn init(
             home.store_key(project, &KeyHolder::Master, &key, passphrase)?;
             key
         }
-        Err(HomeError::Locked { .. }) => {
+        Err(HomeError::Locked { .. } | HomeError::MasterSealed { .. }) => {
             return Err(ProjectError::InterruptedInit(project.clone()));
         }
         Err(other) => return Err(other.into()),

@@ -100,19 +100,37 @@ pub fn send(
         })?;
     let sealed = secret::seal(&key, value)?;
     let blob = session.channel().put_blob(&sealed)?;
+    // It replaces the share that stands now (the chain an agent's share is judged by).
+    let after = session
+        .state()
+        .secrets
+        .standing(to, name, session.identity())
+        .map(|share| share.hash);
     let body = ShareBody {
         name: name.to_owned(),
         to: to.clone(),
         key,
         blob: blob.to_hex(),
+        after,
         seen: None,
     };
     let entry = session.append(Operation::Post, None, &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
-/// Opens secret `name` sent to the acting agent, with its key on this machine.
-pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>, SecretsError> {
+/// A secret opened: its value and who sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opened {
+    pub value: Vec<u8>,
+    /// The sender's name (`master` for the human).
+    pub from: AgentName,
+    /// The share's id.
+    pub id: String,
+}
+
+/// Opens secret `name` sent to the acting agent, with its key on this machine: the share that
+/// stands by the fold's causal rules, with who sent it.
+pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Opened, SecretsError> {
     check_name(name)?;
     let Actor::Agent(me) = session.actor().clone() else {
         return Err(SecretsError::AgentsOnly);
@@ -122,7 +140,7 @@ pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>,
     let share = session
         .state()
         .secrets
-        .latest(&me, name, session.identity())
+        .standing(&me, name, session.identity())
         .cloned()
         .ok_or_else(|| SecretsError::NotSent {
             name: name.to_owned(),
@@ -142,7 +160,11 @@ pub fn get(session: &mut Session, name: &str, now: Timestamp) -> Result<Vec<u8>,
         .parse()
         .map_err(|_| SecretsError::BadBlob(name.to_owned()))?;
     let sealed = session.channel().get_blob(&blob)?;
-    Ok(secret::open(&key, &sealed)?)
+    Ok(Opened {
+        value: secret::open(&key, &sealed)?,
+        from: share.from.clone(),
+        id: share.id.to_string(),
+    })
 }
 
 /// The names of the secrets sent to the acting agent (never their values).

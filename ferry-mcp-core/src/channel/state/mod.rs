@@ -452,6 +452,13 @@ impl ChannelState {
         self.dropped_problems + self.identity.dropped_problems()
     }
 
+    /// Judges again what depends on the reading time `now` (an event dated in the future
+    /// counts from its time): the folds stay pure, the time is passed in.
+    pub fn advance(&mut self, now: Timestamp) {
+        self.leadership
+            .advance(now, &self.identity, &mut self.changes);
+    }
+
     /// Folds one verified entry, first folded on this machine at `arrived`. The lazy folds
     /// [`needs`] names must be loaded: one that is not is marked ([`ChannelState::take_unpaged`])
     /// and the entry is not folded.

@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Acted, Changes, EntryId, race};
+use super::race::{self, tiebreak};
+use super::{Acted, Changes, EntryId};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
 use crate::channel::keys::PublicKey;
@@ -1591,16 +1592,6 @@ fn initial_view(issue: &Issue, counts: bool) -> OrderView {
     }
 }
 
-/// The race tie-break of ADR 0006: `SHA-256("ferry-race-v1\n" || thing id || "\n" || key)`.
-pub fn tiebreak(thing: &str, key: &PublicKey) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(b"ferry-race-v1\n");
-    hasher.update(thing.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(key.as_bytes());
-    hasher.finalize().into()
-}
-
 /// Whether the issue counts: the master's, or an Orchestrator's whose grant was in force.
 fn issue_counts(id: &EntryId, issue: &Issue, identity: &Identity) -> bool {
     if issue.by_master {
@@ -1886,7 +1877,7 @@ fn race_winner(
     order: &Order,
     valid: &[usize],
     pinned: &HashSet<EntryHash>,
-    thing: &str,
+    contested: &EntryHash,
     parent: Timestamp,
 ) -> Option<usize> {
     let standing = |index: usize| {
@@ -1911,7 +1902,7 @@ fn race_winner(
             let made = &order.events[index].made;
             (
                 late,
-                tiebreak(thing, &made.key),
+                tiebreak(contested.as_bytes(), &made.key),
                 made.author.clone(),
                 made.seq,
             )
@@ -1926,7 +1917,6 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
     if !view.counts {
         return view;
     }
-    let thing = order.id.to_string();
     let mut children: HashMap<EntryHash, Vec<usize>> = HashMap::new();
     for (index, event) in order.events.iter().enumerate() {
         children.entry(event.after).or_default().push(index);
@@ -1951,7 +1941,7 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
                 }
             }
         }
-        let Some(winner) = race_winner(order, &valid, &pinned, &thing, floor.1) else {
+        let Some(winner) = race_winner(order, &valid, &pinned, &tip, floor.1) else {
             break;
         };
         for &loser in valid.iter().filter(|&&index| index != winner) {

@@ -4,10 +4,17 @@
 //! `primary.release` names `after`, the latest such event its author had folded (the chain
 //! starts at [`ROOT`], no primary). Among the children of the tip that are valid (a take by an
 //! Orchestrator in force; a release by the primary itself), the least by rank, then by the
-//! tie-break over the taker's roster key, wins; the others are void. Two concurrent takeovers
-//! on two machines therefore end with one primary everywhere after sync, with no clock
-//! compared. Whether the primary was silent enough to take over is the taker's machine's check
-//! when it writes (ADR 0005: liveness depends on the reading time and is never folded).
+//! tie-break over the tip and the taker's roster key ([`super::race`]), wins; the others are
+//! void. Two concurrent takeovers on two machines therefore end with one primary everywhere
+//! after sync.
+//!
+//! **The quiet period is the fold's rule** (ADR 0017): a take of a role someone holds counts
+//! only when it is dated at least the quiet period after the primary's last activity the logs
+//! prove (the latest effective time of the primary's own entries, from its take on, not after
+//! the take's), with the quiet period in force at the take's master position. A seated
+//! Orchestrator signing its own take while the primary posted a second ago takes nothing, on
+//! every machine. An event dated after the reading time does not count before its time: the
+//! fold is given the reading time ([`Leadership::advance`]) and never reads a clock.
 //! `primary.standby` records that an agent waits; it changes nothing.
 //!
 //! **Settings** (`settings`, master-signed): the quiet period after which an agent counts as
@@ -20,8 +27,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::orders::tiebreak;
-use super::{Acted, Changes, EntryId, race};
+use super::race::{self, tiebreak};
+use super::{Acted, Changes, EntryId};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
 use crate::channel::keys::PublicKey;
@@ -44,6 +51,22 @@ pub const ROOT: EntryHash = EntryHash::ZERO;
 
 /// The quiet period when the master set none: after it an agent counts as silent.
 pub const DEFAULT_QUIET_PERIOD_S: u64 = 300;
+/// The shortest presence interval: a tool call writes presence at most this often.
+pub const PRESENCE_FLOOR_MS: u64 = 2_000;
+/// The longest presence interval (with a long quiet period).
+pub const PRESENCE_CEILING_MS: u64 = 60_000;
+/// How many presence records an active agent writes within one quiet period, at least.
+pub const PRESENCE_PER_QUIET_PERIOD: u64 = 4;
+/// The shortest quiet period the presence interval can serve: an agent active within it
+/// always has a record dated within it.
+pub const MIN_QUIET_PERIOD_S: u64 = PRESENCE_FLOOR_MS * PRESENCE_PER_QUIET_PERIOD / 1000;
+
+/// How often a tool call records that its agent is alive, for `quiet_period_s`: a few times per
+/// quiet period, so that an agent calling tools is never silent by the fold's rule.
+pub fn presence_every_ms(quiet_period_s: u64) -> u64 {
+    (quiet_period_s.saturating_mul(1000) / PRESENCE_PER_QUIET_PERIOD)
+        .clamp(PRESENCE_FLOOR_MS, PRESENCE_CEILING_MS)
+}
 /// The most constraint lines a brief keeps.
 pub const MAX_CONSTRAINTS: usize = 5;
 /// The longest objective, constraint line or decision, in characters.
@@ -136,6 +159,24 @@ struct Event {
     after: EntryHash,
 }
 
+/// The effective times of one log's entries from its first take of the role on: what proves
+/// its author active while it was primary. Effective times never go back in a log, so the list
+/// is sorted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Activity {
+    author: AgentName,
+    key: PublicKey,
+    times: Vec<Timestamp>,
+}
+
+impl Activity {
+    /// The latest activity at or before `at`.
+    fn latest_by(&self, at: Timestamp) -> Option<Timestamp> {
+        let upto = self.times.partition_point(|time| *time <= at);
+        upto.checked_sub(1).map(|index| self.times[index])
+    }
+}
+
 /// Who is primary, as resolved from the chain.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrimaryView {
@@ -168,6 +209,16 @@ pub enum PrimaryVoid {
     LostRace { winner: AgentName },
     #[error("it follows an event that does not count")]
     FollowsVoid,
+    /// A take dated within the quiet period after the primary's last proven activity.
+    #[error("{primary} was active at {active_ms} (ms): a take counts from {from_ms}")]
+    PrimaryActive {
+        primary: AgentName,
+        active_ms: u64,
+        from_ms: u64,
+    },
+    /// Dated after the reading time: it does not count before its time.
+    #[error("dated in the future ({at_ms} ms)")]
+    NotYet { at_ms: u64 },
 }
 
 impl PrimaryVoid {
@@ -207,8 +258,15 @@ pub struct Leadership {
     /// The stamp of the primary's last change.
     changed: u64,
     standby: BTreeMap<AgentName, Timestamp>,
-    /// The quiet period in seconds and the master position that set it.
-    quiet_period_s: Option<(MasterPos, u64)>,
+    /// Every quiet period the master set, with the master position that set it, in master
+    /// order: a take is judged by the one in force at its position.
+    quiet_periods: Vec<(MasterPos, u64)>,
+    /// The activity of every log that ever took the role (see [`Activity`]).
+    activity: Vec<Activity>,
+    /// The reading time the chain was last resolved at ([`Leadership::advance`]).
+    as_of: Timestamp,
+    /// The earliest time after `as_of` at which an event dated in the future comes due.
+    due: Option<Timestamp>,
     briefs: BTreeMap<AgentName, Brief>,
     decisions: VecDeque<Decision>,
     problems: Vec<FoldProblem>,
@@ -224,7 +282,10 @@ impl Default for Leadership {
             },
             changed: 0,
             standby: BTreeMap::new(),
-            quiet_period_s: None,
+            quiet_periods: Vec::new(),
+            activity: Vec::new(),
+            as_of: Timestamp::default(),
+            due: None,
             briefs: BTreeMap::new(),
             decisions: VecDeque::new(),
             problems: Vec::new(),
@@ -247,12 +308,42 @@ impl Leadership {
         }
     }
 
-    /// Who is primary.
-    /// Whether a take (`take`) or a release that `author` is about to write, following the
-    /// chain's tip, would count by the role's rules: the fold's own judgement, against the
-    /// primary as it stands. Standing is the session's authorize to judge and word.
-    pub(crate) fn judge(&self, take: bool, author: &AgentName) -> Result<(), PrimaryVoid> {
-        rules(take, author, &self.view)
+    /// Whether a take (`take`) or a release that `author` is about to write at `now`,
+    /// following the chain's tip, would count by the role's rules: the fold's own judgement
+    /// (the quiet period included), against the primary as it stands. Standing is the
+    /// session's authorize to judge and word.
+    pub(crate) fn judge(
+        &self,
+        take: bool,
+        author: &AgentName,
+        now: Timestamp,
+    ) -> Result<(), PrimaryVoid> {
+        rules(take, author, &self.view)?;
+        match (take, &self.view.primary) {
+            (true, Some(primary)) => quiet_rule(
+                primary,
+                self.primary_activity(),
+                now,
+                self.quiet_period_at(None),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// The activity of the primary as the chain stands.
+    fn primary_activity(&self) -> Option<&Activity> {
+        let tip = self
+            .events
+            .iter()
+            .find(|event| event.hash == self.view.tip)?;
+        self.activity
+            .iter()
+            .find(|log| log.key == tip.made.key && log.author == tip.made.author)
+    }
+
+    /// The quiet period in force at master position `pos` (the latest setting when `None`).
+    fn quiet_period_at(&self, pos: Option<MasterPos>) -> u64 {
+        quiet_period_at(&self.quiet_periods, pos)
     }
 
     pub fn view(&self) -> &PrimaryView {
@@ -266,8 +357,7 @@ impl Leadership {
 
     /// The quiet period: the master's setting, or the default.
     pub fn quiet_period_s(&self) -> u64 {
-        self.quiet_period_s
-            .map_or(DEFAULT_QUIET_PERIOD_S, |(_, seconds)| seconds)
+        self.quiet_period_at(None)
     }
 
     /// Agents that recorded that they wait, with when.
@@ -299,6 +389,10 @@ impl Leadership {
     }
 
     pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
+        self.as_of = self.as_of.max(acted.arrived);
+        if !acted.by_master {
+            self.note_activity(acted);
+        }
         match acted.kind() {
             kinds::TAKE | kinds::RELEASE => {
                 let after = if acted.kind() == kinds::TAKE {
@@ -313,8 +407,17 @@ impl Leadership {
                 if acted.by_master {
                     return self.report(acted, "the master is never primary".into());
                 }
+                let take = acted.kind() == kinds::TAKE;
+                if take && !self.tracks(acted) {
+                    // From its first take on, its log's entries prove its author active.
+                    self.activity.push(Activity {
+                        author: acted.author.clone(),
+                        key: *acted.key,
+                        times: vec![acted.time],
+                    });
+                }
                 self.events.push(Event {
-                    take: acted.kind() == kinds::TAKE,
+                    take,
                     made: Made::from(acted),
                     hash: *acted.entry.hash(),
                     after,
@@ -326,10 +429,13 @@ impl Leadership {
             }
             kinds::SETTINGS if acted.by_master => match SettingsBody::deserialize(acted.body()) {
                 Ok(body) => {
-                    let newer = self.quiet_period_s.is_none_or(|(pos, _)| acted.pos >= pos);
-                    if newer {
-                        self.quiet_period_s = Some((acted.pos, body.quiet_period_s));
-                    }
+                    let at = self
+                        .quiet_periods
+                        .partition_point(|(pos, _)| *pos <= acted.pos);
+                    self.quiet_periods
+                        .insert(at, (acted.pos, body.quiet_period_s));
+                    // Takes already folded are judged by the period in force at theirs.
+                    self.rejudge(identity, changes);
                 }
                 Err(err) => self.report(acted, format!("bad settings: {err}")),
             },
@@ -409,14 +515,97 @@ impl Leadership {
         }
     }
 
+    /// Whether `acted`'s log is one whose activity is kept.
+    fn tracks(&self, acted: &Acted<'_>) -> bool {
+        self.activity
+            .iter()
+            .any(|log| log.key == *acted.key && log.author == *acted.author)
+    }
+
+    /// Records `acted` as activity of its log, if that log ever took the role.
+    fn note_activity(&mut self, acted: &Acted<'_>) {
+        let Some(log) = self
+            .activity
+            .iter_mut()
+            .find(|log| log.key == *acted.key && log.author == *acted.author)
+        else {
+            return;
+        };
+        // In log order effective times never go back; a replayed log keeps the list sorted.
+        let at = log.times.partition_point(|time| *time <= acted.time);
+        if at == 0 || log.times[at - 1] != acted.time {
+            log.times.insert(at, acted.time);
+        }
+    }
+
+    /// Resolves the chain again at the reading time `now`, when an event dated in the future
+    /// may have come due since it was last resolved. Pure: the reading time is a parameter.
+    pub fn advance(&mut self, now: Timestamp, identity: &Identity, changes: &mut Changes) {
+        let due = self.due.is_some_and(|due| due <= now);
+        self.as_of = self.as_of.max(now);
+        if due {
+            self.rejudge(identity, changes);
+        }
+    }
+
     /// Resolves the chain again (an event came, or a seat changed).
     pub fn rejudge(&mut self, identity: &Identity, changes: &mut Changes) {
-        let view = resolve(&self.events, identity);
+        let context = Context {
+            identity,
+            activity: &self.activity,
+            quiet_periods: &self.quiet_periods,
+            now: self.as_of,
+        };
+        let (view, due) = resolve(&self.events, &context);
+        self.due = due;
         if view != self.view {
             self.view = view;
             self.changed = changes.stamp();
         }
     }
+}
+
+/// The quiet period in force at master position `pos` among `settings` (in master order).
+fn quiet_period_at(settings: &[(MasterPos, u64)], pos: Option<MasterPos>) -> u64 {
+    let upto = match pos {
+        Some(pos) => settings.partition_point(|(at, _)| *at <= pos),
+        None => settings.len(),
+    };
+    upto.checked_sub(1)
+        .map_or(DEFAULT_QUIET_PERIOD_S, |index| settings[index].1)
+}
+
+/// The quiet-period rule: a take dated `at` of the role `primary` holds counts only when the
+/// primary's last activity at or before `at` is at least `quiet_period_s` older.
+fn quiet_rule(
+    primary: &AgentName,
+    activity: Option<&Activity>,
+    at: Timestamp,
+    quiet_period_s: u64,
+) -> Result<(), PrimaryVoid> {
+    let Some(active) = activity.and_then(|log| log.latest_by(at)) else {
+        return Ok(());
+    };
+    let from = active
+        .as_millis()
+        .saturating_add(quiet_period_s.saturating_mul(1000));
+    if at.as_millis() < from {
+        return Err(PrimaryVoid::PrimaryActive {
+            primary: primary.clone(),
+            active_ms: active.as_millis(),
+            from_ms: from,
+        });
+    }
+    Ok(())
+}
+
+/// What the chain is resolved against besides its events.
+struct Context<'a> {
+    identity: &'a Identity,
+    activity: &'a [Activity],
+    quiet_periods: &'a [(MasterPos, u64)],
+    /// The reading time.
+    now: Timestamp,
 }
 
 /// Whether a take (or a release) by `made` may follow the chain's tip, where `view` stands:
@@ -425,17 +614,36 @@ fn judge(
     take: bool,
     made: &Made,
     view: &PrimaryView,
-    identity: &Identity,
+    primary: Option<&Activity>,
+    context: &Context<'_>,
 ) -> Result<(), PrimaryVoid> {
-    match (take, made.level(identity)) {
-        (_, None) => Err(PrimaryVoid::Unseated {
-            author: made.author.clone(),
-        }),
-        (true, Some(level)) if level < Level::Orchestrator => Err(PrimaryVoid::LevelTooLow {
-            author: made.author.clone(),
-            level,
-        }),
-        _ => rules(take, &made.author, view),
+    if made.time > context.now {
+        return Err(PrimaryVoid::NotYet {
+            at_ms: made.time.as_millis(),
+        });
+    }
+    match (take, made.level(context.identity)) {
+        (_, None) => {
+            return Err(PrimaryVoid::Unseated {
+                author: made.author.clone(),
+            });
+        }
+        (true, Some(level)) if level < Level::Orchestrator => {
+            return Err(PrimaryVoid::LevelTooLow {
+                author: made.author.clone(),
+                level,
+            });
+        }
+        _ => rules(take, &made.author, view)?,
+    }
+    match (take, &view.primary) {
+        (true, Some(holder)) => quiet_rule(
+            holder,
+            primary,
+            made.time,
+            quiet_period_at(context.quiet_periods, Some(made.pos)),
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -477,7 +685,9 @@ fn sort_rivals(valid: &mut [(RaceKey, usize)], events: &[Event], parent: Timesta
     });
 }
 
-fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
+/// The view the chain resolves to at the context's reading time, and the earliest time after
+/// it at which an event dated in the future comes due.
+fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Timestamp>) {
     let mut view = PrimaryView {
         tip: ROOT,
         ..PrimaryView::default()
@@ -494,17 +704,32 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
         view.voided
             .push((event.made.id.clone(), event.made.author.clone(), reason));
     };
+    let due = events
+        .iter()
+        .map(|event| event.made.time)
+        .filter(|time| *time > context.now)
+        .min();
+    // The root's race is the first in a channel: its input is the genesis master key, which
+    // no one knew before the channel was made (ROOT is the same in every channel).
+    let root = *context.identity.masters()[0].as_bytes();
+    // The log of the primary as the chain stands, whose activity a take is judged against.
+    let mut holder: Option<&Activity> = None;
     // The date of the tip: what its children are dated at least (ADR 0016, rule 2).
     let mut tip_time = Timestamp::from_millis(0);
     while let Some(kids) = children.get(&view.tip) {
+        let race_input = if view.tip == ROOT {
+            root
+        } else {
+            *view.tip.as_bytes()
+        };
         let mut valid: Vec<(RaceKey, usize)> = Vec::new();
         for &index in kids {
             let event = &events[index];
-            match judge(event.take, &event.made, &view, identity) {
+            match judge(event.take, &event.made, &view, holder, context) {
                 Ok(()) => valid.push((
                     (
                         u8::from(event.take),
-                        tiebreak("primary", &event.made.key),
+                        tiebreak(&race_input, &event.made.key),
                         event.made.author.clone(),
                         event.made.seq,
                     ),
@@ -533,9 +758,14 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
             view.previous = view.primary.take();
             view.primary = Some(event.made.author.clone());
             view.since = Some(event.made.time);
+            holder = context
+                .activity
+                .iter()
+                .find(|log| log.key == event.made.key && log.author == event.made.author);
         } else {
             view.previous = view.primary.take();
             view.since = None;
+            holder = None;
         }
         view.tip = event.hash;
         tip_time = race::race_date(event.made.time, tip_time);
@@ -545,5 +775,5 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
             void(&mut view, event, PrimaryVoid::FollowsVoid);
         }
     }
-    view
+    (view, due)
 }

@@ -1,0 +1,438 @@
+//! Attacks on who leads and whose secret stands (issue 17, findings 2, 3 and 6): a seated agent
+//! signing whatever it likes with its own key, and a key chosen offline. Each test writes the
+//! attacker's entries by hand, past every check an operation makes, and checks what the fold
+//! makes of them here and on a machine that folds the channel from nothing.
+
+use ferry_mcp_core::channel::entry::EntryHash;
+use ferry_mcp_core::channel::home::{Home, KeyHolder};
+use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::ops::fleet::DigestLimits;
+use ferry_mcp_core::channel::ops::primary::{self, Takeover};
+use ferry_mcp_core::channel::ops::{self, GrantRequest, fleet, secrets};
+use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::channel::state::primary::{PrimaryReleaseBody, PrimaryVoid, TakeBody, kinds};
+use ferry_mcp_core::channel::state::race::tiebreak;
+use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_core::time::Timestamp;
+use ferry_mcp_testkit::temp_channel::TempChannel;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn name(raw: &str) -> AgentName {
+    TempChannel::agent(raw)
+}
+
+fn key_of(temp: &TempChannel, agent: &str) -> SecretKey {
+    temp.home()
+        .load_key(temp.project(), &KeyHolder::Agent(name(agent)), temp.now())
+        .unwrap()
+}
+
+/// Writes an entry as `agent` with its own key, dated `at`, bypassing every check `ops` makes.
+/// Returns its hash.
+fn write_raw(temp: &TempChannel, agent: &str, kind: &str, body: Value, at: Timestamp) -> EntryHash {
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let mut writer = channel.writer(&name(agent), &key_of(temp, agent)).unwrap();
+    *writer.append(kind, body, at).unwrap().hash()
+}
+
+/// A take of the primary's role, signed by `agent`, following the chain's tip as this machine
+/// folds it, admitting every master entry (so its grant is in force): what an honest taker
+/// writes, without the taker's checks.
+fn hand_signed_take(temp: &TempChannel, agent: &str, at: Timestamp) -> EntryHash {
+    let view = temp.view();
+    let body = TakeBody {
+        after: view.state().leadership.view().tip,
+        seen: Some(view.identity().master_position()),
+    };
+    write_raw(
+        temp,
+        agent,
+        kinds::TAKE,
+        serde_json::to_value(body).unwrap(),
+        at,
+    )
+}
+
+fn hand_signed_release(temp: &TempChannel, agent: &str, at: Timestamp) -> EntryHash {
+    let view = temp.view();
+    let body = PrimaryReleaseBody {
+        after: view.state().leadership.view().tip,
+        seen: Some(view.identity().master_position()),
+    };
+    write_raw(
+        temp,
+        agent,
+        kinds::RELEASE,
+        serde_json::to_value(body).unwrap(),
+        at,
+    )
+}
+
+/// A second machine: its own state folder, with the same channel folder registered: it folds
+/// the channel from nothing.
+fn fresh_machine(temp: &TempChannel, tag: &str) -> Home {
+    let home = Home::at(temp.root().join(tag));
+    ops::add_existing(&home, temp.project(), temp.channel_dir()).unwrap();
+    home
+}
+
+fn primary_on(home: &Home, temp: &TempChannel, at: Timestamp) -> Option<AgentName> {
+    let session = Session::open(home, temp.project(), Actor::Observer, at).unwrap();
+    session.state().leadership.view().primary.clone()
+}
+
+/// Why the fold voided the take whose author is `agent` (the latest such), on `home`.
+fn void_of(home: &Home, temp: &TempChannel, agent: &str, at: Timestamp) -> Option<PrimaryVoid> {
+    let session = Session::open(home, temp.project(), Actor::Observer, at).unwrap();
+    session
+        .state()
+        .leadership
+        .view()
+        .voided
+        .iter()
+        .rev()
+        .find(|(_, author, _)| *author == name(agent))
+        .map(|(_, _, reason)| reason.clone())
+}
+
+fn orchestrators(names: &[&str]) -> TempChannel {
+    let mut builder = TempChannel::builder();
+    for agent in names {
+        builder = builder.agent(agent, Level::Orchestrator);
+    }
+    builder.build().unwrap()
+}
+
+// ---- finding 2: the tie-break cannot be ground ----
+
+/// The first version's tie-break of the primary: the constant thing id "primary" and the key.
+fn constant_tiebreak(key: &PublicKey) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"ferry-race-v1\nprimary\n");
+    hasher.update(key.as_bytes());
+    hasher.finalize().into()
+}
+
+/// The best of `tries` keys by the constant tie-break, ground offline as an attacker would.
+fn ground_key(tries: u32) -> SecretKey {
+    (0..tries)
+        .map(|n| {
+            let mut seed = [7u8; 32];
+            seed[..4].copy_from_slice(&n.to_le_bytes());
+            SecretKey::from_bytes(&seed)
+        })
+        .min_by_key(|key| constant_tiebreak(&key.public_key()))
+        .unwrap()
+}
+
+/// Seats `agent` with `key` as an Orchestrator (the key file written first, as `ferry channel
+/// join` would keep a key it finds).
+fn seat_with_key(temp: &TempChannel, agent: &str, key: &SecretKey) {
+    temp.home()
+        .store_key(temp.project(), &KeyHolder::Agent(name(agent)), key, None)
+        .unwrap();
+    ops::seats::join(temp.home(), temp.project(), &name(agent), None, temp.now()).unwrap();
+    let request = GrantRequest {
+        level: Level::Orchestrator,
+        scopes: Vec::new(),
+        expires: None,
+        key: None,
+    };
+    ops::access_set(
+        temp.home(),
+        temp.project(),
+        &name(agent),
+        &request,
+        temp.now(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_key_ground_to_win_the_constant_tie_break_wins_about_half_of_the_takeover_races_on_distinct_events()
+ {
+    let temp = orchestrators(&["honest"]);
+    let grinder = ground_key(4096);
+    seat_with_key(&temp, "grinder", &grinder);
+    let honest = key_of(&temp, "honest").public_key();
+    // Under the first version's rule the ground key beat the honest one in every race.
+    assert!(constant_tiebreak(&grinder.public_key()) < constant_tiebreak(&honest));
+
+    const RACES: usize = 24;
+    let mut wins = 0;
+    let mut contested = Vec::new();
+    for _ in 0..RACES {
+        // Both take over at once, each following the same event (no one is primary).
+        let at = temp.clock().advance_secs(1);
+        contested.push(temp.view().state().leadership.view().tip);
+        hand_signed_take(&temp, "grinder", at);
+        write_take_following(&temp, "honest", *contested.last().unwrap(), at);
+        let winner = primary_on(temp.home(), &temp, at).expect("one of them is primary");
+        if winner == name("grinder") {
+            wins += 1;
+        }
+        // The winner hands the role back: the next race follows a new event.
+        hand_signed_release(&temp, winner.as_str(), temp.clock().advance_secs(1));
+    }
+    eprintln!("the ground key won {wins} of {RACES} races on {RACES} distinct events");
+    contested.sort();
+    contested.dedup();
+    assert_eq!(contested.len(), RACES, "every race followed its own event");
+    assert!(
+        (RACES / 4..=RACES * 3 / 4).contains(&wins),
+        "the ground key won {wins} of {RACES}"
+    );
+    // A machine folding from nothing agrees on the last race.
+    let fresh = fresh_machine(&temp, "fresh");
+    assert_eq!(
+        primary_on(&fresh, &temp, temp.now()),
+        primary_on(temp.home(), &temp, temp.now())
+    );
+}
+
+fn write_take_following(temp: &TempChannel, agent: &str, after: EntryHash, at: Timestamp) {
+    let body = TakeBody {
+        after,
+        seen: Some(temp.view().identity().master_position()),
+    };
+    write_raw(
+        temp,
+        agent,
+        kinds::TAKE,
+        serde_json::to_value(body).unwrap(),
+        at,
+    );
+}
+
+#[test]
+fn the_race_input_is_the_event_both_sides_follow_so_one_key_is_not_first_on_every_event() {
+    let a = SecretKey::from_bytes(&[1; 32]).public_key();
+    let b = SecretKey::from_bytes(&[2; 32]).public_key();
+    let firsts = (0u8..64)
+        .filter(|n| tiebreak(&[*n; 32], &a) < tiebreak(&[*n; 32], &b))
+        .count();
+    assert!((16..=48).contains(&firsts), "a was first on {firsts} of 64");
+}
+
+// ---- finding 3: the quiet period is the fold's rule ----
+
+#[test]
+fn a_hand_signed_take_one_second_after_the_primary_s_post_does_not_count_on_any_machine() {
+    let temp = orchestrators(&["olga", "oscar"]);
+    assert_eq!(
+        primary::takeover(&mut temp.agent_session("olga"), temp.now()).unwrap(),
+        Takeover::TookOver { from: None }
+    );
+    // Long after: olga posts; a second later oscar signs its own take, following olga's.
+    temp.clock().advance_secs(3600);
+    let request = ops::talk::PostRequest {
+        to: "all".into(),
+        text: "still here".into(),
+        reply_to: None,
+    };
+    ops::talk::post(&mut temp.agent_session("olga"), &request, temp.now()).unwrap();
+    let posted = temp.now();
+    hand_signed_take(&temp, "oscar", temp.clock().advance_secs(1));
+
+    let fresh = fresh_machine(&temp, "fresh");
+    for (machine, home) in [("this", temp.home()), ("fresh", &fresh)] {
+        for fold in ["first", "second"] {
+            assert_eq!(
+                primary_on(home, &temp, temp.now()),
+                Some(name("olga")),
+                "{machine} machine, {fold} fold"
+            );
+        }
+        let reason = void_of(home, &temp, "oscar", temp.now());
+        eprintln!("{machine} machine: oscar's take: {reason:?}");
+        assert_eq!(
+            reason,
+            Some(PrimaryVoid::PrimaryActive {
+                primary: name("olga"),
+                active_ms: posted.as_millis(),
+                from_ms: posted.as_millis() + 300_000,
+            }),
+            "{machine} machine"
+        );
+    }
+}
+
+#[test]
+fn a_take_dated_in_the_future_does_not_count_until_its_time() {
+    let temp = orchestrators(&["olga", "oscar"]);
+    primary::takeover(&mut temp.agent_session("olga"), temp.now()).unwrap();
+    // Olga is silent past the quiet period; oscar dates its take a day ahead.
+    let now = temp.clock().advance_secs(3600);
+    let ahead = Timestamp::from_millis(now.as_millis() + 24 * 3600 * 1000);
+    hand_signed_take(&temp, "oscar", ahead);
+
+    let fresh = fresh_machine(&temp, "fresh");
+    for (machine, home) in [("this", temp.home()), ("fresh", &fresh)] {
+        assert_eq!(
+            primary_on(home, &temp, now),
+            Some(name("olga")),
+            "{machine}"
+        );
+        assert_eq!(
+            void_of(home, &temp, "oscar", now),
+            Some(PrimaryVoid::NotYet {
+                at_ms: ahead.as_millis()
+            }),
+            "{machine}"
+        );
+    }
+    // A machine that kept its state, and one folding from nothing, once the day has passed.
+    let later = temp.clock().advance_secs(24 * 3600);
+    let late = fresh_machine(&temp, "late");
+    for (machine, home) in [("this", temp.home()), ("fresh", &fresh), ("late", &late)] {
+        assert_eq!(
+            primary_on(home, &temp, later),
+            Some(name("oscar")),
+            "{machine}"
+        );
+    }
+}
+
+#[test]
+fn a_primary_calling_a_tool_every_2_s_with_an_8_s_quiet_period_is_never_taken_over() {
+    let temp = orchestrators(&["olga", "oscar"]);
+    primary::set_quiet_period(&mut temp.master_session(), 8, temp.now()).unwrap();
+    primary::takeover(&mut temp.agent_session("olga"), temp.now()).unwrap();
+    let mut refusals = Vec::new();
+    for _ in 0..20 {
+        let now = temp.clock().advance_secs(2);
+        fleet::catchup(
+            &mut temp.agent_session("olga"),
+            None,
+            DigestLimits::DEFAULT,
+            now,
+        )
+        .unwrap();
+        // Oscar tries through the operation, and by signing its own take.
+        let tried = primary::takeover(&mut temp.agent_session("oscar"), now);
+        assert!(tried.is_err(), "{tried:?}");
+        refusals.push(tried.unwrap_err().code());
+        hand_signed_take(&temp, "oscar", now);
+        assert_eq!(primary_on(temp.home(), &temp, now), Some(name("olga")));
+    }
+    refusals.dedup();
+    eprintln!("oscar's takeovers were refused: {refusals:?}");
+    let fresh = fresh_machine(&temp, "fresh");
+    assert_eq!(primary_on(&fresh, &temp, temp.now()), Some(name("olga")));
+    let voids = Session::open(&fresh, temp.project(), Actor::Observer, temp.now()).unwrap();
+    let voided = &voids.state().leadership.view().voided;
+    assert!(
+        voided
+            .iter()
+            .all(|(_, _, reason)| matches!(reason, PrimaryVoid::PrimaryActive { .. })),
+        "{voided:?}"
+    );
+}
+
+#[test]
+fn the_quiet_period_refuses_a_value_the_presence_interval_cannot_serve() {
+    let temp = orchestrators(&["olga"]);
+    let refused = primary::set_quiet_period(&mut temp.master_session(), 7, temp.now());
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "a quiet period is between 8 seconds and 30 days (presence is written at most every 2 s, and 4 times within a quiet period)"
+    );
+    primary::set_quiet_period(&mut temp.master_session(), 8, temp.now()).unwrap();
+}
+
+// ---- finding 6: whose secret stands ----
+
+#[test]
+fn a_forward_dated_member_share_loses_to_the_master_s_and_get_names_the_sender() {
+    let temp = TempChannel::builder()
+        .agent("bob", Level::Member)
+        .agent("mallory", Level::Member)
+        .build()
+        .unwrap();
+    let bob = name("bob");
+    secrets::send(
+        &mut temp.master_session(),
+        "deploy-token",
+        &bob,
+        b"the human's",
+        temp.now(),
+    )
+    .unwrap();
+    // Mallory sends its own value under the same name, dated a year ahead.
+    let ahead = Timestamp::from_millis(temp.now().as_millis() + 365 * 24 * 3600 * 1000);
+    secrets::send(
+        &mut temp.agent_session("mallory"),
+        "deploy-token",
+        &bob,
+        b"mallory's",
+        ahead,
+    )
+    .unwrap();
+
+    for at in [temp.now(), Timestamp::from_millis(ahead.as_millis() + 1000)] {
+        let opened = secrets::get(&mut temp.agent_session("bob"), "deploy-token", at).unwrap();
+        assert_eq!(
+            (opened.value.as_slice(), opened.from.as_str()),
+            (&b"the human's"[..], "master")
+        );
+    }
+}
+
+#[test]
+fn among_agents_the_share_that_stands_follows_the_chain_and_the_tie_break_never_the_date() {
+    let temp = TempChannel::builder()
+        .agent("bob", Level::Member)
+        .agent("alice", Level::Member)
+        .agent("mallory", Level::Member)
+        .build()
+        .unwrap();
+    let bob = name("bob");
+    secrets::send(
+        &mut temp.agent_session("alice"),
+        "db",
+        &bob,
+        b"first",
+        temp.now(),
+    )
+    .unwrap();
+    // Alice sends again, having seen her first: hers replaces it.
+    let now = temp.clock().advance_secs(1);
+    secrets::send(&mut temp.agent_session("alice"), "db", &bob, b"second", now).unwrap();
+    let opened = secrets::get(&mut temp.agent_session("bob"), "db", now).unwrap();
+    assert_eq!(
+        (opened.value.as_slice(), opened.from.as_str()),
+        (&b"second"[..], "alice")
+    );
+    // Mallory signs a share that follows nothing (as if it had seen none), dated a year
+    // ahead: it races alice's first at the chain's root, by the tie-break alone.
+    let body = serde_json::json!({
+        "name": "db",
+        "to": "bob",
+        "key": key_of(&temp, "bob").public_key().to_hex(),
+        "blob": "00".repeat(32),
+        "seen": temp.view().identity().master_position(),
+    });
+    let ahead = Timestamp::from_millis(now.as_millis() + 365 * 24 * 3600 * 1000);
+    write_raw(&temp, "mallory", "secret.share", body, ahead);
+    let root = EntryHash::ZERO;
+    let mallory_first = tiebreak(root.as_bytes(), &key_of(&temp, "mallory").public_key())
+        < tiebreak(root.as_bytes(), &key_of(&temp, "alice").public_key());
+    let want = if mallory_first { "mallory" } else { "alice" };
+    let fresh = fresh_machine(&temp, "fresh");
+    for (machine, home) in [("this", temp.home()), ("fresh", &fresh)] {
+        let session = Session::open(home, temp.project(), Actor::Observer, ahead).unwrap();
+        let standing = session
+            .state()
+            .secrets
+            .standing(&bob, "db", session.identity())
+            .unwrap();
+        eprintln!(
+            "{machine} machine: the share that stands is {}'s",
+            standing.from
+        );
+        assert_eq!(standing.from.as_str(), want, "{machine} machine");
+    }
+}
