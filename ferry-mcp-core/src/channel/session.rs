@@ -633,13 +633,42 @@ impl Session {
         Ok(())
     }
 
-    /// Refuses a text an agent sends that is shaped like a secret, or (in a post or a summary)
-    /// like code (the guard). The human's own texts are not judged.
+    /// Refuses a text shaped like a secret, or (an agent's post or summary) like code (the
+    /// guard). The human's texts are judged for secrets alike: the channel keeps what anyone
+    /// writes, and the human may paste code where an agent may not.
     pub fn guard(&self, text: &str, used_as: TextUse) -> Result<(), OpsError> {
         match self.actor {
             Actor::Agent(_) => Ok(guard::check(text, used_as)?),
-            Actor::Master | Actor::Observer => Ok(()),
+            Actor::Master | Actor::Observer => Ok(guard::check_secrets(text)?),
         }
+    }
+
+    /// Refuses a secret split between `text` and what the same author sent just before
+    /// (`previous`, oldest first), read from this session's folds by the operation: a token
+    /// cut in two posts, or a post and a progress line, is refused as a whole.
+    pub fn guard_seam(&self, text: &str, previous: &[&str]) -> Result<(), OpsError> {
+        Ok(guard::check_seam(text, previous)?)
+    }
+
+    /// What `author` sent last, oldest first, for [`Session::guard_seam`]: its latest
+    /// message that counts and its latest progress line on an order it worked.
+    pub fn last_texts_of(&self, author: &AgentName) -> Vec<String> {
+        let state = self.state();
+        let mut last: Vec<(Timestamp, String)> = Vec::new();
+        if let Some(message) = state.talk().sent_by(author, self.identity()).next() {
+            last.push((message.time, message.text.clone()));
+        }
+        if let Some(line) = state
+            .orders()
+            .of_agent(author)
+            .filter_map(|order| order.whole().view().progress.clone())
+            .filter(|line| line.by == *author)
+            .max_by_key(|line| line.time)
+        {
+            last.push((line.time, line.text));
+        }
+        last.sort_by_key(|(time, _)| *time);
+        last.into_iter().map(|(_, text)| text).collect()
     }
 
     /// The short id of an entry this session folded (ADR 0007).

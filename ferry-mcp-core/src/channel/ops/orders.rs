@@ -486,6 +486,8 @@ pub fn progress(
     session.refresh(now);
     let me = agent_of(session)?;
     let order = find(session, id)?;
+    let last = session.last_texts_of(&me);
+    session.guard_seam(text, &last.iter().map(String::as_str).collect::<Vec<_>>())?;
     let asked = Asked {
         action: "progress",
         wanted: HELD,
@@ -528,6 +530,11 @@ pub fn hand_in(
         });
     }
     session.refresh(now);
+    let last = session.last_texts_of(&agent_of(session)?);
+    session.guard_seam(
+        summary,
+        &last.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
     let order = find(session, id)?;
     if order.view().state.is_done() {
         return Err(wrong_state(order, "hand in", "not accepted or cancelled"));
@@ -655,6 +662,7 @@ pub fn cancel(
 ) -> Result<OrderState, OrdersError> {
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
+        session.guard(note, TextUse::ReviewNote)?;
     }
     session.refresh(now);
     let order = find(session, id)?;
