@@ -650,25 +650,14 @@ impl Session {
         Ok(guard::check_seam(text, previous)?)
     }
 
-    /// What `author` sent last, oldest first, for [`Session::guard_seam`]: its latest
-    /// message that counts and its latest progress line on an order it worked.
-    pub fn last_texts_of(&self, author: &AgentName) -> Vec<String> {
-        let state = self.state();
-        let mut last: Vec<(Timestamp, String)> = Vec::new();
-        if let Some(message) = state.talk().sent_by(author, self.identity()).next() {
-            last.push((message.time, message.text.clone()));
-        }
-        if let Some(line) = state
-            .orders()
-            .of_agent(author)
-            .filter_map(|order| order.whole().view().progress.clone())
-            .filter(|line| line.by == *author)
-            .max_by_key(|line| line.time)
-        {
-            last.push((line.time, line.text));
-        }
-        last.sort_by_key(|(time, _)| *time);
-        last.into_iter().map(|(_, text)| text).collect()
+    /// The latest message `author` sent that counts, with its time, for
+    /// [`Session::guard_seam`]. Read from the talk fold, so no order record is paged in.
+    pub fn last_post_of(&self, author: &AgentName) -> Option<(Timestamp, String)> {
+        self.state()
+            .talk()
+            .sent_by(author, self.identity())
+            .next()
+            .map(|message| (message.time, message.text.clone()))
     }
 
     /// The short id of an entry this session folded (ADR 0007).

@@ -173,7 +173,7 @@ fn a_token_split_across_a_post_and_a_progress_line_is_refused() {
     post(&mut alice, &temp, &format!("working on it {FIRST_HALF}")).unwrap();
     let err = orders::progress(&mut alice, &id, SECOND_HALF, temp.now()).unwrap_err();
     assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
-    // And a progress line then a post.
+    // And two progress lines on the order.
     orders::progress(
         &mut alice,
         &id,
@@ -181,7 +181,7 @@ fn a_token_split_across_a_post_and_a_progress_line_is_refused() {
         temp.now(),
     )
     .unwrap();
-    let err = post(&mut alice, &temp, SECOND_HALF).unwrap_err();
+    let err = orders::progress(&mut alice, &id, SECOND_HALF, temp.now()).unwrap_err();
     assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
 }
 

@@ -486,8 +486,14 @@ pub fn progress(
     session.refresh(now);
     let me = agent_of(session)?;
     let order = find(session, id)?;
-    let last = session.last_texts_of(&me);
-    session.guard_seam(text, &last.iter().map(String::as_str).collect::<Vec<_>>())?;
+    // What this author sent just before, oldest first: its last post, its last line here.
+    let mut previous: Vec<(Timestamp, String)> = session.last_post_of(&me).into_iter().collect();
+    if let Some(line) = order.view().progress.as_ref().filter(|line| line.by == me) {
+        previous.push((line.time, line.text.clone()));
+    }
+    previous.sort_by_key(|(time, _)| *time);
+    let previous: Vec<&str> = previous.iter().map(|(_, text)| text.as_str()).collect();
+    session.guard_seam(text, &previous)?;
     let asked = Asked {
         action: "progress",
         wanted: HELD,
@@ -530,11 +536,9 @@ pub fn hand_in(
         });
     }
     session.refresh(now);
-    let last = session.last_texts_of(&agent_of(session)?);
-    session.guard_seam(
-        summary,
-        &last.iter().map(String::as_str).collect::<Vec<_>>(),
-    )?;
+    if let Some((_, last)) = session.last_post_of(&agent_of(session)?) {
+        session.guard_seam(summary, &[&last])?;
+    }
     let order = find(session, id)?;
     if order.view().state.is_done() {
         return Err(wrong_state(order, "hand in", "not accepted or cancelled"));
