@@ -54,7 +54,7 @@ pub(crate) fn with_session(
     let mut session = open_session(acting)?;
     let result = work(&mut session);
     // What was read is kept even when the operation was refused.
-    session.save().context("writing the verified state")?;
+    save_or_warn(&mut session);
     let (text, json) = result?;
     let out = if acting.json {
         display::escape_json(&json.to_string()).into_owned()
@@ -63,6 +63,20 @@ pub(crate) fn with_session(
     };
     print(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps what the session verified in the machine's kept state. A save that fails is a warning
+/// on stderr, never the command's failure: what the command wrote to the channel is appended
+/// and synced by then, and a command that said it failed would be run again (an order issued
+/// twice). The kept state is a cache: the next command reads what this one could not keep.
+pub(crate) fn save_or_warn(session: &mut Session) {
+    if let Err(err) = session.save() {
+        eprintln!(
+            "ferry: warning: this machine's kept state could not be saved ({}); what the command \
+             wrote stands, and the next command reads it again",
+            display::escape(&err.to_string())
+        );
+    }
 }
 
 /// Prints `text` and a newline; its lines are built from escaped parts, and any control

@@ -15,12 +15,12 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops::orders::HeavyQueue;
 use ferry_mcp_core::channel::session::{Actor, LazySession, Session};
+use ferry_mcp_core::port::HeavyQueue;
+use ferry_mcp_core::port::{self, ChannelAccess, Unavailable};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Group, Registry, Selection, Surface};
 use ferry_mcp_core::time::Timestamp;
-use ferry_mcp_core::tool::{ChannelAccess, Unavailable};
 
 use crate::clock;
 use crate::display;
@@ -49,7 +49,8 @@ struct ServeArgs {
     /// The project whose channel this server serves.
     #[arg(long, value_name = "ID", required_unless_present = "demo")]
     project: Option<String>,
-    /// Tool groups to serve, comma-separated (an unknown name lists the known ones).
+    /// Tool groups to serve, comma-separated: admin and legacy add to the core tools (an
+    /// unknown name lists the known ones).
     #[arg(
         long,
         value_name = "GROUPS",
@@ -165,15 +166,15 @@ impl Announced {
 }
 
 impl ChannelAccess for Announced {
-    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
-        self.inner.session(now)
+    fn channel(&mut self, now: Timestamp) -> Result<&mut dyn port::Channel, Unavailable> {
+        self.inner.channel(now)
     }
 
-    fn session_and_queue(
+    fn channel_and_queue(
         &mut self,
         now: Timestamp,
-    ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
-        self.inner.session_and_queue(now)
+    ) -> Result<(&mut dyn port::Channel, Option<&dyn HeavyQueue>), Unavailable> {
+        self.inner.channel_and_queue(now)
     }
 
     fn flush(&mut self, now: Timestamp) {
@@ -237,9 +238,11 @@ fn describe_seat(session: &Session, now: Timestamp) -> String {
 }
 
 /// The surface of the groups named by `--tools`. An unknown name is an error that lists the
-/// groups a user may name (hidden ones stay hidden).
+/// groups a user may name (hidden ones stay hidden). An opt-in group adds its tools to the
+/// default ones (`--tools admin` serves the core tools and the admin tools: ADR 0020), in
+/// whatever order the names come; a hidden test group is served alone.
 fn assemble(names: &[String], read_only: bool, catalog: &[Selectable]) -> anyhow::Result<Surface> {
-    let names: Vec<&str> = names.iter().map(|name| name.trim()).collect();
+    let mut names: Vec<&str> = names.iter().map(|name| name.trim()).collect();
     if let Some(unknown) = names
         .iter()
         .find(|name| !catalog.iter().any(|entry| entry.group.name == **name))
@@ -253,6 +256,14 @@ fn assemble(names: &[String], read_only: bool, catalog: &[Selectable]) -> anyhow
             "unknown tool group `{unknown}` in --tools (known: {})",
             known.join(", ")
         );
+    }
+    let names_visible = names.iter().any(|name| {
+        catalog
+            .iter()
+            .any(|entry| entry.group.name == *name && !entry.hidden)
+    });
+    if names_visible {
+        names.extend(ferry_mcp_tools::DEFAULT.iter().map(|group| group.name));
     }
     let groups: Vec<&'static Group> = catalog.iter().map(|entry| entry.group).collect();
     let registry = Registry::new(&groups).context("the built-in tool groups are inconsistent")?;
@@ -301,8 +312,56 @@ mod tests {
         assert!(!by_default.contains(&"ferry_status"), "{by_default:?}");
         let named = served(&["core", "admin"], false);
         assert!(named.contains(&"ferry_get") && named.contains(&"ferry_status"));
+        // Read-only keeps every admin tool (all three only read) and no tool that writes.
         let read_only = served(&["admin"], true);
-        assert_eq!(read_only, ["ferry_get", "ferry_search", "ferry_status"]);
+        for tool in ["ferry_get", "ferry_search", "ferry_status"] {
+            assert!(read_only.contains(&tool), "{read_only:?}");
+        }
+        let surface = assemble(&names(&["admin"]), true, &selectable_groups()).unwrap();
+        assert!(
+            surface
+                .tools()
+                .iter()
+                .all(|tool| tool.definition().annotations.read_only)
+        );
+    }
+
+    #[test]
+    fn an_opt_in_group_adds_its_tools_to_the_core_tools() {
+        let core = served(&["core"], false);
+        for (group, tool) in [("admin", "ferry_status"), ("legacy", "list_tasks")] {
+            let tools = served(&[group], false);
+            assert!(tools.contains(&tool), "{group}: {tools:?}");
+            for core_tool in &core {
+                assert!(tools.contains(core_tool), "{group} lost {core_tool}");
+            }
+            assert_eq!(tools, served(&["core", group], false));
+        }
+        let all = served(&["core", "admin", "legacy"], false);
+        assert_eq!(all, served(&["admin", "legacy"], false));
+        assert!(all.contains(&"ferry_get") && all.contains(&"read_memory"));
+    }
+
+    #[test]
+    fn the_order_of_the_group_names_does_not_change_the_bytes_of_tools_list() {
+        let bytes = |list: &[&str]| {
+            let surface = assemble(&names(list), false, &selectable_groups()).unwrap();
+            (
+                surface.tools_list_json().to_owned(),
+                surface.instructions().to_owned(),
+            )
+        };
+        let reference = bytes(&["core", "admin", "legacy"]);
+        for order in [
+            &["legacy", "admin", "core"][..],
+            &["admin", "core", "legacy"],
+            &["legacy", "core", "admin"],
+            &["admin", "legacy"],
+            &["legacy", "admin", "legacy"],
+        ] {
+            assert_eq!(bytes(order), reference, "{order:?}");
+        }
+        assert_eq!(bytes(&["legacy", "core"]), bytes(&["core", "legacy"]));
     }
 
     #[test]
@@ -325,7 +384,7 @@ mod tests {
         let err = assemble(&names(&["core", "nope"]), false, &selectable_groups()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown tool group `nope` in --tools (known: admin, core)"
+            "unknown tool group `nope` in --tools (known: admin, core, legacy)"
         );
     }
 

@@ -12,7 +12,7 @@ use ferry_mcp_core::channel::ops::secrets as ops;
 use serde_json::json;
 
 use crate::clock;
-use crate::common::{Acting, agent_name, open_session, with_session};
+use crate::common::{Acting, agent_name, open_session, save_or_warn, with_session};
 
 #[derive(Debug, Subcommand)]
 pub enum SecretCommand {
@@ -63,7 +63,7 @@ pub fn run(cmd: SecretCommand) -> anyhow::Result<ExitCode> {
         SecretCommand::Get { name, acting } => {
             let mut session = open_session(&acting)?;
             let value = ops::get(&mut session, &name, now);
-            session.save().context("writing the verified state")?;
+            save_or_warn(&mut session);
             let value = value?;
             // The value goes out as it is: it is the one thing this command prints.
             let mut out = std::io::stdout().lock();

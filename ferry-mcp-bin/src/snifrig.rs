@@ -1,4 +1,4 @@
-//! The machine's queue for heavy work (ADR 0028, snifrig), as `ferry` finds it: the agent's
+//! The machine's queue for heavy work (`docs/mcp-server.md`, heavy orders), as `ferry` finds it: the agent's
 //! own config decides, `snifrig` must be on the PATH, and its `can-i-start` must say yes for
 //! the order's hints.
 //!
@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ferry_mcp_core::channel::ops::orders::HeavyQueue;
 use ferry_mcp_core::channel::state::orders::Hints;
+use ferry_mcp_core::port::HeavyQueue;
 
 /// The agent config file, in the state folder.
 pub const CONFIG_FILE: &str = "agent.toml";

@@ -5,6 +5,8 @@
 //!
 //! - [`protocol`]: MCP as a sans-IO state machine (one line in, lines out; no IO, no clock).
 //! - [`tool`] and [`registry`]: the `Tool` trait and the static, group-keyed registry.
+//! - [`port`]: the channel as tools see it (the operations they call), which the channel
+//!   store implements and an embedder may implement over a store of its own.
 //! - [`shape`]: response shaping shared by every tool (caps, truncation, cursors, links).
 //! - [`tokens`]: the token estimate that the budgets are written in.
 //! - [`channel`]: the channel store (signed per-author logs, identity, levels, machine state).
@@ -15,6 +17,7 @@
 
 pub mod channel;
 pub mod guard;
+pub mod port;
 pub mod protocol;
 pub mod registry;
 pub mod shape;

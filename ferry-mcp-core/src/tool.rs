@@ -7,8 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::channel::ops::orders::HeavyQueue;
-use crate::channel::session::Session;
+use crate::port::ChannelAccess;
 use crate::shape::{ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
 
@@ -54,55 +53,6 @@ pub struct ToolDefinition {
     pub annotations: Annotations,
 }
 
-/// How a tool reaches the channel: the session of this server's agent (ADR 0028: one process,
-/// one agent, one project), opened on the first call that needs it, so that nothing waits for
-/// the channel before `tools/list` is answered.
-pub trait ChannelAccess: Send {
-    /// The session, or why there is none (an unknown project, say: the tool says so).
-    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable>;
-    /// The session and this machine's queue for heavy work (when the binary found one).
-    fn session_and_queue(
-        &mut self,
-        now: Timestamp,
-    ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
-        self.session(now).map(|session| (session, None))
-    }
-    /// Called once the answers to a batch of lines are out: keep what was verified (the
-    /// implementer decides how often it writes).
-    fn flush(&mut self, now: Timestamp) {
-        let _ = now;
-    }
-}
-
-/// Why a tool cannot reach the channel.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unavailable {
-    #[error("this server serves no channel")]
-    NoChannel,
-    /// The session could not be opened; `code` is the operation error's stable code.
-    #[error("{message}")]
-    Failed { code: &'static str, message: String },
-}
-
-impl Unavailable {
-    pub fn code(&self) -> &'static str {
-        match self {
-            Unavailable::NoChannel => "no_channel",
-            Unavailable::Failed { code, .. } => code,
-        }
-    }
-}
-
-/// A server without a channel (protocol tests, the fixture group).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoChannel;
-
-impl ChannelAccess for NoChannel {
-    fn session(&mut self, _now: Timestamp) -> Result<&mut Session, Unavailable> {
-        Err(Unavailable::NoChannel)
-    }
-}
-
 /// What a call may use besides its arguments. Time is passed in; the core reads no clock.
 pub struct CallContext<'a> {
     pub now: Timestamp,
@@ -110,7 +60,7 @@ pub struct CallContext<'a> {
     pub project: &'a str,
     /// Reports progress; a no-op unless the request carried a progress token.
     pub progress: &'a mut dyn FnMut(Progress),
-    /// The channel, through this server's session.
+    /// The channel, through the port.
     pub channel: &'a mut dyn ChannelAccess,
 }
 
@@ -163,7 +113,7 @@ pub struct ReadContext<'a> {
     pub now: Timestamp,
     /// The project this server is scoped to; a URI naming another project never reaches a kind.
     pub project: &'a str,
-    /// The channel, through this server's session.
+    /// The channel, through the port.
     pub channel: &'a mut dyn ChannelAccess,
 }
 

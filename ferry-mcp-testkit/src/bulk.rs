@@ -129,7 +129,7 @@ pub fn builder() -> BulkBuilder {
     }
 }
 
-/// The busy board of ADR 0028's budget test: 200 entries, 40 open (not accepted, not
+/// The busy board of the budget test's (`docs/mcp-budgets.md`): 200 entries, 40 open (not accepted, not
 /// cancelled) orders, two Workers, three Members and two Orchestrators; orders in every state
 /// (open, offered, claimed, in progress, submitted, changes requested, accepted, cancelled),
 /// with progress lines, hand-ins, a release and an order issued by an Orchestrator.

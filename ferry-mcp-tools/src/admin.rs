@@ -1,4 +1,4 @@
-//! The `admin` group (opt-in, `--tools admin`; ADR 0028 T2: nothing of it is in the default
+//! The `admin` group (opt-in, `--tools admin`; T2 of `docs/mcp-budgets.md`: nothing of it is in the default
 //! list): `ferry_get`, which reads a `ferry://` link for clients that do not read resources
 //! themselves, `ferry_search`, which pages through order titles, decisions and messages that
 //! hold a phrase, and `ferry_status`, the project as `ferry channel status` shows it.
@@ -8,7 +8,6 @@
 
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::ops::search::{self, SearchRequest};
-use ferry_mcp_core::channel::ops::status::status_of;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{
@@ -20,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::facade;
 
 /// The most characters of a body or of the problems `ferry_get` and `ferry_status` answer
-/// with (ADR 0028 T4: 4,000 characters a response).
+/// with (T4: 4,000 characters a response).
 pub const MAX_TEXT: usize = 3_000;
 
 /// The most agents and problems `ferry_status` lists (T4: 20 items).
@@ -106,9 +105,9 @@ impl Tool for FerryGet {
         };
         // The same refusal as every other tool (unseated, locked), not a resource error.
         let now = cx.now;
-        match facade::session(cx) {
-            Ok(session) => {
-                if let Err(err) = session.authorize(Operation::Read, None, now) {
+        match facade::channel(cx) {
+            Ok(channel) => {
+                if let Err(err) = channel.authorize(Operation::Read, now) {
                     return facade::failed(&err);
                 }
             }
@@ -178,6 +177,9 @@ pub struct SearchHit {
 pub struct SearchOut {
     pub hits: Vec<SearchHit>,
     pub total: usize,
+    /// Whether hits were left out of this page (`next` then goes on).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
 }
@@ -188,7 +190,7 @@ pub(crate) static SEARCH: ToolDefinition = ToolDefinition {
     description: "Find order titles, decisions and messages to you that hold a phrase, newest first, 20 a page; pass next back as cursor.",
     input_schema: r#"{"type":"object","properties":{"query":{"type":"string"},"cursor":{"type":"string"}},"required":["query"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"hits":{"type":"array"},"total":{"type":"integer"},"next":{"type":"string"}},"required":["hits","total"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"hits":{"type":"array"},"total":{"type":"integer"},"truncated":{"type":"boolean"},"next":{"type":"string"}},"required":["hits","total"],"additionalProperties":false}"#,
     ),
     annotations: Annotations::READ_ONLY,
 };
@@ -203,7 +205,7 @@ impl Tool for FerrySearch {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let (args, now, session) = match facade::start::<SearchArgs>(SEARCH.name, args, cx) {
+        let (args, now, channel) = match facade::start::<SearchArgs>(SEARCH.name, args, cx) {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
@@ -212,7 +214,7 @@ impl Tool for FerrySearch {
             cursor: args.cursor,
             limit: search::MAX_PAGE,
         };
-        match search::search(session, &request, now) {
+        match channel.search(&request, now) {
             Ok(page) => {
                 let summary = format!(
                     "{} hit{} for {:?}{}",
@@ -236,6 +238,7 @@ impl Tool for FerrySearch {
                         })
                         .collect(),
                     total: page.total,
+                    truncated: page.next.is_some(),
                     next: page.next,
                 };
                 ToolOutcome::ok(facade::structured(&out), summary)
@@ -302,17 +305,15 @@ impl Tool for FerryStatus {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let (StatusArgs {}, now, session) = match facade::start(STATUS.name, args, cx) {
+        let (StatusArgs {}, now, channel) = match facade::start(STATUS.name, args, cx) {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        if let Err(err) =
-            session.authorize(ferry_mcp_core::channel::levels::Operation::Read, None, now)
-        {
+        if let Err(err) = channel.authorize(ferry_mcp_core::channel::levels::Operation::Read, now) {
             return facade::failed(&err);
         }
-        session.refresh(now);
-        let status = match status_of(session, now) {
+        channel.refresh(now);
+        let status = match channel.status(now) {
             Ok(status) => status,
             Err(err) => return facade::failed(&err),
         };

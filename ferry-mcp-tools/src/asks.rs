@@ -1,7 +1,7 @@
 //! `ferry_ask_human`: raise a question that only the human can decide, with a recommendation,
 //! and read the answer. The MCP can ask, never approve: answers are the master's alone.
 
-use ferry_mcp_core::channel::ops::asks::{self as ops, AskView, RaiseRequest};
+use ferry_mcp_core::channel::ops::asks::{AskView, AsksError, RaiseRequest};
 use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::ToolOutcome;
@@ -72,11 +72,11 @@ impl Tool for FerryAskHuman {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let (args, now, session) = match facade::start::<AskArgs>(DEFINITION.name, args, cx) {
+        let (args, now, channel) = match facade::start::<AskArgs>(DEFINITION.name, args, cx) {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        ferry_mcp_core::channel::ops::primary::note_alive(session, now);
+        channel.note_alive(now);
         let result = match args {
             AskArgs::Raise {
                 title,
@@ -88,8 +88,9 @@ impl Tool for FerryAskHuman {
                     recommendation,
                     reasoning,
                 };
-                ops::raise(session, &request, now)
-                    .and_then(|id| ops::show(session, &id, now))
+                channel
+                    .raise(&request, now)
+                    .and_then(|id| channel.ask(&id, now))
                     .map(|ask| {
                         let summary = format!(
                             "asked the human ({}); check back with status id {}",
@@ -98,14 +99,14 @@ impl Tool for FerryAskHuman {
                         (out(&ask), summary)
                     })
             }
-            AskArgs::Status { id: Some(id) } => ops::show(session, &id, now).map(|ask| {
+            AskArgs::Status { id: Some(id) } => channel.ask(&id, now).map(|ask| {
                 let summary = format!("ask {} is {}", ask.id, ask.state);
                 (out(&ask), summary)
             }),
             AskArgs::Status { id: None } => {
-                let me = session.actor().agent().cloned();
-                ops::list(session, me.as_ref(), false, now).and_then(|asks| {
-                    let ask = asks.into_iter().next().ok_or(ops::AsksError::NoAskYet)?;
+                let me = channel.me();
+                channel.asks(me.as_ref(), false, now).and_then(|asks| {
+                    let ask = asks.into_iter().next().ok_or(AsksError::NoAskYet)?;
                     let summary = format!("your latest ask {} is {}", ask.id, ask.state);
                     Ok((out(&ask), summary))
                 })

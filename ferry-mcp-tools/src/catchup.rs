@@ -1,9 +1,9 @@
-//! `ferry_catchup`: a bounded digest (ADR 0028 T6: at most 800 estimated tokens) of what the
+//! `ferry_catchup`: a bounded digest (budget T6 of `docs/mcp-budgets.md`: at most 800 estimated tokens) of what the
 //! agent needs to go on: the primary, its brief, the newest decisions, the open orders, its
 //! own orders and asks, what waits on it. Built from the folded state, never from history;
 //! with `since`, only what changed after that cursor.
 
-use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits, DigestOrder};
+use ferry_mcp_core::channel::ops::fleet::{Digest, DigestLimits, DigestOrder};
 use ferry_mcp_core::channel::ops::primary::Liveness;
 use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_core::channel::state::orders::OrderState;
@@ -54,6 +54,8 @@ pub struct BriefOut {
 pub struct DecisionOut {
     pub id: String,
     pub line: String,
+    /// When it was decided, in seconds since the Unix epoch.
+    pub at: u64,
 }
 
 /// An ask in the digest.
@@ -88,6 +90,15 @@ pub struct CatchupOut {
     pub open: Vec<OrderOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mine: Vec<OrderOut>,
+    /// How many orders `open` would list in all, when it shows fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_total: Option<usize>,
+    /// How many of the caller's orders there are, when `mine` shows fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mine_total: Option<usize>,
+    /// `open` or `mine` leaves orders out (`ferry_orders list` has them all).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub asks: Vec<AskOut>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,7 +117,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "A short digest: primary, brief, decisions, open orders, yours, your asks, what waits on you. Pass next back as since for only what changed.",
     input_schema: r#"{"type":"object","properties":{"since":{"type":"string"},"detail":{"type":"boolean"}},"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"open_total":{"type":"integer"},"mine_total":{"type":"integer"},"truncated":{"type":"boolean"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
     ),
     annotations: Annotations::READ_ONLY,
 };
@@ -134,8 +145,8 @@ impl Tool for FerryCatchup {
         };
         let now = cx.now;
         let project = cx.project.to_owned();
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let channel = match facade::channel(cx) {
+            Ok(channel) => channel,
             Err(refusal) => return refusal,
         };
         let limits = if args.detail {
@@ -143,7 +154,7 @@ impl Tool for FerryCatchup {
         } else {
             DigestLimits::DEFAULT
         };
-        match fleet::catchup(session, args.since.as_deref(), limits, now) {
+        match channel.catchup(args.since.as_deref(), limits, now) {
             Ok(digest) => shape(&digest, &project, args.detail),
             Err(err) => facade::failed(&err),
         }
@@ -200,8 +211,12 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
             .map(|decision| DecisionOut {
                 id: decision.id.clone(),
                 line: clean(&decision.line),
+                at: decision.at.0,
             })
             .collect(),
+        open_total: (digest.open_total > open.len()).then_some(digest.open_total),
+        mine_total: (digest.mine_total > mine.len()).then_some(digest.mine_total),
+        truncated: digest.open_total > open.len() || digest.mine_total > mine.len(),
         open,
         mine,
         asks: digest
@@ -226,10 +241,14 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
     let summary = if !changed && out.waiting_on_you.is_empty() {
         "nothing new".to_owned()
     } else {
+        let counted = |shown: usize, total: Option<usize>, what: &str| match total {
+            Some(total) => format!("{total} {what} ({shown} shown)"),
+            None => format!("{shown} {what}"),
+        };
         format!(
-            "{} open, {} yours, {} waiting on you{}",
-            out.open.len(),
-            out.mine.len(),
+            "{}, {}, {} waiting on you{}",
+            counted(out.open.len(), out.open_total, "open"),
+            counted(out.mine.len(), out.mine_total, "yours"),
             out.waiting_on_you.len(),
             out.primary
                 .as_ref()

@@ -1,5 +1,5 @@
 //! What every tool does the same way: parse its arguments into its typed value, reach the
-//! session, and turn an operation's error into a tool error the model can act on.
+//! channel (through the port), and turn an operation's error into a tool error the model can act on.
 //!
 //! A tool stays a thin facade: parse, call one operation, shape the answer. The text of an
 //! error starts with the operation error's stable code, so a model (and a test) can tell a
@@ -8,8 +8,10 @@
 
 use ferry_mcp_core::channel::levels::Refusal;
 use ferry_mcp_core::channel::ops::{OperationError, OpsError};
+use ferry_mcp_core::port::{Channel, Unavailable};
 use ferry_mcp_core::shape::ToolOutcome;
-use ferry_mcp_core::tool::Unavailable;
+use ferry_mcp_core::time::Timestamp;
+use ferry_mcp_core::tool::CallContext;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -24,31 +26,22 @@ pub(crate) fn parse<T: DeserializeOwned>(
         .map_err(|err| ToolOutcome::error(format!("invalid arguments for {tool}: {err}")))
 }
 
-/// The session of this server's agent, or the tool error that says why there is none.
-pub(crate) fn session<'a>(
-    cx: &'a mut ferry_mcp_core::tool::CallContext<'_>,
-) -> Result<&'a mut ferry_mcp_core::channel::session::Session, ToolOutcome> {
+/// The channel of this server's agent, or the tool error that says why there is none.
+pub(crate) fn channel<'a>(cx: &'a mut CallContext<'_>) -> Result<&'a mut dyn Channel, ToolOutcome> {
     let now = cx.now;
-    cx.channel.session(now).map_err(|err| unavailable(&err))
+    cx.channel.channel(now).map_err(|err| unavailable(&err))
 }
 
-/// What a tool starts with: its typed arguments, the time of the call, and the session (the
+/// What a tool starts with: its typed arguments, the time of the call, and the channel (the
 /// arguments are checked first, so a bad call is refused without touching the channel).
 pub(crate) fn start<'a, T: DeserializeOwned>(
     tool: &str,
     args: &Map<String, Value>,
-    cx: &'a mut ferry_mcp_core::tool::CallContext<'_>,
-) -> Result<
-    (
-        T,
-        ferry_mcp_core::time::Timestamp,
-        &'a mut ferry_mcp_core::channel::session::Session,
-    ),
-    ToolOutcome,
-> {
+    cx: &'a mut CallContext<'_>,
+) -> Result<(T, Timestamp, &'a mut dyn Channel), ToolOutcome> {
     let parsed = parse(tool, args)?;
     let now = cx.now;
-    Ok((parsed, now, session(cx)?))
+    Ok((parsed, now, channel(cx)?))
 }
 
 /// The tool error of a channel that cannot be reached.

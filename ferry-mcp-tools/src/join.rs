@@ -2,7 +2,7 @@
 //! who is alive, its open orders, whether heavy work goes through this machine's queue; an
 //! unseated agent is told the exact command that seats it, and nothing is created.
 
-use ferry_mcp_core::channel::ops::fleet::{self, Standing};
+use ferry_mcp_core::channel::ops::fleet::Standing;
 use ferry_mcp_core::channel::ops::primary::Liveness;
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
@@ -93,12 +93,12 @@ impl Tool for FerryJoin {
             return refusal;
         }
         let now = cx.now;
-        let (session, queue) = match cx.channel.session_and_queue(now) {
+        let (channel, queue) = match cx.channel.channel_and_queue(now) {
             Ok(reached) => reached,
             Err(err) => return facade::unavailable(&err),
         };
         let snifrig = queue.is_some_and(|queue| queue.enabled());
-        let joined = match fleet::join(session, now) {
+        let joined = match channel.join(now) {
             Ok(joined) => joined,
             Err(err) => return facade::failed(&err),
         };
@@ -133,7 +133,7 @@ impl Tool for FerryJoin {
         let out = JoinOut {
             agent,
             project: joined.project.to_string(),
-            machine: session.machine().to_owned(),
+            machine: channel.machine(),
             level,
             granted,
             locked,

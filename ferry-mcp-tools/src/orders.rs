@@ -4,12 +4,11 @@
 
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::orders::{
-    self as ops, ClaimOutcome, HeavyQueue, ListRequest, OrderDetail, OrdersError, RunVia,
-    SubmitRequest,
+    ClaimOutcome, ListRequest, OrderDetail, OrdersError, RunVia, SubmitRequest,
 };
-use ferry_mcp_core::channel::state::EntryId;
 use ferry_mcp_core::channel::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::guard;
+use ferry_mcp_core::port::{Channel, HeavyQueue};
 use ferry_mcp_core::shape::{
     self, MAX_ITEMS, MAX_STRUCTURED_CHARS, ResourceLink, ResourceUri, ToolOutcome,
 };
@@ -148,6 +147,9 @@ pub struct OrdersOut {
     /// More orders than this answer holds: pass `next` as `since` for the rest.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// How many orders the board holds, when a list without `since` shows fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
     /// Pass as `since` to get only what changed after this answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
@@ -165,7 +167,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "The order board. list (since: cursor for changes only) | show id | claim id | release id | progress id note | handin id ref note | submit id ref note | review id verdict notes. ref: a git ref or hand-in id, never code.",
     input_schema: r#"{"type":"object","properties":{"action":{"enum":["list","show","claim","release","progress","handin","submit","review"]},"id":{"type":"string"},"since":{"type":"string"},"note":{"type":"string"},"ref":{"type":"string"},"verdict":{"enum":["accept","changes"]},"notes":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"total":{"type":"integer"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
     ),
     annotations: Annotations::APPEND,
 };
@@ -186,12 +188,12 @@ impl Tool for FerryOrders {
         };
         let now = cx.now;
         let project = cx.project.to_owned();
-        let (session, queue) = match cx.channel.session_and_queue(now) {
+        let (channel, queue) = match cx.channel.channel_and_queue(now) {
             Ok(reached) => reached,
             Err(err) => return facade::unavailable(&err),
         };
-        ferry_mcp_core::channel::ops::primary::note_alive(session, now);
-        match run(session, queue, args, &project, now) {
+        channel.note_alive(now);
+        match run(channel, queue, args, &project, now) {
             Ok(outcome) => outcome,
             Err(err) => facade::failed(&err),
         }
@@ -199,16 +201,16 @@ impl Tool for FerryOrders {
 }
 
 fn run(
-    session: &mut ferry_mcp_core::channel::session::Session,
+    channel: &mut dyn Channel,
     queue: Option<&dyn HeavyQueue>,
     args: OrdersArgs,
     project: &str,
     now: ferry_mcp_core::time::Timestamp,
 ) -> Result<ToolOutcome, OrdersError> {
     Ok(match args {
-        OrdersArgs::List { since } => list(session, since, now)?,
-        OrdersArgs::Show { id } => show(session, queue, &id, project, now)?,
-        OrdersArgs::Claim { id } => match ops::claim(session, &id, now)? {
+        OrdersArgs::List { since } => list(channel, since, now)?,
+        OrdersArgs::Show { id } => show(channel, queue, &id, project, now)?,
+        OrdersArgs::Claim { id } => match channel.claim(&id, now)? {
             ClaimOutcome::Claimed { id, state } => answer(
                 OrdersOut {
                     id: Some(id.clone()),
@@ -229,7 +231,7 @@ fn run(
             ),
         },
         OrdersArgs::Release { id, note } => {
-            let state = ops::release(session, &id, note.as_deref(), now)?;
+            let state = channel.release_order(&id, note.as_deref(), now)?;
             state_answer(
                 &id,
                 state,
@@ -237,11 +239,11 @@ fn run(
             )
         }
         OrdersArgs::Progress { id, note } => {
-            let state = ops::progress(session, &id, &note, now)?;
+            let state = channel.progress(&id, &note, now)?;
             state_answer(&id, state, format!("progress on {id} recorded"))
         }
         OrdersArgs::Handin { id, git_ref, note } => {
-            let handin = ops::hand_in(session, &id, &git_ref, &note, now)?;
+            let handin = channel.hand_in(&id, &git_ref, &note, now)?;
             answer(
                 OrdersOut {
                     id: Some(id.clone()),
@@ -253,9 +255,9 @@ fn run(
         }
         OrdersArgs::Submit { id, git_ref, note } => {
             // Whether `ref` is a hand-in's id is looked up in what is folded: fold what is new.
-            session.refresh(now);
-            let request = submit_request(session, &id, git_ref, note);
-            let state = ops::submit(session, &id, &request, now)?;
+            channel.refresh(now);
+            let request = submit_request(channel, &id, git_ref, note);
+            let state = channel.submit(&id, &request, now)?;
             state_answer(&id, state, format!("submitted {id}: it is {state}"))
         }
         OrdersArgs::Review { id, verdict, notes } => {
@@ -263,7 +265,7 @@ fn run(
                 VerdictArg::Accept => Verdict::Accept,
                 VerdictArg::Changes => Verdict::Changes,
             };
-            let state = ops::review(session, &id, verdict, notes.as_deref(), now)?;
+            let state = channel.review(&id, verdict, notes.as_deref(), now)?;
             state_answer(&id, state, format!("reviewed {id}: it is {state}"))
         }
     })
@@ -271,21 +273,12 @@ fn run(
 
 /// `ref` names a hand-in of this order when it is one's id, else a git ref.
 fn submit_request(
-    session: &ferry_mcp_core::channel::session::Session,
+    channel: &dyn Channel,
     order: &str,
     git_ref: String,
     summary: String,
 ) -> SubmitRequest {
-    let is_handin = git_ref.parse::<EntryId>().is_ok_and(|handin| {
-        order.parse::<EntryId>().is_ok_and(|order| {
-            session
-                .state()
-                .orders()
-                .get(&order)
-                .is_some_and(|order| order.handin(&handin).is_some())
-        })
-    });
-    if is_handin {
+    if channel.names_handin(order, &git_ref) {
         SubmitRequest {
             handin: Some(git_ref),
             git_ref: None,
@@ -319,12 +312,12 @@ fn state_answer(id: &str, state: OrderState, summary: String) -> ToolOutcome {
 const LIST_TITLE_CHARS: usize = 80;
 
 fn list(
-    session: &mut ferry_mcp_core::channel::session::Session,
+    channel: &mut dyn Channel,
     since: Option<String>,
     now: ferry_mcp_core::time::Timestamp,
 ) -> Result<ToolOutcome, OrdersError> {
-    let listed = ops::list(
-        session,
+    let whole_board = since.is_none();
+    let listed = channel.list_orders(
         &ListRequest {
             all: false,
             since,
@@ -333,7 +326,6 @@ fn list(
         now,
     )?;
     let mut redacted = false;
-    let quiet = session.state().leadership.quiet_period_s();
     let rows: Vec<Row> = listed
         .rows
         .iter()
@@ -341,10 +333,11 @@ fn list(
             id: listed.row.id.clone(),
             title: clip(&clean(&listed.row.title, &mut redacted), LIST_TITLE_CHARS),
             state: listed.row.state,
-            silent: listed.row.holder.as_ref().is_some_and(|holder| {
-                ferry_mcp_core::channel::ops::primary::liveness(session, holder, now)
-                    .is_none_or(|(age, _)| age > quiet)
-            }),
+            silent: listed
+                .row
+                .holder
+                .as_ref()
+                .is_some_and(|holder| channel.is_silent(holder, now)),
             holder: listed.row.holder.as_ref().map(ToString::to_string),
         })
         .collect();
@@ -365,9 +358,25 @@ fn list(
     let count = given;
     let mut rows = rows;
     rows.truncate(given);
+    // A capped list of the board says how many there are (those not done, as it lists them);
+    // a channel that cannot count them just does not say.
+    let total = (truncated && whole_board)
+        .then(|| channel.board_counts(now).ok())
+        .flatten()
+        .map(|counts| {
+            counts
+                .by_state
+                .iter()
+                .filter(|(state, _)| !state.is_done())
+                .map(|(_, n)| n)
+                .sum::<usize>()
+        });
     let summary = match (count, truncated, listed.reset) {
         (0, _, _) => "no orders changed".to_owned(),
-        (n, true, _) => format!("{} (more: pass next as since)", orders_count(n)),
+        (n, true, _) => match total {
+            Some(total) => format!("{n} of {total} orders (more: pass next as since)"),
+            None => format!("{} (more: pass next as since)", orders_count(n)),
+        },
         (n, false, true) => format!(
             "{} (the whole board: the cursor was from elsewhere)",
             orders_count(n)
@@ -378,6 +387,7 @@ fn list(
         OrdersOut {
             orders: Some(rows),
             truncated,
+            total,
             next: Some(next),
             reset: listed.reset,
             redacted,
@@ -412,13 +422,13 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
 }
 
 fn show(
-    session: &mut ferry_mcp_core::channel::session::Session,
+    channel: &mut dyn Channel,
     queue: Option<&dyn HeavyQueue>,
     id: &str,
     project: &str,
     now: ferry_mcp_core::time::Timestamp,
 ) -> Result<ToolOutcome, OrdersError> {
-    let detail = ops::show(session, id, queue, now)?;
+    let detail = channel.show_order(id, queue, now)?;
     let link = ResourceUri::new(project, ORDER_KIND, &detail.row.id)
         .ok()
         .map(|uri| {
@@ -445,7 +455,7 @@ fn show(
     Ok(outcome)
 }
 
-fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
+pub(crate) fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
     let mut clean = |text: &str| clean(text, redacted);
     Detail {
         id: detail.row.id.clone(),
@@ -539,11 +549,11 @@ impl ResourceKind for OrderBodies {
         cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
         let now = cx.now;
-        let session = cx
+        let channel = cx
             .channel
-            .session(now)
+            .channel(now)
             .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
-        match ops::body_text(session, uri.id(), now) {
+        match channel.order_body(uri.id(), now) {
             Ok(text) => Ok(ResourceText {
                 mime_type: ORDER_TEMPLATE.mime_type,
                 text: guard::redact(&text).text.into_owned(),

@@ -2,7 +2,7 @@
 //! about it: stand by, take over (an Orchestrator, only when the primary is silent), or hand
 //! the role back.
 
-use ferry_mcp_core::channel::ops::primary::{self as ops, PrimaryStatus, Takeover};
+use ferry_mcp_core::channel::ops::primary::{PrimaryStatus, Takeover};
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
 use serde::{Deserialize, Serialize};
@@ -71,26 +71,27 @@ impl Tool for FerryPrimary {
     }
 
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let (args, now, session) = match facade::start::<PrimaryArgs>(DEFINITION.name, args, cx) {
+        let (args, now, channel) = match facade::start::<PrimaryArgs>(DEFINITION.name, args, cx) {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
         if args != PrimaryArgs::Takeover {
-            ops::note_alive(session, now);
+            channel.note_alive(now);
         }
         let result = match args {
-            PrimaryArgs::Status => ops::status(session, now).map(|status| {
+            PrimaryArgs::Status => channel.primary_status(now).map(|status| {
                 let summary = status.rule.clone();
                 (out(&status, None), summary)
             }),
-            PrimaryArgs::Standby => ops::standby(session, now).map(|status| {
+            PrimaryArgs::Standby => channel.standby(now).map(|status| {
                 (out(&status, None), format!("standing by; {}", status.rule))
             }),
-            PrimaryArgs::Release => ops::release(session, now)
-                .and_then(|()| ops::status(session, now))
+            PrimaryArgs::Release => channel
+                .release_primary(now)
+                .and_then(|()| channel.primary_status(now))
                 .map(|status| (out(&status, None), "released the primary's role".to_owned())),
-            PrimaryArgs::Takeover => ops::takeover(session, now).and_then(|outcome| {
-                let status = ops::status(session, now)?;
+            PrimaryArgs::Takeover => channel.takeover(now).and_then(|outcome| {
+                let status = channel.primary_status(now)?;
                 Ok(match outcome {
                     Takeover::TookOver { from } => (
                         out(&status, Some("took_over")),

@@ -3,9 +3,10 @@
 //! text.
 
 use ferry_mcp_core::channel::ops::OpsError;
-use ferry_mcp_core::channel::ops::talk::{self as ops, PostRequest, ReadRequest, TalkError};
+use ferry_mcp_core::channel::ops::talk::{MessageView, PostRequest, ReadRequest, TalkError};
 use ferry_mcp_core::guard;
-use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
+use ferry_mcp_core::port::Channel;
+use ferry_mcp_core::shape::{ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{
     Annotations, CallContext, ReadContext, ResourceError, ResourceKind, ResourceTemplate,
     ResourceText, Tool, ToolDefinition,
@@ -117,15 +118,15 @@ impl Tool for FerryTalk {
         };
         let now = cx.now;
         let project = cx.project.to_owned();
-        let session = match facade::session(cx) {
-            Ok(session) => session,
+        let channel = match facade::channel(cx) {
+            Ok(channel) => channel,
             Err(refusal) => return refusal,
         };
-        ferry_mcp_core::channel::ops::primary::note_alive(session, now);
+        channel.note_alive(now);
         let result = match args {
             TalkArgs::Post { to, text, reply_to } => {
                 let request = PostRequest { to, text, reply_to };
-                ops::post(session, &request, now).map(|id| {
+                channel.post(&request, now).map(|id| {
                     let out = TalkOut {
                         id: Some(id.clone()),
                         ..TalkOut::default()
@@ -133,14 +134,14 @@ impl Tool for FerryTalk {
                     ToolOutcome::ok(facade::structured(&out), format!("posted {id}"))
                 })
             }
-            TalkArgs::Read { since, peek } => read(session, since, peek, &project, now),
+            TalkArgs::Read { since, peek } => read(channel, since, peek, &project, now),
         };
         result.unwrap_or_else(|err| facade::failed(&err))
     }
 }
 
 fn read(
-    session: &mut ferry_mcp_core::channel::session::Session,
+    channel: &mut dyn Channel,
     since: Option<String>,
     peek: bool,
     project: &str,
@@ -155,7 +156,7 @@ fn read(
     let mut used = 0;
     let mut redacted = false;
     let mut shown = Vec::new();
-    let mut fits = |message: &ops::MessageView| {
+    let mut fits = |message: &MessageView| {
         let cost = message.text.chars().count() + message.id.len() * 2 + 64;
         if used + cost > READ_BUDGET_CHARS {
             return false;
@@ -163,21 +164,31 @@ fn read(
         used += cost;
         true
     };
-    let result = ops::read(session, &request, &mut fits, now)?;
+    let result = channel.read(&request, &mut fits, now)?;
+    // A long message's whole text is a `resource_link` content item (as an order's body is)
+    // and, for clients that hand the model only structuredContent, its `link`.
+    let mut links = Vec::new();
     for message in &result.messages {
         let clean = guard::redact(&message.text);
         redacted |= clean.redacted;
+        let uri = message
+            .long
+            .then(|| ResourceUri::new(project, MSG_KIND, &message.id).ok())
+            .flatten();
+        if let Some(uri) = &uri {
+            links.push(
+                ResourceLink::new(uri.clone(), format!("message {}", message.id))
+                    .mime_type(MSG_TEMPLATE.mime_type)
+                    .description("the message's whole text"),
+            );
+        }
         shown.push(Msg {
             id: message.id.clone(),
             from: message.from.to_string(),
             to: message.to.clone(),
             text: clean.text.into_owned(),
             reply_to: message.reply_to.clone(),
-            link: message
-                .long
-                .then(|| ResourceUri::new(project, MSG_KIND, &message.id).ok())
-                .flatten()
-                .map(|uri| uri.to_string()),
+            link: uri.map(|uri| uri.to_string()),
             void: message.void.clone(),
         });
     }
@@ -214,7 +225,11 @@ fn read(
         redacted,
         ..TalkOut::default()
     };
-    Ok(ToolOutcome::ok(facade::structured(&out), summary))
+    let mut outcome = ToolOutcome::ok(facade::structured(&out), summary);
+    for link in links {
+        outcome = outcome.with_link(link);
+    }
+    Ok(outcome)
 }
 
 /// The `msg` resource kind: `ferry://<project>/msg/<id>` is a message's whole text.
@@ -243,11 +258,11 @@ impl ResourceKind for MessageBodies {
         cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
         let now = cx.now;
-        let session = cx
+        let channel = cx
             .channel
-            .session(now)
+            .channel(now)
             .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
-        match ops::message_text(session, uri.id(), now) {
+        match channel.message_text(uri.id(), now) {
             Ok(text) => Ok(ResourceText {
                 mime_type: MSG_TEMPLATE.mime_type,
                 text,

@@ -8,5 +8,6 @@ mod e2e;
 mod fleet;
 mod masking;
 mod orders;
+mod saves;
 mod serve;
 mod talk;

@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use super::keys::{PublicKey, SecretKey};
 use super::levels::{LocalKey, PauseReason};
 use super::names::{AgentName, ProjectId};
+use super::store::durable;
 use crate::time::Timestamp;
 pub use seal::{SealCost, SealError, SealedSecret};
 
@@ -615,12 +616,14 @@ impl Home {
         let dir = self.project_dir(project);
         atomic::create_private_dir(&dir)?;
         let lock_path = dir.join("pins.lock");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_err(&lock_path))?;
+        let lock = durable::open_regular(
+            &lock_path,
+            fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true),
+        )
+        .map_err(io_err(&lock_path))?;
         lock.lock().map_err(io_err(&lock_path))?;
         let mut pins = self.pins(project)?;
         let (outcome, changed) = pin(&mut pins);
@@ -680,8 +683,15 @@ impl Home {
     }
 }
 
+/// The bytes of a state file, if it is there; anything but a regular file is refused unread.
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, HomeError> {
-    match fs::read(path) {
+    use std::io::Read as _;
+    let read =
+        durable::open_regular(path, fs::OpenOptions::new().read(true)).and_then(|mut file| {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map(|_| bytes)
+        });
+    match read {
         Ok(bytes) => Ok(Some(bytes)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(io_err(path)(err)),

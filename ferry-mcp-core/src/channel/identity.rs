@@ -870,6 +870,13 @@ impl Identity {
         self.latest_grant(name)
     }
 
+    /// The grant for `name` in force at master position `pos`: its latest at or before it.
+    pub fn grant_at(&self, name: &AgentName, pos: MasterPos) -> Option<&FoldedGrant> {
+        let history = self.grants.get(name)?;
+        let upto = history.partition_point(|grant| grant.order <= pos);
+        upto.checked_sub(1).map(|last| &history[last])
+    }
+
     fn latest_grant(&self, name: &AgentName) -> Option<&FoldedGrant> {
         self.grants.get(name).and_then(|history| history.last())
     }

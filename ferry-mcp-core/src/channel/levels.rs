@@ -4,7 +4,7 @@
 //! without a grant is a Worker. [`authorize`] is the single place that answers "may this
 //! agent do this operation now", for the CLI and the MCP tools alike, and its refusal
 //! names what is missing (a level, a scope, or a condition: paused, unseated, locked,
-//! expired). The table it applies is the one in `seeds/MCP.md` ("What an agent may do").
+//! expired). The table it applies is the one in `docs/mcp-server.md` ("Levels: what an agent may do").
 
 use std::fmt;
 use std::str::FromStr;
@@ -137,7 +137,7 @@ impl Operation {
         }
     }
 
-    /// The level table of `seeds/MCP.md`.
+    /// The level table of `docs/mcp-server.md`.
     pub const fn requirement(self) -> Requirement {
         match self {
             Operation::Read

@@ -32,7 +32,7 @@ use super::store::Channel;
 
 pub use folder::{Prelook, Prelooked};
 pub use log::{LogState, WriteTip};
-pub use problem::{IntegrityProblem, ProblemKind};
+pub use problem::{Cleared, IntegrityProblem, ProblemKind};
 
 /// The key of a log file name's hex, decoded once per reader: a decode is a point
 /// decompression (about 6 us).
@@ -163,6 +163,9 @@ pub struct Reader {
     watch: watch::Watch,
     /// Stats taken during the open, for its first full look.
     ahead: Option<Prelooked>,
+    /// Problems reported before that the polls since the last [`Reader::take_cleared`] found
+    /// no longer hold.
+    cleared: Vec<Cleared>,
 }
 
 impl Reader {
@@ -176,6 +179,7 @@ impl Reader {
             folders: scan::Folders::default(),
             watch: watch::Watch::default(),
             ahead: None,
+            cleared: Vec::new(),
         }
     }
 
@@ -226,6 +230,13 @@ impl Reader {
         }
     }
 
+    /// What the polls since the last call found no longer holds of the problems reported
+    /// before (a temporary file removed, a log back after it vanished): whoever keeps the
+    /// problems drops those.
+    pub fn take_cleared(&mut self) -> Vec<Cleared> {
+        std::mem::take(&mut self.cleared)
+    }
+
     /// Stats taken ahead for the next full look (see [`Prelook`]).
     pub fn use_prelooked(&mut self, ahead: Option<Prelooked>) {
         self.ahead = ahead;
@@ -273,6 +284,7 @@ impl Reader {
             project: &self.project,
             on_entry,
             problems: &mut problems,
+            cleared: &mut self.cleared,
         };
         // The master's logs first: agents' entries name master positions (`seen`); read
         // before them, an agent's entries would wait and its log be read and verified again.
@@ -310,6 +322,7 @@ impl Reader {
             project: &self.project,
             on_entry,
             problems: &mut problems,
+            cleared: &mut self.cleared,
         };
         for masters in [true, false] {
             for (id, state) in &mut self.logs {
@@ -331,6 +344,11 @@ impl Reader {
     }
 
     fn report_skipped(&mut self, listing: scan::Listing, problems: &mut Vec<IntegrityProblem>) {
+        for cleared in listing.cleared {
+            // Gone: should it come back, it is reported again.
+            self.reported.remove(cleared.path());
+            self.cleared.push(cleared);
+        }
         for problem in listing.skipped {
             if self.reported.insert(problem.path.clone()) {
                 problems.push(problem);
@@ -372,6 +390,7 @@ impl Reader {
             project: &self.project,
             on_entry,
             problems: &mut problems,
+            cleared: &mut self.cleared,
         };
         state.read_new(&ChannelFolder::open(&self.dir), &mut sink);
         problems
@@ -390,7 +409,9 @@ impl Reader {
         };
         let mut fresh = LogState::new(id.author.clone(), id.key);
         let mut problems = Vec::new();
+        let mut cleared = Vec::new();
         let mut sink = Sink {
+            cleared: &mut cleared,
             project: &self.project,
             on_entry: &mut |entry: VerifiedEntry| {
                 if entry.seq() <= known.last_seq() {
@@ -409,7 +430,11 @@ impl Reader {
     pub fn line_of(&self, id: &LogId, seq: u64, hash: &super::entry::EntryHash) -> Option<String> {
         use std::io::{BufRead as _, Read as _};
         let state = self.logs.get(id)?;
-        let file = std::fs::File::open(self.dir.join(state.rel_path())).ok()?;
+        let file = super::store::durable::open_regular(
+            &self.dir.join(state.rel_path()),
+            std::fs::OpenOptions::new().read(true),
+        )
+        .ok()?;
         let mut reader = std::io::BufReader::new(file);
         let limit = super::store::MAX_LINE_LEN as u64 + 1;
         loop {

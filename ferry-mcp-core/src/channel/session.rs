@@ -10,6 +10,7 @@
 //! log: the verified state of ADR 0004 is loaded from the state folder, and written back by
 //! [`Session::save`] when something changed.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -23,14 +24,13 @@ use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
-use super::ops::orders::HeavyQueue;
-use super::reader::{IntegrityProblem, LogId, Prelook, Reader};
+use super::reader::{Cleared, IntegrityProblem, LogId, Prelook, Reader};
 use super::stamp::FileStamp;
 use super::state::{ChannelState, EntryId, SEEN_FIELD};
 use super::store::{Channel, LogWriter};
 use crate::guard::{self, TextUse};
+use crate::port::{self, ChannelAccess, HeavyQueue, Unavailable};
 use crate::time::Timestamp;
-use crate::tool::{ChannelAccess, Unavailable};
 
 /// At most this many integrity problems are kept; more are counted.
 const MAX_KEPT_PROBLEMS: usize = 1_000;
@@ -67,6 +67,9 @@ pub struct Session {
     reader: Reader,
     state: ChannelState,
     problems: Vec<IntegrityProblem>,
+    /// The same problems, looked up by hash: a channel may hold as many junk files as anyone
+    /// cares to write, each reported once (issue 17, finding 8).
+    problem_set: HashSet<IntegrityProblem>,
     dropped_problems: u64,
     /// Problems of this process with machine-state files (they are found again every time).
     local_problems: Vec<String>,
@@ -195,6 +198,7 @@ impl Session {
             genesis,
             generation: kept.generation,
             state: kept.state,
+            problem_set: kept.problems.iter().cloned().collect(),
             problems: kept.problems,
             dropped_problems: kept.dropped_problems,
             local_problems,
@@ -384,6 +388,9 @@ impl Session {
             self.pinned = None;
             self.dirty = true;
         }
+        // Cleared first: a file replaced by something else at its path is reported anew.
+        let cleared = self.reader.take_cleared();
+        self.clear_problems(&cleared);
         self.keep_problems(folded.problems);
         self.dirty |= self.reader.take_settled();
         self.take_kept_failures(now);
@@ -413,14 +420,54 @@ impl Session {
     fn keep_problems(&mut self, problems: Vec<IntegrityProblem>) {
         for problem in problems {
             // A log read again after a rollback reports its bad lines again: kept once.
-            if self.problems.contains(&problem) {
+            if self.problem_set.contains(&problem) {
                 continue;
             }
             if self.problems.len() < MAX_KEPT_PROBLEMS {
+                self.problem_set.insert(problem.clone());
                 self.problems.push(problem);
             } else {
                 self.dropped_problems += 1;
             }
+            self.dirty = true;
+        }
+    }
+
+    /// Drops the kept problems that no longer hold. A cleared file problem that was not kept
+    /// was counted among those not kept: the count goes down with it.
+    fn clear_problems(&mut self, cleared: &[Cleared]) {
+        if cleared.is_empty() {
+            return;
+        }
+        let by_path: std::collections::HashMap<&std::path::Path, Vec<&Cleared>> = cleared
+            .iter()
+            .fold(Default::default(), |mut by_path, clear| {
+                by_path.entry(clear.path()).or_default().push(clear);
+                by_path
+            });
+        let mut matched: HashSet<&Cleared> = HashSet::new();
+        let before = self.problems.len();
+        let set = &mut self.problem_set;
+        self.problems.retain(|problem| {
+            let clear = by_path
+                .get(problem.path.as_path())
+                .and_then(|clears| clears.iter().find(|clear| clear.clears(problem)));
+            match clear {
+                Some(clear) => {
+                    matched.insert(clear);
+                    set.remove(problem);
+                    false
+                }
+                None => true,
+            }
+        });
+        let uncounted = cleared
+            .iter()
+            .filter(|clear| matches!(clear, Cleared::Listed(_)) && !matched.contains(clear))
+            .count() as u64;
+        let counted = self.dropped_problems.min(uncounted);
+        self.dropped_problems -= counted;
+        if self.problems.len() != before || counted > 0 {
             self.dirty = true;
         }
     }
@@ -767,7 +814,7 @@ fn identity_marks(session: &Session) -> (u64, MasterPos) {
     (identity.seat_epoch(), identity.master_position())
 }
 
-/// The session of a server (ADR 0028: one process, one agent, one project), opened on the
+/// The session of a server (one process, one agent, one project: `docs/mcp-server.md`), opened on the
 /// first call that needs it, or in the background after [`LazySession::prefetch`], so that
 /// `initialize` and `tools/list` never wait for the channel. An open that failed (an unknown
 /// project, say) is tried again on the next call; the kept state is written as its
@@ -904,8 +951,9 @@ impl LazySession {
     }
 }
 
-impl ChannelAccess for LazySession {
-    fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
+impl LazySession {
+    /// The session, opened now if it is not yet, or why it cannot be.
+    pub fn session(&mut self, now: Timestamp) -> Result<&mut Session, Unavailable> {
         if let Slot::Opening(_) = self.slot {
             let Slot::Opening(handle) = std::mem::replace(&mut self.slot, Slot::Closed) else {
                 unreachable!("matched above");
@@ -938,7 +986,8 @@ impl ChannelAccess for LazySession {
         }
     }
 
-    fn session_and_queue(
+    /// The session and this machine's queue for heavy work.
+    pub fn session_and_queue(
         &mut self,
         now: Timestamp,
     ) -> Result<(&mut Session, Option<&dyn HeavyQueue>), Unavailable> {
@@ -950,7 +999,8 @@ impl ChannelAccess for LazySession {
         }
     }
 
-    fn flush(&mut self, now: Timestamp) {
+    /// Keeps what was verified when the save policy says it is due.
+    pub fn flush(&mut self, now: Timestamp) {
         let due = match self.saved_at {
             None => true,
             Some(at) => {
@@ -963,6 +1013,24 @@ impl ChannelAccess for LazySession {
         if due {
             self.save(now);
         }
+    }
+}
+
+impl ChannelAccess for LazySession {
+    fn channel(&mut self, now: Timestamp) -> Result<&mut dyn port::Channel, Unavailable> {
+        Ok(self.session(now)?)
+    }
+
+    fn channel_and_queue(
+        &mut self,
+        now: Timestamp,
+    ) -> Result<(&mut dyn port::Channel, Option<&dyn HeavyQueue>), Unavailable> {
+        let (session, queue) = self.session_and_queue(now)?;
+        Ok((session, queue))
+    }
+
+    fn flush(&mut self, now: Timestamp) {
+        LazySession::flush(self, now);
     }
 }
 

@@ -71,6 +71,9 @@ pub const GENESIS_SIGNING_DOMAIN: &[u8] = b"ferry-channel-genesis-v1\n";
 pub enum StoreError {
     #[error("{path}: {cause}")]
     Io { path: PathBuf, cause: io::Error },
+    /// Said plainly: the OS's words for it are easy to miss among the path and the code.
+    #[error("{0}: no space left on the device")]
+    DiskFull(PathBuf),
     #[error("a channel already exists in {0}")]
     AlreadyExists(PathBuf),
     #[error("no channel in {0}: genesis.json is missing")]
@@ -99,9 +102,14 @@ impl From<EntryError> for StoreError {
 
 impl StoreError {
     fn io(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-        move |cause| StoreError::Io {
-            path: path.to_owned(),
-            cause,
+        move |cause| {
+            if cause.kind() == io::ErrorKind::StorageFull {
+                return StoreError::DiskFull(path.to_owned());
+            }
+            StoreError::Io {
+                path: path.to_owned(),
+                cause,
+            }
         }
     }
 }
@@ -112,7 +120,7 @@ pub const MAX_BLOB_LEN: u64 = 16 << 20;
 /// Reads at most `limit` bytes of a file: `None` when it is longer.
 fn read_bounded(path: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read as _;
-    let file = fs::File::open(path)?;
+    let file = durable::open_regular(path, fs::OpenOptions::new().read(true))?;
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= limit).then_some(bytes))

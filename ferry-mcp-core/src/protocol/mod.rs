@@ -17,9 +17,9 @@ pub mod wire;
 
 use serde_json::Value;
 
+use crate::port::{ChannelAccess, NoChannel};
 use crate::registry::Surface;
 use crate::time::Timestamp;
-use crate::tool::{ChannelAccess, NoChannel};
 use message::Incoming;
 pub use version::ProtocolVersion;
 use wire::{Id, RpcError};

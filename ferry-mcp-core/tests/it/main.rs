@@ -1,6 +1,7 @@
 //! Integration tests of ferry-mcp-core.
 
 mod attacks;
+mod causal;
 mod channel_log;
 mod concurrency;
 mod fleet;
@@ -9,16 +10,20 @@ mod guard_fields;
 mod home;
 mod identity;
 mod levels;
+mod local_files;
 mod oracle;
 mod order_seats;
 mod orders;
+mod port;
 mod protocol;
 mod protocol_bad_input;
 mod protocol_fuzz;
 mod registry;
 mod registry_schemas;
+mod saves;
 mod search;
 mod shape;
+mod sync_tools;
 mod talk;
 mod tamper;
 mod tidy;

@@ -1,8 +1,9 @@
 //! Every frozen schema is valid JSON Schema in the draft-07 / 2020-12 common subset that every
 //! client's validator understands, and every fixture result validates against its outputSchema.
 
+use ferry_mcp_core::port::NoChannel;
 use ferry_mcp_core::registry::Surface;
-use ferry_mcp_core::tool::{CallContext, NoChannel, Progress};
+use ferry_mcp_core::tool::{CallContext, Progress};
 use ferry_mcp_testkit::fixture;
 use ferry_mcp_testkit::session::{START, Session, check_call_result};
 use serde_json::{Map, Value, json};

@@ -351,14 +351,12 @@ impl Served {
     }
 
     fn session(&mut self, ms: u64) -> &mut Session {
-        use ferry_mcp_core::tool::ChannelAccess as _;
         let at = self.at(ms);
         self.server.session(at).unwrap()
     }
 
     /// The server folds what is new at `ms` and flushes, as after a batch of calls.
     fn refresh_then_flush(&mut self, ms: u64) {
-        use ferry_mcp_core::tool::ChannelAccess as _;
         let at = self.at(ms);
         self.session(ms).refresh(at);
         self.server.flush(at);

@@ -153,3 +153,22 @@ fn ferry_search_finds_a_message_to_the_caller_and_refuses_a_query_too_short() {
     let text = error_text(&bob.call("ferry_search", json!({ "query": "p" })));
     assert!(text.starts_with("invalid: a query is 2 to 200"), "{text}");
 }
+
+#[test]
+fn a_ferry_search_page_that_leaves_hits_out_says_it_is_truncated_and_the_last_does_not() {
+    let temp = fleet();
+    let mut alice = admin(&temp, "alice");
+    for n in 1..=25 {
+        post(&mut alice, "bob", &format!("parser note number {n}"));
+    }
+    let mut bob = admin(&temp, "bob");
+    let first = bob.call("ferry_search", json!({ "query": "parser" }));
+    let out = structured(&first).clone();
+    assert_eq!(out["total"], 25, "{out}");
+    assert_eq!(out["truncated"], true, "{out}");
+    let next = out["next"].as_str().unwrap().to_owned();
+    let last = bob.call("ferry_search", json!({ "query": "parser", "cursor": next }));
+    let out = structured(&last);
+    assert!(out.get("truncated").is_none(), "{out}");
+    assert!(out.get("next").is_none(), "{out}");
+}

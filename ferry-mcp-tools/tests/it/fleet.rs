@@ -709,3 +709,53 @@ fn the_mcp_can_ask_but_never_approve_no_core_tool_answers_an_ask() {
         AskState::Pending
     );
 }
+
+#[test]
+fn a_capped_catch_up_says_how_many_orders_are_open_in_all_and_that_it_left_some_out() {
+    let temp = crate::support::fleet();
+    for n in 1..=10 {
+        issue(&temp, &format!("Open order {n}"), None);
+    }
+    let mut bob = agent(&temp, "bob");
+    let result = bob.call("ferry_catchup", json!({}));
+    let out = &result["structuredContent"];
+    assert_eq!(out["open"].as_array().unwrap().len(), 6, "{out}");
+    assert_eq!(out["open_total"], 10, "{out}");
+    assert_eq!(out["truncated"], true, "{out}");
+    assert!(
+        summary(&result).starts_with("10 open (6 shown)"),
+        "{result}"
+    );
+    // Uncapped, no totals: they would only repeat the lengths.
+    let detailed = bob.call("ferry_catchup", json!({ "detail": true }));
+    let out = &detailed["structuredContent"];
+    assert_eq!(out["open"].as_array().unwrap().len(), 10, "{out}");
+    assert!(out.get("open_total").is_none(), "{out}");
+    assert!(out.get("truncated").is_none(), "{out}");
+}
+
+#[test]
+fn a_reader_with_more_unread_messages_than_are_counted_is_told_more_than_that() {
+    let temp = crate::support::fleet();
+    let mut alice = temp.agent_session("alice");
+    for n in 1..=105 {
+        ferry_mcp_core::channel::ops::talk::post(
+            &mut alice,
+            &ferry_mcp_core::channel::ops::talk::PostRequest {
+                to: "bob".into(),
+                text: format!("Note {n} about the standup."),
+                reply_to: None,
+            },
+            temp.now(),
+        )
+        .unwrap();
+    }
+    alice.save().unwrap();
+    let mut bob = agent(&temp, "bob");
+    let result = bob.call("ferry_catchup", json!({}));
+    let waiting = result["structuredContent"]["waiting_on_you"].to_string();
+    assert!(
+        waiting.contains("more than 100 unread messages"),
+        "{waiting}"
+    );
+}

@@ -5,13 +5,21 @@
 
 use ferry_mcp_core::tool::ToolDefinition;
 use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
-use ferry_mcp_tools::{admin, asks, catchup, join, orders, primary, talk};
+use ferry_mcp_tools::{admin, asks, catchup, join, legacy, orders, primary, talk};
 
 /// Holds one tool's two frozen schemas to the ones derived from its types.
 type Check = fn(&ToolDefinition);
 
 /// Each tool's name and the check of its schemas.
 const CHECKS: &[(&str, Check)] = &[
+    ("channel_status", |d| {
+        assert_input_frozen::<legacy::NoArgs>(d);
+        assert_output_frozen::<legacy::ChannelStatusOut>(d);
+    }),
+    ("discover", |d| {
+        assert_input_frozen::<legacy::CursorArgs>(d);
+        assert_output_frozen::<legacy::DiscoverOut>(d);
+    }),
     ("ferry_ask_human", |d| {
         assert_input_frozen::<asks::AskArgs>(d);
         assert_output_frozen::<asks::AskOut>(d);
@@ -47,6 +55,30 @@ const CHECKS: &[(&str, Check)] = &[
     ("ferry_talk", |d| {
         assert_input_frozen::<talk::TalkArgs>(d);
         assert_output_frozen::<talk::TalkOut>(d);
+    }),
+    ("get_task", |d| {
+        assert_input_frozen::<legacy::GetTaskArgs>(d);
+        assert_output_frozen::<legacy::GetTaskOut>(d);
+    }),
+    ("list_engines", |d| {
+        assert_input_frozen::<legacy::CursorArgs>(d);
+        assert_output_frozen::<legacy::EnginesOut>(d);
+    }),
+    ("list_learnings", |d| {
+        assert_input_frozen::<legacy::WalkArgs>(d);
+        assert_output_frozen::<legacy::LearningsOut>(d);
+    }),
+    ("list_ledger", |d| {
+        assert_input_frozen::<legacy::WalkArgs>(d);
+        assert_output_frozen::<legacy::TasksOut>(d);
+    }),
+    ("list_tasks", |d| {
+        assert_input_frozen::<legacy::ListTasksArgs>(d);
+        assert_output_frozen::<legacy::TasksOut>(d);
+    }),
+    ("read_memory", |d| {
+        assert_input_frozen::<legacy::ReadMemoryArgs>(d);
+        assert_output_frozen::<legacy::ReadMemoryOut>(d);
     }),
 ];
 

@@ -223,3 +223,25 @@ fn a_workers_hand_in_is_submitted_by_the_holder_with_ref_the_hand_in_id() {
     assert_eq!(submission.handin.as_deref(), Some(handin.as_str()));
     assert_eq!(submission.git_ref, None);
 }
+
+#[test]
+fn a_capped_list_of_the_board_says_how_many_orders_there_are_and_that_it_is_truncated() {
+    let temp = TempChannel::builder()
+        .agent("alice", Level::Member)
+        .build()
+        .unwrap();
+    for n in 1..=25 {
+        issue(&temp, &format!("Order number {n}"), false);
+    }
+    let mut alice = agent_server(&temp, "alice");
+    let result = alice.call("ferry_orders", json!({ "action": "list" }));
+    let out = &result["structuredContent"];
+    assert_eq!(out["orders"].as_array().unwrap().len(), 20, "{out}");
+    assert_eq!(out["truncated"], true, "{out}");
+    assert_eq!(out["total"], 25, "{out}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("20 of 25 orders"), "{text}");
+    let next = out["next"].as_str().unwrap().to_owned();
+    let rest = alice.call("ferry_orders", json!({ "action": "list", "since": next }));
+    assert!(rest["structuredContent"].get("total").is_none(), "{rest}");
+}

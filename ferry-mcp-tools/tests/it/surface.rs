@@ -1,4 +1,5 @@
-//! The default surface (the `core` group): its exact `tools/list` bytes, that nothing about a
+//! The default surface (the `core` group), the legacy group and every group together: their exact
+//! `tools/list` bytes; that nothing about a
 //! server (time, agent, project) changes them, and what `ferry_orders` costs the model.
 
 use ferry_mcp_core::channel::home::Home;
@@ -36,6 +37,28 @@ fn the_tools_list_bytes_of_the_default_surface_are_frozen() {
     let bytes = surface.tools_list_json();
     assert!(!bytes.contains(['\n', '\r']), "one line: {bytes}");
     insta::assert_snapshot!("core_tools_list", bytes);
+}
+
+#[test]
+fn the_tools_list_bytes_of_the_legacy_group_are_frozen() {
+    let surface = Surface::build(&[&ferry_mcp_tools::LEGACY], false).expect("the legacy group");
+    let bytes = surface.tools_list_json();
+    assert!(!bytes.contains(['\n', '\r']), "one line: {bytes}");
+    insta::assert_snapshot!("legacy_tools_list", bytes);
+}
+
+#[test]
+fn the_tools_list_bytes_of_every_group_together_are_frozen() {
+    let surface = Surface::build(
+        &[
+            &ferry_mcp_tools::ADMIN,
+            &ferry_mcp_tools::CORE,
+            &ferry_mcp_tools::LEGACY,
+        ],
+        false,
+    )
+    .expect("every group together");
+    insta::assert_snapshot!("every_group_tools_list", surface.tools_list_json());
 }
 
 #[test]

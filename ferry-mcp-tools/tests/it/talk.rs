@@ -132,6 +132,25 @@ fn a_long_post_is_read_as_its_first_300_characters_with_a_link_to_the_whole_text
 }
 
 #[test]
+fn a_long_message_read_comes_with_a_resource_link_content_item_and_a_short_one_without() {
+    let temp = fleet();
+    let mut alice = agent(&temp, "alice");
+    let long = post(&mut alice, "bob", &long_text(1_500));
+    post(&mut alice, "bob", "short and sweet");
+    let mut bob = agent(&temp, "bob");
+    let result = bob.call("ferry_talk", json!({ "action": "read" }));
+    assert_ne!(result["isError"], true, "{result}");
+    let links: Vec<&str> = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "resource_link")
+        .map(|item| item["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(links, [format!("ferry://demo/msg/{long}")]);
+}
+
+#[test]
 fn a_short_post_has_no_link() {
     let temp = fleet();
     post(&mut agent(&temp, "alice"), "bob", "short and sweet");

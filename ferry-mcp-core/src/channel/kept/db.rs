@@ -120,6 +120,10 @@ pub struct Db {
 }
 
 fn sqlite(e: rusqlite::Error) -> String {
+    // SQLite says "database or disk is full": the disk, every time a save meets it.
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        return "no space left on the device".to_owned();
+    }
     e.to_string()
 }
 

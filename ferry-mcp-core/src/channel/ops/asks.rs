@@ -167,16 +167,17 @@ pub fn answer(
     }
     session.refresh(now);
     let parsed: EntryId = id.parse()?;
-    if session
+    let Some(hash) = session
         .state()
         .asks
         .get(&parsed, session.identity())
-        .is_none()
-    {
+        .map(|ask| ask.hash)
+    else {
         return Err(AsksError::UnknownAsk(id.to_owned()));
-    }
+    };
     let body = AnswerBody {
         ask: id.to_owned(),
+        hash: Some(hash),
         verdict,
         note: note
             .filter(|note| !note.trim().is_empty())

@@ -1,5 +1,5 @@
 //! Joining and catching up: who the caller is here, who is primary and alive, and a bounded
-//! digest of what matters to it (ADR 0028 `ferry_join`, `ferry_catchup`), built from the
+//! digest of what matters to it (`ferry_join`, `ferry_catchup`: `docs/mcp-server.md`), built from the
 //! folded state, never from history.
 //!
 //! Joining creates nothing: an agent that is not seated is told the exact command that seats
@@ -203,8 +203,13 @@ pub struct Digest {
     pub asks: Vec<(String, AskState)>,
     /// What needs the caller, one short line each.
     pub waiting_on_you: Vec<String>,
-    /// Messages for the caller not read yet.
+    /// How many orders `open` would hold without its limit, and `mine` without its.
+    pub open_total: usize,
+    pub mine_total: usize,
+    /// Messages for the caller not read yet, counted up to [`MAX_UNREAD_COUNTED`].
     pub unread: usize,
+    /// More messages wait unread than `unread` counts.
+    pub unread_more: bool,
     pub next: Since,
     /// The `since` given was from another machine or state: this is the full digest.
     pub reset: bool,
@@ -325,21 +330,24 @@ pub fn catchup(
         view.holder.as_ref() == Some(&me)
             || (view.state == OrderState::Offered && view.to.as_ref() == Some(&me))
     };
-    let open = state
-        .orders()
-        .changed_after(after)
-        .filter(|order| !is_mine(order))
-        .filter(|order| after > 0 || !order.brief().state.is_done())
-        .take(limits.open)
-        .map(row)
-        .collect();
-    let mine: Vec<DigestOrder> = state
-        .orders()
-        .changed_after(after)
-        .filter(|order| is_mine(order))
-        .take(limits.mine)
-        .map(row)
-        .collect();
+    let others = || {
+        state
+            .orders()
+            .changed_after(after)
+            .filter(|order| !is_mine(order))
+            .filter(|order| after > 0 || !order.brief().state.is_done())
+    };
+    let open = others().take(limits.open).map(row).collect();
+    // Counted over briefs, so a capped digest still says how many there are.
+    let open_total = others().count();
+    let mine_orders = || {
+        state
+            .orders()
+            .changed_after(after)
+            .filter(|order| is_mine(order))
+    };
+    let mine: Vec<DigestOrder> = mine_orders().take(limits.mine).map(row).collect();
+    let mine_total = mine_orders().count();
     let asks = state
         .asks
         .iter(identity)
@@ -402,12 +410,18 @@ pub fn catchup(
     }
     waiting.truncate(limits.waiting);
     // Counted up to a bound: a reader far behind is told "many", not walked through.
-    let unread = state
+    let counted = state
         .talk()
         .for_reader(&me, identity, 0, true)
-        .take(MAX_UNREAD_COUNTED)
+        .take(MAX_UNREAD_COUNTED + 1)
         .count();
-    if unread > 0 {
+    let unread_more = counted > MAX_UNREAD_COUNTED;
+    let unread = counted.min(MAX_UNREAD_COUNTED);
+    if unread_more {
+        waiting.push(format!(
+            "more than {MAX_UNREAD_COUNTED} unread messages: ferry_talk read"
+        ));
+    } else if unread > 0 {
         waiting.push(format!(
             "{unread} unread message{}: ferry_talk read",
             if unread == 1 { "" } else { "s" }
@@ -421,7 +435,10 @@ pub fn catchup(
         mine,
         asks,
         waiting_on_you: waiting,
+        open_total,
+        mine_total,
         unread,
+        unread_more,
         next: Since {
             generation,
             counter: state.last_change(),

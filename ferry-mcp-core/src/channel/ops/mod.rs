@@ -18,8 +18,10 @@
 pub mod access;
 pub mod asks;
 pub mod fleet;
+pub mod legacy;
 pub mod mastership;
 pub mod orders;
+mod port;
 pub mod primary;
 pub mod project;
 pub mod search;
@@ -91,6 +93,9 @@ pub enum OpsError {
     Empty(&'static str),
     #[error(transparent)]
     Guarded(#[from] crate::guard::GuardRefusal),
+    /// An embedder's channel (`crate::port`) that does not serve this operation.
+    #[error("this channel does not serve {0}")]
+    Unsupported(&'static str),
 }
 
 impl OpsError {
@@ -115,6 +120,7 @@ impl OpsError {
             OpsError::TooLong { .. } => "too_long",
             OpsError::Empty(_) => "empty",
             OpsError::Guarded(refusal) => refusal.code(),
+            OpsError::Unsupported(_) => "unsupported",
         }
     }
 }

@@ -131,6 +131,19 @@ pub struct ListedOrder {
 }
 
 impl OrderList {
+    /// A list of `rows` (oldest change first) from a channel of an embedder's own (`crate::port`):
+    /// its cursors continue after the latest change given.
+    pub fn new(rows: Vec<ListedOrder>, more: bool) -> Self {
+        let last_change = rows.iter().map(|listed| listed.changed).max().unwrap_or(0);
+        Self {
+            rows,
+            more,
+            reset: false,
+            generation: 0,
+            last_change,
+        }
+    }
+
     /// The cursor that continues after the first `given` rows: the rows not given yet, then
     /// only what changes later.
     pub fn next(&self, given: usize) -> Since {
@@ -160,7 +173,7 @@ pub struct ListRequest {
     pub limit: usize,
 }
 
-/// How a heavy order would start on this machine (ADR 0028, snifrig).
+/// How a heavy order would start on this machine (`docs/mcp-server.md`, heavy orders).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunVia {
@@ -169,14 +182,7 @@ pub enum RunVia {
     Direct,
 }
 
-/// This machine's queue for heavy work, as the binary finds it: the agent's config
-/// (`snifrig_heavy = true`) and `snifrig` on the PATH with its `can-i-start`.
-pub trait HeavyQueue {
-    /// Whether the agent's config sends heavy orders to the queue and the queue is there.
-    fn enabled(&self) -> bool;
-    /// The queue's answer for these hints (`snifrig can-i-start`).
-    fn can_i_start(&self, hints: &Hints) -> bool;
-}
+pub use crate::port::HeavyQueue;
 
 /// Everything [`show`] tells about one order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -573,6 +579,19 @@ pub struct SubmitRequest {
     pub handin: Option<String>,
     pub git_ref: Option<String>,
     pub summary: String,
+}
+
+/// Whether `reference` is the id of a hand-in of order `order` (else a submit names a git ref).
+pub fn names_handin(session: &Session, order: &str, reference: &str) -> bool {
+    reference.parse::<EntryId>().is_ok_and(|handin| {
+        order.parse::<EntryId>().is_ok_and(|order| {
+            session
+                .state()
+                .orders()
+                .get(&order)
+                .is_some_and(|order| order.handin(&handin).is_some())
+        })
+    })
 }
 
 /// Submits an order (holder only): a new revision for review, or done when the order needs

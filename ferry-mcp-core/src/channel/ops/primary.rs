@@ -99,7 +99,7 @@ impl Liveness {
 
 /// An agent counts as alive at most this long after it was last heard from.
 pub const ALIVE_FOR_S: u64 = 120;
-/// A tool call records that its agent is alive at most this often (ADR 0028, presence).
+/// A tool call records that its agent is alive at most this often (`docs/mcp-server.md`, presence).
 pub const PRESENCE_EVERY_MS: u64 = 60_000;
 pub use crate::channel::body::PRESENCE;
 
@@ -117,6 +117,12 @@ pub fn liveness(session: &Session, agent: &AgentName, now: Timestamp) -> Option<
         Liveness::Silent
     };
     Some((age, state))
+}
+
+/// Whether `agent` has been quiet longer than the quiet period, or was never heard from here.
+pub fn is_silent(session: &Session, agent: &AgentName, now: Timestamp) -> bool {
+    let quiet = session.state().leadership.quiet_period_s();
+    liveness(session, agent, now).is_none_or(|(age, _)| age > quiet)
 }
 
 /// What `ferry_primary status` answers.

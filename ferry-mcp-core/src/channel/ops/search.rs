@@ -40,7 +40,7 @@ impl SearchError {
 /// The shortest and the longest query.
 pub const QUERY_CHARS: std::ops::RangeInclusive<usize> = 2..=200;
 
-/// The most hits a page holds (ADR 0028 T4: 20 items).
+/// The most hits a page holds (T4 of `docs/mcp-budgets.md`: 20 items).
 pub const MAX_PAGE: usize = 20;
 
 /// The most characters of a hit's line.
@@ -78,7 +78,7 @@ pub struct SearchPage {
 }
 
 /// The cursor of a page starting at hit `at`: `s<at>`, never mistaken for a page cursor
-/// (`p…`) or a channel cursor (`c1.…`).
+/// (`p…`) or a `since` cursor (`s<generation>.<counter>`, always with its dot).
 fn cursor_at(at: usize) -> String {
     format!("s{at}")
 }

@@ -30,11 +30,16 @@ pub struct Status {
     pub problems: Vec<String>,
 }
 
-/// The status of `project`.
+/// The status of `project`. A kept state that could not be saved is one of its problems: the
+/// status was read all the same.
 pub fn status(home: &Home, project: &ProjectId, now: Timestamp) -> Result<Status, OpsError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
-    let status = status_of(&session, now)?;
-    session.save()?;
+    let mut status = status_of(&session, now)?;
+    if let Err(err) = session.save() {
+        status.problems.push(format!(
+            "this machine's kept state could not be saved ({err}); the next open reads again what it could not keep"
+        ));
+    }
     Ok(status)
 }
 

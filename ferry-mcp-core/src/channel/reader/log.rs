@@ -27,12 +27,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::folder::{ChannelFolder, Kind};
-use super::problem::{IntegrityProblem, ProblemKind};
+use super::problem::{Cleared, IntegrityProblem, ProblemKind};
 use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntry};
 use crate::channel::keys::{PublicKey, Verifier};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::stamp::FileStamp;
-use crate::channel::store::{MAX_LINE_LEN, rel_log_path};
+use crate::channel::store::{MAX_LINE_LEN, durable, rel_log_path};
 
 /// Lines are checked in chunks of at most this many bytes, so a poll of a huge log holds a
 /// bounded amount of it in memory.
@@ -194,6 +194,8 @@ pub(super) struct Sink<'a> {
     pub project: &'a ProjectId,
     pub on_entry: &'a mut dyn FnMut(VerifiedEntry),
     pub problems: &'a mut Vec<IntegrityProblem>,
+    /// Problems reported before that no longer hold (a log back where it was).
+    pub cleared: &'a mut Vec<Cleared>,
 }
 
 /// Where the writer of this log continues: the verified tip, and whether the file ends inside
@@ -343,28 +345,36 @@ impl LogState {
         Ok(entry::raw_entry(content).is_some_and(|raw| EntryHash::of(raw) == hash))
     }
 
-    /// Opens the log for reading without following a link put in its place.
+    /// Opens the log for reading without following a link put in its place, nor waiting on a
+    /// FIFO.
     fn open(&self, path: &Path) -> std::io::Result<File> {
-        let file = File::open(path)?;
-        let linked = std::fs::symlink_metadata(path)
-            .map(|meta| !meta.file_type().is_file())
-            .unwrap_or(true);
-        if linked {
-            return Err(std::io::Error::other(
-                "not a regular file (a symbolic link?); not read",
-            ));
-        }
-        Ok(file)
+        durable::open_regular(path, std::fs::OpenOptions::new().read(true))
     }
 
     /// Reads the complete lines appended since the last call, delivering each new entry.
-    /// After a listing: reads what is new if the listing found the log, else reports it gone.
+    /// After a listing: reads what is new if the listing found the log, else reports it gone,
+    /// once stats agree: a listing taken while a sync tool renames a new copy onto the log
+    /// may miss its name, and the log is not gone. Those stats never go through a link (the
+    /// folders above the log are stat'ed too: a linked folder is not read).
     pub(super) fn read_if_listed(&mut self, folder: &ChannelFolder, sink: &mut Sink<'_>) {
-        if self.take_present() {
+        let listed = self.take_present();
+        if listed || self.is_there_unlinked(folder) {
             self.read_new(folder, sink);
         } else {
             self.report_vanished(sink);
         }
+    }
+
+    /// Whether the log is a regular file under real folders (no link on its path).
+    fn is_there_unlinked(&self, folder: &ChannelFolder) -> bool {
+        let is =
+            |path: &Path, kind: Kind| folder.look(path).is_ok_and(|looked| looked.kind == kind);
+        self.rel_path
+            .ancestors()
+            .skip(1)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .all(|dir| is(dir, Kind::Folder))
+            && is(&self.rel_path, Kind::File)
     }
 
     pub(super) fn read_new(&mut self, folder: &ChannelFolder, sink: &mut Sink<'_>) {
@@ -394,7 +404,11 @@ impl LogState {
                 return;
             }
         };
-        self.unreadable_reported = false;
+        if std::mem::take(&mut self.unreadable_reported) {
+            // Gone or unreadable before, a regular file again: what was reported no longer
+            // holds (a log read again after a rollback still reports that).
+            sink.cleared.push(Cleared::Log(self.rel_path.clone()));
+        }
         // A rollback is reported once the log was read again: only then is it known how many of
         // the entries this machine verified are gone.
         let mut rolled_back = None;

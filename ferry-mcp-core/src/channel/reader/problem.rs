@@ -3,6 +3,9 @@
 //! A bad line or file is never fatal: it is excluded, everything else still reads, and a
 //! problem names the file (relative to the channel folder), the line when there is one, a
 //! kind that tests and tools can match on, and a human detail.
+//!
+//! A problem with a file holds only while the file does: a later look that finds it gone (or,
+//! for a log, back) says so with a [`Cleared`], and whoever keeps the problems drops it.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -112,5 +115,46 @@ impl fmt::Display for IntegrityProblem {
             write!(f, ":{line}")?;
         }
         write!(f, ": {}: {}", self.kind, self.detail)
+    }
+}
+
+/// A problem that no longer holds, as a later look found it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Cleared {
+    /// A listing no longer finds what it reported at this path (a conflict copy, a temporary or
+    /// unknown file, a link, a folder that did not list): it was removed.
+    Listed(PathBuf),
+    /// The log at this path is there again and reads as a regular file: it did not vanish (a
+    /// sync tool replaced it by a rename, or a look raced one).
+    Log(PathBuf),
+}
+
+impl Cleared {
+    /// The path whose problems no longer hold.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Listed(path) | Self::Log(path) => path,
+        }
+    }
+
+    /// Whether `problem` is one this clears.
+    pub fn clears(&self, problem: &IntegrityProblem) -> bool {
+        if problem.line.is_some() || problem.path != self.path() {
+            return false;
+        }
+        match self {
+            Self::Listed(_) => matches!(
+                problem.kind,
+                ProblemKind::ConflictCopy
+                    | ProblemKind::TempFile
+                    | ProblemKind::UnknownFile
+                    | ProblemKind::Link
+                    | ProblemKind::Unreadable
+            ),
+            Self::Log(_) => matches!(
+                problem.kind,
+                ProblemKind::Vanished | ProblemKind::UnknownFile | ProblemKind::Unreadable
+            ),
+        }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! A log is `logs/<author>/<key-hex>.jsonl` with a canonical (lower-case) author name and a
 //! valid key. Everything else under the channel folder that the format does not name is a
-//! conflict copy, a temporary file or an unknown file, reported once and never read.
+//! conflict copy, a temporary file or an unknown file, reported once and never read; once a
+//! listing no longer finds it, it is cleared.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::folder::{ChannelFolder, Kind};
-use super::problem::{IntegrityProblem, ProblemKind};
+use super::problem::{Cleared, IntegrityProblem, ProblemKind};
 use super::watch::Watch;
 use crate::channel::keys::PublicKey;
 use crate::channel::names::AgentName;
@@ -31,10 +32,26 @@ const KNOWN_TOP_LEVEL: &[&str] = &[
     LOGS_DIR,
 ];
 
-/// What a listing found besides the logs (which [`Folders::logs`] gives): files to report.
+/// What a listing found besides the logs (which [`Folders::logs`] gives): files to report, and
+/// what an earlier listing reported that this one no longer finds.
 #[derive(Debug, Default)]
 pub(super) struct Listing {
     pub skipped: Vec<IntegrityProblem>,
+    pub cleared: Vec<Cleared>,
+}
+
+impl Listing {
+    /// Clears what the listings of author folders no longer there reported.
+    fn clear_authors(&mut self, gone: BTreeMap<AgentName, (FileStamp, AuthorFolder)>) {
+        for (_, (_, folder)) in gone {
+            self.cleared.extend(
+                folder
+                    .skipped
+                    .into_iter()
+                    .map(|problem| Cleared::Listed(problem.path)),
+            );
+        }
+    }
 }
 
 /// Classifies a name that is not what its folder expects.
@@ -80,12 +97,18 @@ fn unreadable(rel_path: PathBuf, error: &std::io::Error) -> IntegrityProblem {
 /// Sorted names of a folder's entries, with what each is.
 type Names = Vec<(String, Kind)>;
 
-/// The sorted entries of the folder at `dir`.
+/// The sorted entries of the folder at `dir`. A name removed or renamed away while the folder
+/// is listed (a sync tool's temporary file renamed onto a log) is left out, not a failure of
+/// the whole listing: a failed listing would report every log of the folder gone.
 fn entries(dir: &Path) -> std::io::Result<Names> {
     let mut out = Vec::new();
     for item in fs::read_dir(dir)? {
         let item = item?;
-        let kind = Kind::of(item.file_type()?);
+        let kind = match item.file_type() {
+            Ok(kind) => Kind::of(kind),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         out.push((item.file_name().to_string_lossy().into_owned(), kind));
     }
     out.sort();
@@ -267,7 +290,7 @@ pub(super) fn list(
     let looked_from = folder.looked_from();
     let mut listing = Listing::default();
     // Until `logs/` is listed, no log is known to be there.
-    let mut before = std::mem::take(&mut folders.authors);
+    let mut authors_before = std::mem::take(&mut folders.authors);
     // Stamped before it is listed: a name added after this changes the stamp the next look
     // compares. Unchanged, its names are those listed then (`logs/` among them, and not a link:
     // putting one in its place changes the folder), and were reported then.
@@ -281,6 +304,7 @@ pub(super) fn list(
             report_new(&mut listing, &found, &before);
             if logs_linked {
                 // Listed again every time: nothing under it is read.
+                listing.clear_authors(authors_before);
                 return listing;
             }
             found
@@ -298,16 +322,31 @@ pub(super) fn list(
             listing
                 .skipped
                 .push(link(PathBuf::from(LOGS_DIR), "the logs folder"));
+            listing.clear_authors(authors_before);
             return listing;
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return listing,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            listing.clear_authors(authors_before);
+            return listing;
+        }
         Err(e) => {
             listing
                 .skipped
                 .push(unreadable(PathBuf::from(LOGS_DIR), &e));
+            listing.clear_authors(authors_before);
             return listing;
         }
     };
+    // What `logs/` held that was reported and is gone (or changed kind) is cleared.
+    if let Some(logs_before) = &logs_before {
+        for entry in logs_before {
+            if reported_in_logs(entry) && authors.binary_search(entry).is_err() {
+                listing
+                    .cleared
+                    .push(Cleared::Listed(Path::new(LOGS_DIR).join(&entry.0)));
+            }
+        }
+    }
     // An entry of `logs/` that is not an author's folder is reported by the listing that
     // first finds it.
     let new_in_logs = |entry: &(String, Kind)| {
@@ -328,7 +367,7 @@ pub(super) fn list(
             rel_author.pop();
             continue;
         }
-        let kept = before.remove_entry(author_name.as_str());
+        let kept = authors_before.remove_entry(author_name.as_str());
         // A name kept from an earlier listing was parsed then.
         let author = match (&kept, kind) {
             (Some((author, _)), Kind::Folder) => Some(author.clone()),
@@ -365,8 +404,17 @@ pub(super) fn list(
         folders.authors.insert(author, (stamp, author_folder));
         rel_author.pop();
     }
+    listing.clear_authors(authors_before);
     folders.logs = logs_stamp.map(|stamp| (kept_stamp(stamp, looked_from), authors));
     listing
+}
+
+/// Whether a listing of `logs/` reports this entry: anything but a folder named by an author.
+fn reported_in_logs((name, kind): &(String, Kind)) -> bool {
+    *kind != Kind::Folder
+        || AgentName::parse_any(name)
+            .ok()
+            .is_none_or(|author| author.as_str() != name)
 }
 
 /// What the channel folder holds that is not part of the format, to report; and whether
@@ -395,9 +443,19 @@ fn list_top(dir: &Path) -> (Vec<IntegrityProblem>, bool) {
 }
 
 /// Reports what a folder listed again holds (`found`) that its last listing (`before`) did
-/// not. Looked up by hash: a folder may hold as many files as anyone cares to write.
+/// not, and clears what its last listing reported that this one does not find (gone, or at
+/// its path now something else, reported anew). Looked up by hash: a folder may hold as many
+/// files as anyone cares to write.
 fn report_new(listing: &mut Listing, found: &[IntegrityProblem], before: &[IntegrityProblem]) {
-    let before: std::collections::HashSet<&IntegrityProblem> = before.iter().collect();
+    use std::collections::HashSet;
+    let found_set: HashSet<&IntegrityProblem> = found.iter().collect();
+    listing.cleared.extend(
+        before
+            .iter()
+            .filter(|problem| !found_set.contains(problem))
+            .map(|problem| Cleared::Listed(problem.path.clone())),
+    );
+    let before: HashSet<&IntegrityProblem> = before.iter().collect();
     listing.skipped.extend(
         found
             .iter()
@@ -437,7 +495,9 @@ pub(super) fn relist(
             .ok()
             .filter(|looked| looked.kind == Kind::Folder)
         else {
-            folders.authors.remove(author_name.as_str());
+            if let Some(gone) = folders.authors.remove_entry(author_name.as_str()) {
+                listing.clear_authors(BTreeMap::from([gone]));
+            }
             continue;
         };
         let stamp = looked.stamp.map_or(FileStamp::NONE, |stamp| {

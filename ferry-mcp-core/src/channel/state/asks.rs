@@ -2,13 +2,15 @@
 //! answer. Any seated agent may raise one (`ask.raise`, in its own log); only the master's
 //! answer (`ask.answer`, in the master's log) counts: an answer signed by an agent is ignored
 //! and reported, an edited one does not verify at all. The latest answer in master order
-//! stands.
+//! stands. An answer binds the exact ask it answers, by its digest (ADR 0016): a re-keyed
+//! name's new ask with the same id is not answered by the old one's answer.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::{Acted, Changes, EntryId};
+use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
 use crate::channel::keys::PublicKey;
 use crate::channel::names::AgentName;
@@ -23,7 +25,7 @@ pub mod kinds {
 pub const MAX_TITLE: usize = 200;
 /// The longest recommendation, in characters.
 pub const MAX_RECOMMENDATION: usize = 500;
-/// The longest reasoning, in characters (ADR 0028).
+/// The longest reasoning, in characters (`docs/mcp-server.md`, asks).
 pub const MAX_REASONING: usize = 1_200;
 /// The longest note of an answer.
 pub const MAX_NOTE: usize = 2_000;
@@ -54,6 +56,10 @@ pub enum Verdict {
 #[serde(deny_unknown_fields)]
 pub struct AnswerBody {
     pub ask: String,
+    /// The digest of the `ask.raise` it answers. Answers written before it was carried have
+    /// none; they bind as ADR 0016 says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<EntryHash>,
     pub verdict: Verdict,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -92,6 +98,8 @@ pub struct Ask {
     pub id: EntryId,
     pub by: AgentName,
     key: PublicKey,
+    /// The digest of its `ask.raise`: what an answer names.
+    pub hash: EntryHash,
     pub title: String,
     pub recommendation: String,
     pub reasoning: String,
@@ -109,7 +117,9 @@ pub struct Ask {
 pub struct Asks {
     asks: BTreeMap<EntryId, Ask>,
     /// Answers that name an ask not raised (yet) here.
-    waiting: BTreeMap<EntryId, Vec<(MasterPos, AnswerBody)>>,
+    /// With each, the key of the name's grant in force at the answer (for an answer without
+    /// a digest).
+    waiting: BTreeMap<EntryId, Vec<(MasterPos, AnswerBody, Option<PublicKey>)>>,
     problems: Vec<FoldProblem>,
 }
 
@@ -139,15 +149,15 @@ impl Asks {
             .filter(|ask| identity.seat(&ask.by) == Seat::Seated(&ask.key))
     }
 
-    pub fn feed(&mut self, acted: &Acted<'_>, changes: &mut Changes) {
+    pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         match acted.kind() {
-            kinds::RAISE if !acted.by_master => self.feed_raise(acted, changes),
+            kinds::RAISE if !acted.by_master => self.feed_raise(acted, identity, changes),
             kinds::RAISE => self.report(
                 acted,
                 FoldProblemKind::MalformedBody,
                 "the master does not ask itself".into(),
             ),
-            kinds::ANSWER if acted.by_master => self.feed_answer(acted, changes),
+            kinds::ANSWER if acted.by_master => self.feed_answer(acted, identity, changes),
             kinds::ANSWER => self.report(
                 acted,
                 FoldProblemKind::NotSignedByMaster,
@@ -157,7 +167,7 @@ impl Asks {
         }
     }
 
-    fn feed_raise(&mut self, acted: &Acted<'_>, changes: &mut Changes) {
+    fn feed_raise(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         let body = match RaiseBody::deserialize(acted.body()) {
             Ok(body) => body,
             Err(err) => {
@@ -182,6 +192,7 @@ impl Asks {
             id: acted.id.clone(),
             by: acted.author.clone(),
             key: *acted.key,
+            hash: *acted.entry.hash(),
             title: body.title,
             recommendation: body.recommendation,
             reasoning: body.reasoning,
@@ -191,13 +202,16 @@ impl Asks {
             answered_at: None,
             changed: changes.stamp(),
         };
-        for (pos, answer) in self.waiting.remove(&ask.id).unwrap_or_default() {
-            apply(&mut ask, pos, &answer);
+        for (pos, answer, granted) in self.waiting.remove(&ask.id).unwrap_or_default() {
+            let legacy = legacy_binds(identity, &ask, granted.as_ref());
+            if binds(&ask, &answer, legacy) {
+                apply(&mut ask, pos, &answer);
+            }
         }
         self.asks.insert(ask.id.clone(), ask);
     }
 
-    fn feed_answer(&mut self, acted: &Acted<'_>, changes: &mut Changes) {
+    fn feed_answer(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         let body = match AnswerBody::deserialize(acted.body()) {
             Ok(body) => body,
             Err(err) => {
@@ -215,14 +229,44 @@ impl Asks {
                 "ask.answer names no ask id".into(),
             );
         };
+        let granted = match &id {
+            EntryId::Agent { name, .. } => identity
+                .grant_at(name, acted.pos)
+                .map(|grant| grant.body.key),
+            EntryId::Master { .. } => None,
+        };
         match self.asks.get_mut(&id) {
             Some(ask) => {
-                if apply(ask, acted.pos, &body) {
+                let legacy = legacy_binds(identity, ask, granted.as_ref());
+                if binds(ask, &body, legacy) && apply(ask, acted.pos, &body) {
                     ask.changed = changes.stamp();
                 }
             }
-            None => self.waiting.entry(id).or_default().push((acted.pos, body)),
+            None => self
+                .waiting
+                .entry(id)
+                .or_default()
+                .push((acted.pos, body, granted)),
         }
+    }
+}
+
+/// Whether an answer without a digest binds `ask` (ADR 0016): the master's grant in force at
+/// the answer (`granted`) named the ask's key, or the master never granted the name and the
+/// ask's key is its only one.
+fn legacy_binds(identity: &Identity, ask: &Ask, granted: Option<&PublicKey>) -> bool {
+    match granted {
+        Some(key) => *key == ask.key,
+        None => identity.grant(&ask.by).is_none() && identity.holder(&ask.by) == Some(&ask.key),
+    }
+}
+
+/// Whether `answer` answers `ask`: it names the ask's digest, or (written before answers
+/// carried one) `legacy` says it binds the ask's key.
+fn binds(ask: &Ask, answer: &AnswerBody, legacy: bool) -> bool {
+    match answer.hash {
+        Some(hash) => hash == ask.hash,
+        None => legacy,
     }
 }
 

@@ -17,6 +17,7 @@ pub mod ids;
 pub mod lazy;
 pub mod orders;
 pub mod primary;
+pub mod race;
 pub mod secrets;
 pub mod since;
 pub mod talk;
@@ -28,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::entry::VerifiedEntry;
-use super::identity::{FoldProblem, FoldProblemKind, Identity, MasterEntry, MasterPos};
+use super::identity::{FoldProblem, FoldProblemKind, Identity, MasterEntry, MasterPos, Seat};
 use super::keys::PublicKey;
 use super::names::{AgentName, ProjectId};
 use super::reader::LogId;
@@ -56,6 +57,16 @@ struct Held {
     from_seq: u64,
     /// The master position it waits for.
     needs: MasterPos,
+}
+
+/// A log whose key does not hold its author's name, as the domain folds see it (ADR 0016).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Unseated {
+    /// The first entry the domain folds did not receive.
+    from_seq: u64,
+    /// The key holds the name now: the log is read again from `from_seq`, and until then
+    /// its entries from there are not fed one by one.
+    replay: bool,
 }
 
 /// A log to read again from `from_seq` and feed (see [`ChannelState::take_replays`]).
@@ -118,6 +129,9 @@ pub struct ChannelState {
     identity: Identity,
     tracks: BTreeMap<LogId, Track>,
     held: BTreeMap<LogId, Held>,
+    /// Logs whose key does not hold their author's name: from this seq on, their entries have
+    /// not reached the domain folds (ADR 0016). Read again once the key holds the name.
+    unseated: BTreeMap<LogId, Unseated>,
     /// Held logs whose master position has now been folded.
     #[serde(skip)]
     replays: Vec<Replay>,
@@ -148,6 +162,7 @@ impl ChannelState {
             identity: Identity::new(project, genesis_master),
             tracks: BTreeMap::new(),
             held: BTreeMap::new(),
+            unseated: BTreeMap::new(),
             replays: Vec::new(),
             counter: 0,
             changes: Changes::default(),
@@ -290,6 +305,15 @@ impl ChannelState {
     /// again until none is left.
     pub fn take_replays(&mut self) -> Vec<Replay> {
         let mut replays = std::mem::take(&mut self.replays);
+        self.unseated.retain(|log, unseated| {
+            if unseated.replay {
+                replays.push(Replay {
+                    log: log.clone(),
+                    from_seq: unseated.from_seq,
+                });
+            }
+            !unseated.replay
+        });
         for key in self.identity.take_replays() {
             replays.push(Replay {
                 log: LogId {
@@ -344,6 +368,13 @@ impl ChannelState {
             // Its log is read again from the start once this poll is folded: in order, once.
             return;
         }
+        if let Some(unseated) = self.unseated.get(&log)
+            && unseated.replay
+            && entry.seq() >= unseated.from_seq
+        {
+            // Its log is read again from there now that its key holds the name.
+            return;
+        }
         if let Some(held) = self.held.get(&log) {
             if entry.seq() >= held.from_seq {
                 // Its log is read again from the held entry once the master catches up.
@@ -376,10 +407,24 @@ impl ChannelState {
                 .master_time_at(pos)
                 .unwrap_or(Timestamp::from_millis(0));
             let time = entry.time().max(track.time).max(floor);
-            self.tracks.insert(log, Track { pos, time });
             Some((pos, time))
         };
         let master = self.identity.feed_one(entry);
+        if let Some((pos, time)) = placed {
+            if !self.identity.admits(entry) {
+                // A key that does not hold the name never acts under it: its entry is counted
+                // by identity (`not_on_roster`) and kept nowhere, and its log is read again
+                // from here if the key comes to hold the name (ADR 0016).
+                self.unseated.entry(log).or_insert(Unseated {
+                    from_seq: entry.seq(),
+                    replay: false,
+                });
+                // Its join may still have contested a name: the others' seats are judged again.
+                self.after_identity_change(before, epoch, entry);
+                return;
+            }
+            self.tracks.insert(log, Track { pos, time });
+        }
         let (pos, time) = match (master, placed) {
             (Some(MasterEntry::Counts(pos)), _) => (pos, entry.time()),
             (Some(MasterEntry::DoesNotCount), _) => {
@@ -429,7 +474,7 @@ impl ChannelState {
         self.secrets.feed(&acted);
         self.leadership
             .feed(&acted, &self.identity, &mut self.changes);
-        self.asks.feed(&acted, &mut self.changes);
+        self.asks.feed(&acted, &self.identity, &mut self.changes);
         if !acted.by_master && self.identity.admits(entry) {
             let at = entry.time().min(arrived);
             let heard = self.heard.entry(entry.author().clone()).or_default();
@@ -458,6 +503,11 @@ impl ChannelState {
             }
         }
         if self.identity.seat_epoch() != epoch {
+            for (log, unseated) in &mut self.unseated {
+                if !unseated.replay && self.identity.seat(&log.author) == Seat::Seated(&log.key) {
+                    unseated.replay = true;
+                }
+            }
             // A roster entry or a grant changes one name's seat and levels: only the orders
             // that name appears in can change. Anything else (a handover) judges them all.
             let orders = self.orders.get_mut();

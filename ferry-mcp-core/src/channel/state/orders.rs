@@ -4,22 +4,24 @@
 //! entry's short id (ADR 0007). Who holds it and where it stands is decided by its **chain**
 //! (ADR 0006): every claim, release, submit, review and cancel names `after`, the latest such
 //! event of the order its author had folded (the issue entry at first). From the issue on, the
-//! children of the chain's tip that are valid there compete; the least by rank, then by a
-//! tie-break no claimant can bias, then by seq, wins and becomes the tip; every other one is
-//! void, and so is everything that follows a void event. Validity is judged with the level in
+//! children of the chain's tip that are valid there compete; one on a path a master's review or
+//! cancel ruled on first, then the least by rank, then one dated within the race window of the
+//! earliest, then by a tie-break no claimant can bias, then by seq, wins and becomes the tip
+//! (ADR 0016: an entry may claim not to have seen only what the logs do not prove it saw);
+//! every other one is void, and so is everything that follows a void event. Validity is judged with the level in
 //! force for the event (ADR 0005) and the roster as it is now; the board is judged again when
 //! a seat changes ([`OrderBoard::rejudge`]).
 //!
 //! Progress lines and hand-ins are not chain events. A progress line counts when its author
 //! held the order right after the event it names; a hand-in counts when its author is seated.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Acted, Changes, EntryId};
+use super::{Acted, Changes, EntryId, race};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
 use crate::channel::keys::PublicKey;
@@ -77,7 +79,7 @@ const KEPT_HANDINS: usize = 32;
 /// Void events kept per order view (the latest).
 const KEPT_VOID: usize = 8;
 
-/// Resource hints of a heavy order (ADR 0028, snifrig): all optional.
+/// Resource hints of a heavy order (`docs/mcp-server.md`, heavy orders): all optional.
 ///
 /// No `skip_serializing_if` here: the verified state keeps it in a format that needs every
 /// field; [`Hints::to_json`] writes the compact entry form.
@@ -572,6 +574,18 @@ impl Made {
 
     fn level(&self, identity: &Identity) -> Level {
         identity.level_at(&self.author, &self.key, self.seq, self.pos, self.time)
+    }
+
+    /// The level in force for it as a chain event that names an event standing at `floor`
+    /// (ADR 0016, rule 2: neither its position nor its time is before what it names).
+    fn level_after(&self, identity: &Identity, floor: (MasterPos, Timestamp)) -> Level {
+        identity.level_at(
+            &self.author,
+            &self.key,
+            self.seq,
+            self.pos.max(floor.0),
+            self.time.max(floor.1),
+        )
     }
 }
 
@@ -1598,6 +1612,7 @@ fn judge(
     issue: &Issue,
     view: &OrderView,
     identity: &Identity,
+    floor: (MasterPos, Timestamp),
 ) -> Result<(), VoidReason> {
     let made = &event.made;
     if !made.seated(identity) {
@@ -1605,7 +1620,7 @@ fn judge(
             author: made.author.clone(),
         });
     }
-    let level = (!made.by_master).then(|| made.level(identity));
+    let level = (!made.by_master).then(|| made.level_after(identity, floor));
     rules(
         &event.kind,
         &made.author,
@@ -1837,7 +1852,68 @@ fn void(view: &mut OrderView, event: &Event, reason: VoidReason) {
     });
 }
 
-/// Resolves an order's chain (ADR 0006) into its view.
+/// The events on a path a master's decision ruled on (ADR 0016, rule 3): each review or cancel
+/// the master signed, and every event it follows back to the issue.
+fn decided_paths(order: &Order) -> HashSet<EntryHash> {
+    let by_hash: HashMap<EntryHash, &Event> = order
+        .events
+        .iter()
+        .map(|event| (event.hash, event))
+        .collect();
+    let mut pinned = HashSet::new();
+    for event in order.events.iter().filter(|event| event.made.by_master) {
+        let mut at = Some(event);
+        while let Some(step) = at {
+            if !pinned.insert(step.hash) {
+                break;
+            }
+            at = by_hash.get(&step.after).copied();
+        }
+    }
+    pinned
+}
+
+/// The winner among the valid children of a tip dated `parent` (ADR 0016): on a path the
+/// master decided first, then by rank; among those, one dated within the race window of the
+/// earliest; then the tie-break of ADR 0006, the author and the seq.
+fn race_winner(
+    order: &Order,
+    valid: &[usize],
+    pinned: &HashSet<EntryHash>,
+    thing: &str,
+    parent: Timestamp,
+) -> Option<usize> {
+    let standing = |index: usize| {
+        let event = &order.events[index];
+        (!pinned.contains(&event.hash), event.kind.rank())
+    };
+    let best = valid.iter().map(|&index| standing(index)).min()?;
+    let rivals: Vec<usize> = valid
+        .iter()
+        .copied()
+        .filter(|&index| standing(index) == best)
+        .collect();
+    let dates: Vec<Timestamp> = rivals
+        .iter()
+        .map(|&index| race::race_date(order.events[index].made.time, parent))
+        .collect();
+    let late = race::late(&dates);
+    rivals
+        .iter()
+        .zip(late)
+        .min_by_key(|&(&index, late)| {
+            let made = &order.events[index].made;
+            (
+                late,
+                tiebreak(thing, &made.key),
+                made.author.clone(),
+                made.seq,
+            )
+        })
+        .map(|(&index, _)| index)
+}
+
+/// Resolves an order's chain (ADR 0006, ADR 0016) into its view.
 fn resolve(order: &Order, identity: &Identity) -> OrderView {
     let issue = &order.issue;
     let mut view = initial_view(issue, issue_counts(&order.id, issue, identity));
@@ -1849,38 +1925,30 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
     for (index, event) in order.events.iter().enumerate() {
         children.entry(event.after).or_default().push(index);
     }
+    let pinned = decided_paths(order);
     let mut decided = vec![false; order.events.len()];
     // The holder right after each chain event (and the issue), for progress lines.
     let mut holder_after: HashMap<EntryHash, Option<AgentName>> = HashMap::new();
     holder_after.insert(issue.hash, None);
     let mut tip = issue.hash;
-    // Order the candidates by ADR 0006's rule; the tie-break needs only fixed inputs.
-    type RaceKey = (u8, [u8; 32], AgentName, u64);
+    // Where the tip stands: what its children are judged and dated at (ADR 0016, rule 2).
+    let mut floor = (issue.pos, issue.time);
     while let Some(kids) = children.get(&tip) {
-        let mut valid: Vec<(RaceKey, usize)> = Vec::new();
+        let mut valid: Vec<usize> = Vec::new();
         for &index in kids {
             let event = &order.events[index];
-            match judge(event, issue, &view, identity) {
-                Ok(()) => valid.push((
-                    (
-                        event.kind.rank(),
-                        tiebreak(&thing, &event.made.key),
-                        event.made.author.clone(),
-                        event.made.seq,
-                    ),
-                    index,
-                )),
+            match judge(event, issue, &view, identity, floor) {
+                Ok(()) => valid.push(index),
                 Err(reason) => {
                     decided[index] = true;
                     void(&mut view, event, reason);
                 }
             }
         }
-        valid.sort();
-        let Some(&(_, winner)) = valid.first() else {
+        let Some(winner) = race_winner(order, &valid, &pinned, &thing, floor.1) else {
             break;
         };
-        for &(_, loser) in &valid[1..] {
+        for &loser in valid.iter().filter(|&&index| index != winner) {
             decided[loser] = true;
             let winner = order.events[winner].made.author.clone();
             let event = &order.events[loser];
@@ -1895,6 +1963,10 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
         apply(event, issue, &mut view);
         holder_after.insert(event.hash, view.holder.clone());
         tip = event.hash;
+        floor = (
+            floor.0.max(event.made.pos),
+            race::race_date(event.made.time, floor.1),
+        );
     }
     for (index, event) in order.events.iter().enumerate() {
         if !decided[index] {

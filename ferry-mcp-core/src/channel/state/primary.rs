@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::orders::tiebreak;
-use super::{Acted, Changes, EntryId};
+use super::{Acted, Changes, EntryId, race};
 use crate::channel::entry::EntryHash;
 use crate::channel::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
 use crate::channel::keys::PublicKey;
@@ -454,6 +454,29 @@ fn rules(take: bool, author: &AgentName, view: &PrimaryView) -> Result<(), Prima
 /// How concurrent events are ordered (ADR 0006): rank, tie-break, author, seq.
 type RaceKey = (u8, [u8; 32], AgentName, u64);
 
+/// Orders the valid children of a tip dated `parent` (ADR 0016): by rank; among the best rank,
+/// one dated more than the race window after the earliest loses; then by the rest of the key.
+fn sort_rivals(valid: &mut [(RaceKey, usize)], events: &[Event], parent: Timestamp) {
+    let Some(best) = valid.iter().map(|(key, _)| key.0).min() else {
+        return;
+    };
+    let rivals: Vec<usize> = valid
+        .iter()
+        .filter(|(key, _)| key.0 == best)
+        .map(|&(_, index)| index)
+        .collect();
+    let dates: Vec<Timestamp> = rivals
+        .iter()
+        .map(|&index| race::race_date(events[index].made.time, parent))
+        .collect();
+    let late: HashMap<usize, bool> = rivals.into_iter().zip(race::late(&dates)).collect();
+    valid.sort_by(|(a, ia), (b, ib)| {
+        let late_a = late.get(ia).copied().unwrap_or(false);
+        let late_b = late.get(ib).copied().unwrap_or(false);
+        (a.0, late_a, &a.1, &a.2, a.3).cmp(&(b.0, late_b, &b.1, &b.2, b.3))
+    });
+}
+
 fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
     let mut view = PrimaryView {
         tip: ROOT,
@@ -471,6 +494,8 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
         view.voided
             .push((event.made.id.clone(), event.made.author.clone(), reason));
     };
+    // The date of the tip: what its children are dated at least (ADR 0016, rule 2).
+    let mut tip_time = Timestamp::from_millis(0);
     while let Some(kids) = children.get(&view.tip) {
         let mut valid: Vec<(RaceKey, usize)> = Vec::new();
         for &index in kids {
@@ -491,7 +516,7 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
                 }
             }
         }
-        valid.sort();
+        sort_rivals(&mut valid, events, tip_time);
         let Some(&(_, winner)) = valid.first() else {
             break;
         };
@@ -513,6 +538,7 @@ fn resolve(events: &[Event], identity: &Identity) -> PrimaryView {
             view.since = None;
         }
         view.tip = event.hash;
+        tip_time = race::race_date(event.made.time, tip_time);
     }
     for (index, event) in events.iter().enumerate() {
         if !decided[index] {

@@ -1,7 +1,12 @@
-//! Durable file operations: whole files replaced atomically, and folder fsyncs.
+//! Durable file operations: whole files replaced atomically, folder fsyncs, and the one way a
+//! lock or state file is opened.
 //!
 //! A rename is only durable once the folder holding it is synced (`persist` alone does not
 //! fsync), and a new file only exists after a crash once its folder entry is synced.
+//!
+//! Opening a FIFO waits until its other end is opened: one planted as a lock, a key, a log or
+//! the genesis would hang every command that opens it. [`open_regular`] never waits and never
+//! follows a link at the path's end, and refuses anything but a regular file.
 
 use std::fs;
 use std::io::{self, Write};
@@ -9,6 +14,46 @@ use std::path::Path;
 
 /// The prefix of every temporary file the store writes; readers skip such files.
 pub const TEMP_PREFIX: &str = ".ferry-tmp-";
+
+/// Opens `path` with `options`, without following a link at its end and without blocking on
+/// a FIFO or device planted there; anything but a regular file is refused (`InvalidInput`,
+/// "not a regular file").
+pub fn open_regular(path: &Path, options: &mut fs::OpenOptions) -> io::Result<fs::File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(flags.bits() as i32);
+    }
+    #[cfg(not(target_os = "linux"))]
+    if fs::symlink_metadata(path).is_ok_and(|meta| !meta.file_type().is_file()) {
+        return Err(not_regular());
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        // What O_NOFOLLOW answers for a link, and a FIFO opened to write with no reader.
+        #[cfg(target_os = "linux")]
+        Err(e)
+            if [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO]
+                .iter()
+                .any(|errno| e.raw_os_error() == Some(errno.raw_os_error())) =>
+        {
+            return Err(not_regular());
+        }
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.file_type().is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "not a regular file (a link, a FIFO or a device?); not opened",
+    )
+}
 
 /// Syncs a folder so that entries created or renamed in it survive a crash.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {

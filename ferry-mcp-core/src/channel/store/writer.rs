@@ -58,12 +58,15 @@ impl LogWriter {
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) => return Err(StoreError::io(&path)(e)),
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(StoreError::io(&path))?;
+        // Checked again as it is opened: a FIFO or link put there since is refused, not waited on.
+        let file = durable::open_regular(
+            &path,
+            OpenOptions::new().read(true).append(true).create(true),
+        )
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidInput => StoreError::NotRegular(path.clone()),
+            _ => StoreError::io(&path)(e),
+        })?;
         if !existed {
             durable::sync_dir(&dir).map_err(StoreError::io(&dir))?;
         }
