@@ -31,14 +31,21 @@ pub fn post(session: &mut Session, to: &str, text: &str, now: Timestamp) -> Stri
     session.id_of(&entry).to_string()
 }
 
-/// An `order.issue` with `title` and `body` by the session's actor; returns the order's id.
-pub fn order(session: &mut Session, title: &str, body: Option<&str>, now: Timestamp) -> String {
+/// An `order.issue` with `title` and `body` (its submissions reviewed when `review`) by the
+/// session's actor; returns the order's id.
+pub fn order(
+    session: &mut Session,
+    title: &str,
+    body: Option<&str>,
+    review: bool,
+    now: Timestamp,
+) -> String {
     let mut issue = IssueBody {
         title: title.to_owned(),
         body: None,
         blob: None,
         to: None,
-        review: false,
+        review,
         heavy: false,
         hints: Hints::default(),
         seen: None,

@@ -58,8 +58,13 @@ fn order_with_secrets(home: &Path, dir: &Path) -> String {
         now,
     )
     .unwrap();
-    let id =
-        ferry_mcp_testkit::plant::order(&mut master, &format!("rotate {TOKEN}"), Some(&text), now);
+    let id = ferry_mcp_testkit::plant::order(
+        &mut master,
+        &format!("rotate {TOKEN}"),
+        Some(&text),
+        false,
+        now,
+    );
     master.save().unwrap();
     id
 }

@@ -134,6 +134,7 @@ fn a_secret_in_an_order_title_is_masked_in_a_hit() {
         &mut temp.master_session(),
         &format!("rotate {token} today"),
         None,
+        false,
         temp.now(),
     );
     let page = find(&mut temp.agent_session("mia"), "rotate", None, &temp);

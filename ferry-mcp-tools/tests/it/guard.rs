@@ -93,6 +93,7 @@ fn a_secret_in_an_order_the_human_wrote_is_masked_when_an_agent_shows_it() {
         &mut temp.master_session(),
         &format!("Rotate {token} before Friday"),
         Some(&format!("The old deploy key is {token}; rotate it.")),
+        false,
         temp.now(),
     );
 
@@ -130,6 +131,7 @@ fn a_secret_only_in_the_body_of_an_order_never_reaches_the_agent_that_shows_it()
         &mut temp.master_session(),
         "Rotate the deploy key",
         Some(&format!("The old deploy key is {token}; rotate it.")),
+        false,
         temp.now(),
     );
     let mut alice = agent(&temp, "alice");
