@@ -24,27 +24,49 @@ fn assert_masked(out: &str, what: &str) {
 }
 
 fn order_with_secrets(home: &Path, dir: &Path) -> String {
+    // `ferry order issue` refuses it now (the human's writes are guarded too), so it is
+    // planted as a client without the guard would write it, signed with the master key.
     let body = dir.join("body.md");
-    std::fs::write(
-        &body,
-        format!("deploy with {TOKEN}\nand the key {AWS_ID}\n"),
-    )
-    .unwrap();
-    let issued = run_ok(
+    let text = format!("deploy with {TOKEN}\nand the key {AWS_ID}\n");
+    let refused = super::admin::run_err(
         home,
         &[
             "order",
             "issue",
-            &format!("rotate {TOKEN}"),
+            "rotate the keys",
             "--project",
             "demo",
             "--body-file",
-            body.to_str().unwrap(),
-            "--json",
+            {
+                std::fs::write(&body, &text).unwrap();
+                body.to_str().unwrap()
+            },
         ],
     );
-    let issued: serde_json::Value = serde_json::from_str(&issued).unwrap();
-    issued["id"].as_str().unwrap().to_owned()
+    assert!(refused.contains("ferry channel secret"), "{refused}");
+    let now = {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        ferry_mcp_core::time::Timestamp::from_millis(u64::try_from(since.as_millis()).unwrap())
+    };
+    let project = ferry_mcp_core::channel::names::ProjectId::parse("demo").unwrap();
+    let mut master = ferry_mcp_core::channel::session::Session::open(
+        &ferry_mcp_core::channel::home::Home::at(home),
+        &project,
+        ferry_mcp_core::channel::session::Actor::Master,
+        now,
+    )
+    .unwrap();
+    let id = ferry_mcp_testkit::plant::order(
+        &mut master,
+        &format!("rotate {TOKEN}"),
+        Some(&text),
+        false,
+        now,
+    );
+    master.save().unwrap();
+    id
 }
 
 #[test]

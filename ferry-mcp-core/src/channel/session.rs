@@ -863,13 +863,32 @@ impl Session {
         Ok(())
     }
 
-    /// Refuses a text an agent sends that is shaped like a secret, or (in a post or a summary)
-    /// like code (the guard). The human's own texts are not judged.
+    /// Refuses a text shaped like a secret, or (an agent's post or summary) like code (the
+    /// guard). The human's texts are judged for secrets alike: the channel keeps what anyone
+    /// writes, and the human may paste code where an agent may not.
     pub fn guard(&self, text: &str, used_as: TextUse) -> Result<(), OpsError> {
         match self.actor {
             Actor::Agent(_) => Ok(guard::check(text, used_as)?),
-            Actor::Master | Actor::Observer => Ok(()),
+            Actor::Master | Actor::Observer => Ok(guard::check_secrets(text)?),
         }
+    }
+
+    /// Refuses a secret split between `text` and what the same author sent just before
+    /// (`previous`, oldest first), read from this session's folds by the operation: a token
+    /// cut in two posts, or a post and a progress line, is refused as a whole.
+    pub fn guard_seam(&self, text: &str, previous: &[&str]) -> Result<(), OpsError> {
+        Ok(guard::check_seam(text, previous)?)
+    }
+
+    /// The latest message `author` sent that counts, with its time, for
+    /// [`Session::guard_seam`]. Read from the talk fold, so no order record is paged in.
+    pub fn last_post_of(&mut self, author: &AgentName) -> Option<(Timestamp, String)> {
+        self.talk();
+        self.state
+            .talk()
+            .sent_by(author, self.state.identity())
+            .next()
+            .map(|message| (message.time, message.text.clone()))
     }
 
     /// The short id of an entry this session folded (ADR 0007).

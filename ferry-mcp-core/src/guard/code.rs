@@ -70,6 +70,9 @@ impl fmt::Display for CodeKind {
 /// What a text that is going into a post or a summary looks like, if it looks like work.
 pub(super) fn detect(text: &str) -> Option<CodeKind> {
     let lines: Vec<&str> = text.lines().collect();
+    // Each line is matched against every line pattern once, for all the shapes below.
+    let rules = &*LINE_RULES;
+    let judged: Vec<Judged> = lines.iter().map(|l| judge(rules, l.trim())).collect();
     if lines.len() > 1 {
         if diff(&lines) || headerless_diff(&lines) {
             return Some(CodeKind::Diff);
@@ -77,13 +80,17 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
             return Some(CodeKind::FencedCode);
         } else if stack_trace(&lines) {
             return Some(CodeKind::StackTrace);
-        } else if source(&lines) {
+        } else if source(&lines, |i| judged[i].weight) {
             return Some(CodeKind::SourceCode);
         }
     }
     if config(text, &lines) {
         Some(CodeKind::Config)
-    } else if lines.iter().any(|line| one_line_code(line)) {
+    } else if lines
+        .iter()
+        .zip(&judged)
+        .any(|(line, judged)| one_line_code(line, judged.one_line))
+    {
         Some(CodeKind::SourceCode)
     } else {
         None
@@ -175,6 +182,18 @@ static TOML_KEY: LazyLock<Regex> = LazyLock::new(|| {
         .expect("compiles")
 });
 
+/// Whether the line starts (after blanks and a `- `) with a word of [`YAML_KEY`]'s key
+/// characters and a colon: a byte scan that spares prose lines the pattern.
+fn may_be_yaml_key(line: &str) -> bool {
+    let rest = line.trim_start();
+    let rest = rest.strip_prefix("- ").unwrap_or(rest);
+    let key = rest
+        .bytes()
+        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        .count();
+    key > 0 && rest.as_bytes().get(key) == Some(&b':')
+}
+
 /// A configuration blob: JSON (an object or array with three values or more), YAML of five
 /// keys with nesting (or four, nested two deep), or a TOML section with two keys.
 fn config(text: &str, lines: &[&str]) -> bool {
@@ -190,7 +209,7 @@ fn config(text: &str, lines: &[&str]) -> bool {
     // has more keys, or keys nested two deep.
     let (mut run, mut indents, mut parent) = (0, Vec::new(), false);
     for line in lines {
-        let key = if line.contains(':') && YAML_KEY.is_match(line) {
+        let key = if may_be_yaml_key(line) && YAML_KEY.is_match(line) {
             YAML_KEY.captures(line)
         } else {
             None
@@ -225,35 +244,33 @@ fn config(text: &str, lines: &[&str]) -> bool {
     })
 }
 
-static ONE_LINE: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new([
-        // Python: a definition or a block with its body on the same line, a comprehension
-        r"^(?:async\s+)?def\s+[A-Za-z_][A-Za-z0-9_]*\s*\([^)]*\)\s*(?:->\s*[^:]+)?:\s*\S",
-        r"^class\s+[A-Z][A-Za-z0-9_]*(?:\([^)]*\))?:\s*\S",
-        r"^(?:for|while|if|with)\s[^:]+:\s*(?:return\b|print\(|yield\b|[A-Za-z_][A-Za-z0-9_.\[\]]*\s*[-+*/]?=\s*\S|[A-Za-z_][A-Za-z0-9_.]*\()",
-        r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*(?:lambda\b|\[.+\sfor\s+[A-Za-z_(][^\]]*\sin\s.+\])",
-        // SQL written as SQL: upper-case keywords
-        r"^SELECT\s+.+\s+FROM\s+[A-Za-z_][A-Za-z0-9_.]*(?:\s+(?:WHERE|JOIN|GROUP BY|ORDER BY|LIMIT|INNER|LEFT)\b.*)?;?$",
-        r"^(?:INSERT INTO\s+\S+.*VALUES\s*\(|UPDATE\s+\S+\s+SET\s+\S+\s*=|DELETE FROM\s+\S+\s+WHERE\b|CREATE TABLE\s+\S+\s*\()",
-        // C-family and Go: a test whose block returns, on one line
-        r"^if\s*\(?[^{]+\)?\s*\{\s*return\b[^}]*\}$",
-        // Shell: a loop or a test with its body on the line
-        r"^(?:for|while|until)\s.+;\s*do\s.+;\s*done$",
-        r"^if\s.+;\s*then\s.+;\s*fi$",
-        // JavaScript: an arrow function bound to a name
-        r"^(?:export\s+)?(?:const|let|var)\s+[A-Za-z_$][A-Za-z0-9_$]*\s*=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][A-Za-z0-9_$]*)\s*=>",
-    ])
-    .expect("the one-line patterns compile")
-});
+const ONE_LINE: &[&str] = &[
+    // Python: a definition or a block with its body on the same line, a comprehension
+    r"^(?:async\s+)?def\s+[A-Za-z_][A-Za-z0-9_]*\s*\([^)]*\)\s*(?:->\s*[^:]+)?:\s*\S",
+    r"^class\s+[A-Z][A-Za-z0-9_]*(?:\([^)]*\))?:\s*\S",
+    r"^(?:for|while|if|with)\s[^:]+:\s*(?:return\b|print\(|yield\b|[A-Za-z_][A-Za-z0-9_.\[\]]*\s*[-+*/]?=\s*\S|[A-Za-z_][A-Za-z0-9_.]*\()",
+    r"^[A-Za-z_][A-Za-z0-9_]*\s*=\s*(?:lambda\b|\[.+\sfor\s+[A-Za-z_(][^\]]*\sin\s.+\])",
+    // SQL written as SQL: upper-case keywords
+    r"^SELECT\s+.+\s+FROM\s+[A-Za-z_][A-Za-z0-9_.]*(?:\s+(?:WHERE|JOIN|GROUP BY|ORDER BY|LIMIT|INNER|LEFT)\b.*)?;?$",
+    r"^(?:INSERT INTO\s+\S+.*VALUES\s*\(|UPDATE\s+\S+\s+SET\s+\S+\s*=|DELETE FROM\s+\S+\s+WHERE\b|CREATE TABLE\s+\S+\s*\()",
+    // C-family and Go: a test whose block returns, on one line
+    r"^if\s*\(?[^{]+\)?\s*\{\s*return\b[^}]*\}$",
+    // Shell: a loop or a test with its body on the line
+    r"^(?:for|while|until)\s.+;\s*do\s.+;\s*done$",
+    r"^if\s.+;\s*then\s.+;\s*fi$",
+    // JavaScript: an arrow function bound to a name
+    r"^(?:export\s+)?(?:const|let|var)\s+[A-Za-z_$][A-Za-z0-9_$]*\s*=\s*(?:async\s+)?(?:\([^)]*\)|[A-Za-z_$][A-Za-z0-9_$]*)\s*=>",
+];
 
 /// One line that is code by itself: a definition with its body, two statements or more
-/// (split at `;`, `{` and `}`, each weighed as a line), or a one-line idiom of a language.
-fn one_line_code(line: &str) -> bool {
+/// (split at `;`, `{` and `}`, each weighed as a line), or a one-line idiom of a language
+/// (`idiom`: the trimmed line matches one of [`ONE_LINE`]).
+fn one_line_code(line: &str, idiom: bool) -> bool {
     let line = line.trim();
     if line.len() < 12 {
         return false;
     }
-    if ONE_LINE.is_match(line) {
+    if idiom {
         return true;
     }
     if !line.contains([';', '{', '}']) {
@@ -263,7 +280,8 @@ fn one_line_code(line: &str) -> bool {
     // connection string: two statements or more, one a definition or a block, are a paste.
     let pieces = statements(line);
     let rules = &*LINE_RULES;
-    (line.contains('{') || pieces.iter().any(|p| rules.strong.is_match(p))) && source(&pieces)
+    (line.contains('{') || pieces.iter().any(|p| rules.strong.is_match(p)))
+        && source(&pieces, |i| weight(rules, pieces[i].trim()))
 }
 
 /// A line split after each `;` and `{` and around each `}`, outside quoted strings.
@@ -344,8 +362,15 @@ fn fenced(lines: &[&str]) -> bool {
 /// 2, and a bare brace, semicolon or flag 1.
 struct LineRules {
     strong: RegexSet,
-    medium: RegexSet,
-    weak: RegexSet,
+    /// [`STRONG`], [`MEDIUM`], [`WEAK`] and [`ONE_LINE`] in one set, so a line is read once.
+    all: RegexSet,
+}
+
+/// What a trimmed line's one match against [`LineRules::all`] says.
+struct Judged {
+    weight: u32,
+    /// It matches one of [`ONE_LINE`].
+    one_line: bool,
 }
 
 const STRONG: &[&str] = &[
@@ -452,41 +477,60 @@ const WEAK: &[&str] = &[
 
 static LINE_RULES: LazyLock<LineRules> = LazyLock::new(|| LineRules {
     strong: RegexSet::new(STRONG).expect("the guard's code patterns compile"),
-    medium: RegexSet::new(MEDIUM).expect("the guard's code patterns compile"),
-    weak: RegexSet::new(WEAK).expect("the guard's code patterns compile"),
+    all: RegexSet::new(STRONG.iter().chain(MEDIUM).chain(WEAK).chain(ONE_LINE))
+        .expect("the guard's code patterns compile"),
 });
 
-fn weight(rules: &LineRules, line: &str) -> u32 {
-    // List items and quotes are prose even when they name code.
-    let bullet = line.starts_with("- ")
+/// List items and quotes are prose even when they name code.
+fn bullet(line: &str) -> bool {
+    line.starts_with("- ")
         || line.starts_with("+ ")
         || line.starts_with("> ")
         || line.starts_with("• ")
         || line.split_once(['.', ')']).is_some_and(|(n, rest)| {
             !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && rest.starts_with(' ')
-        });
-    if bullet {
-        0
-    } else if rules.strong.is_match(line) {
-        3
-    } else if rules.medium.is_match(line) {
-        2
-    } else if rules.weak.is_match(line) {
-        1
-    } else {
-        0
+        })
+}
+
+fn judge(rules: &LineRules, line: &str) -> Judged {
+    // Most lines of prose match nothing, and a yes or no is cheaper than which.
+    if !rules.all.is_match(line) {
+        return Judged {
+            weight: 0,
+            one_line: false,
+        };
     }
+    let matched = rules.all.matches(line);
+    let (medium, weak, idioms) = (
+        STRONG.len(),
+        STRONG.len() + MEDIUM.len(),
+        STRONG.len() + MEDIUM.len() + WEAK.len(),
+    );
+    let weight = match matched.iter().next() {
+        _ if bullet(line) => 0,
+        Some(i) if i < medium => 3,
+        Some(i) if i < weak => 2,
+        Some(i) if i < idioms => 1,
+        _ => 0,
+    };
+    Judged {
+        weight,
+        one_line: matched.iter().any(|i| i >= idioms),
+    }
+}
+
+fn weight(rules: &LineRules, line: &str) -> u32 {
+    judge(rules, line).weight
 }
 
 /// Source code: a run of consecutive code-like lines (blank lines, comments and indented
 /// continuations neither count nor break it) that weighs 4 or more, over at least two
 /// lines, one of them more than a bare brace.
-fn source(lines: &[&str]) -> bool {
-    let rules = &*LINE_RULES;
+fn source(lines: &[&str], weight_of: impl Fn(usize) -> u32) -> bool {
     let (mut score, mut counted, mut heaviest) = (0, 0, 0);
-    for raw in lines {
+    for (i, raw) in lines.iter().enumerate() {
         let line = raw.trim();
-        let w = weight(rules, line);
+        let w = weight_of(i);
         if w > 0 {
             score += w;
             counted += 1;
@@ -537,8 +581,10 @@ mod tests {
     fn every_line_pattern_compiles() {
         let rules = &*LINE_RULES;
         assert_eq!(rules.strong.len(), STRONG.len());
-        assert_eq!(rules.medium.len(), MEDIUM.len());
-        assert_eq!(rules.weak.len(), WEAK.len());
+        assert_eq!(
+            rules.all.len(),
+            STRONG.len() + MEDIUM.len() + WEAK.len() + ONE_LINE.len()
+        );
     }
 
     #[test]

@@ -104,6 +104,11 @@ fn invisible(c: char) -> bool {
         || (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
 }
 
+/// [`invisible`] for one ASCII byte: a control character other than a line break or a tab.
+fn invisible_ascii(b: u8) -> bool {
+    (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f
+}
+
 /// The Latin letter or digit a Cyrillic, Greek or Armenian look-alike stands for.
 fn confusable(c: char) -> Option<char> {
     Some(match c {
@@ -194,7 +199,7 @@ fn confusable(c: char) -> Option<char> {
 /// Only the words that change are read (each with the word before it, for `KEY=` and
 /// `token:` contexts), so a page of Cyrillic or CJK prose is not read twice over.
 fn normalised(text: &str) -> Option<View> {
-    if text.is_ascii() && !text.bytes().any(|b| invisible(char::from(b))) {
+    if text.is_ascii() && !text.bytes().any(invisible_ascii) {
         return None;
     }
     let mut view = View::new();
@@ -229,7 +234,7 @@ fn normalised(text: &str) -> Option<View> {
 
 /// One word normalised, piece by piece with where each came from; `None` if unchanged.
 fn fold(word: &str, offset: usize) -> Option<Vec<(String, Range<usize>)>> {
-    if word.is_ascii() && !word.bytes().any(|b| invisible(char::from(b))) {
+    if word.is_ascii() && !word.bytes().any(invisible_ascii) {
         return None;
     }
     let mut view = View::new();
@@ -279,19 +284,83 @@ static SPACED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^A-Za-z0-9_+/=-])((?:[A-Za-z0-9_+/=-][ \t]{1,3}){12,}[A-Za-z0-9_+/=-])")
         .expect("compiles")
 });
-static QUOTE_JOIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"[A-Za-z0-9_-]["'`]\s*(?:\+|\.|\|\||&)?\s*["'`][A-Za-z0-9_-]"#).expect("compiles")
-});
+
+/// A character a spaced-out token is spelled with.
+fn spelled(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'/' | b'=' | b'-')
+}
+
+/// Whether the text has twelve characters in a row each followed by one to three blanks: a
+/// byte scan that lets prose, where such runs do not occur, skip [`SPACED`].
+fn may_be_spaced(bytes: &[u8]) -> bool {
+    let (mut count, mut i) = (0, 0);
+    while i < bytes.len() {
+        if spelled(bytes[i]) {
+            let mut j = i + 1;
+            while j < bytes.len() && j - i <= 3 && matches!(bytes[j], b' ' | b'\t') {
+                j += 1;
+            }
+            if j > i + 1 && j - i <= 4 {
+                count += 1;
+                if count >= 12 {
+                    return true;
+                }
+                i = j;
+                continue;
+            }
+        }
+        count = 0;
+        i += 1;
+    }
+    false
+}
+
+/// The seams between quoted halves (`"ab" + "cd"`, `'ab''cd'`, `"ab" . "cd"`): each from
+/// the closing quote to the opening one, the characters around them a token's.
+fn quote_seams(text: &str) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+    let word = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+    let blanks = |mut at: usize| {
+        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        at
+    };
+    let mut seams = Vec::new();
+    let mut i = 1;
+    while i < bytes.len() {
+        if !(quote(bytes[i]) && word(bytes[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let mut at = blanks(i + 1);
+        if bytes[at..].starts_with(b"||") {
+            at = blanks(at + 2);
+        } else if matches!(bytes.get(at), Some(b'+' | b'.' | b'&')) {
+            at = blanks(at + 1);
+        }
+        if bytes.get(at).copied().is_some_and(quote) && bytes.get(at + 1).copied().is_some_and(word)
+        {
+            seams.push(i..at + 1);
+            i = at + 2;
+        } else {
+            i += 1;
+        }
+    }
+    seams
+}
 
 fn joined(text: &str) -> Option<View> {
-    let spaced: Vec<Range<usize>> = SPACED
-        .captures_iter(text)
-        .filter_map(|c| c.get(1).map(|m| m.range()))
-        .collect();
-    let quoted: Vec<Range<usize>> = QUOTE_JOIN
-        .find_iter(text)
-        .map(|m| m.start() + 1..m.end() - 1)
-        .collect();
+    let spaced: Vec<Range<usize>> = if may_be_spaced(text.as_bytes()) {
+        SPACED
+            .captures_iter(text)
+            .filter_map(|c| c.get(1).map(|m| m.range()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let quoted = quote_seams(text);
     if spaced.is_empty() && quoted.is_empty() {
         return None;
     }
@@ -339,22 +408,49 @@ fn joined(text: &str) -> Option<View> {
     Some(view)
 }
 
-/// A run that may be a secret wrapped: long, no blanks, of the characters encodings use.
-static RUN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/=_%.~:-]{20,}").expect("compiles"));
+/// A character of a run that may be a secret wrapped: the characters encodings use.
+fn encoded(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'+' | b'/' | b'=' | b'_' | b'%' | b'.' | b'~' | b':' | b'-'
+        )
+}
+
+/// The runs that may be a secret wrapped: long (20 characters or more), no blanks, of the
+/// characters encodings use. A byte scan: ordinary text is mostly short words.
+fn runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            while at < bytes.len() && !encoded(bytes[at]) {
+                at += 1;
+            }
+            let start = at;
+            while at < bytes.len() && encoded(bytes[at]) {
+                at += 1;
+            }
+            if at - start >= 20 {
+                return Some(start..at);
+            }
+        }
+        None
+    })
+}
 
 /// Each suspicious run decoded (base64, base64url, hex, percent-encoding), rot13'd and
 /// reversed, one reading per line, each mapped to its whole run.
 fn decoded_runs(text: &str) -> Option<View> {
     let mut view = View::new();
-    for run in RUN.find_iter(text) {
-        let word = run.as_str();
+    for run in runs(text) {
+        let word = &text[run.clone()];
         if !suspicious(word) {
             continue;
         }
         let mut add = |reading: &str| {
-            view.push(reading, run.range());
-            view.push("\n", run.range());
+            view.push(reading, run.clone());
+            view.push("\n", run.clone());
         };
         for decoded in decodings(word) {
             add(&decoded);

@@ -109,6 +109,25 @@ pub fn check(text: &str, used_as: TextUse) -> Result<(), GuardRefusal> {
     Ok(())
 }
 
+/// Refuses text shaped like a secret, whatever its use: what the human writes is judged by
+/// this (the human may paste code into an order or a post; never a secret).
+pub fn check_secrets(text: &str) -> Result<(), GuardRefusal> {
+    match secrets::first_secret(text) {
+        Some(kind) => Err(GuardRefusal::Secret { kind }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a name (an agent's, a project's, a secret's) shaped like a secret.
+///
+/// Names are case-folded to lower case before they are stored, and a key id of upper-case
+/// letters and digits (an AWS access key id) folded is still that id: the name is judged as
+/// given and upper-cased.
+pub fn check_name(name: &str) -> Result<(), GuardRefusal> {
+    check_secrets(name)?;
+    check_secrets(&name.to_ascii_uppercase())
+}
+
 /// [`check`], and refuses a secret split between this text and what the same author sent
 /// just before (`previous`, oldest first: their last posts, a progress line).
 ///
@@ -121,6 +140,15 @@ pub fn check_with_previous(
     previous: &[&str],
 ) -> Result<(), GuardRefusal> {
     check(text, used_as)?;
+    check_seam(text, previous)
+}
+
+/// The part of [`check_with_previous`] that reads across the seam only: for a caller that
+/// judged `text` alone already.
+pub fn check_seam(text: &str, previous: &[&str]) -> Result<(), GuardRefusal> {
+    if previous.is_empty() {
+        return Ok(());
+    }
     let mut before = String::new();
     for earlier in previous {
         before.push_str(earlier.trim());

@@ -9,8 +9,8 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
-use regex::{Captures, Regex, RegexSet};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use regex::{Captures, Regex};
 
 use super::{checksum, disguise, services};
 
@@ -292,14 +292,32 @@ enum Check {
     TwilioSid,
 }
 
+/// Where a rule is matched once one of its literals is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Over the whole text: the rule's match may run far from its literal (a PEM body, a
+    /// token of any length after its prefix, a partner secret near a key id).
+    Text,
+    /// In a window of [`BEFORE`] and [`AFTER`] bytes around each literal.
+    Window,
+    /// Over each line (the pattern never crosses one) where the literal is part of a key
+    /// followed by one of these separators (`API_KEY=`, `"password": `): prose that names a token costs no look.
+    Assignment(&'static [u8]),
+}
+
+/// The separators of `KEY=value`, `key: value`, `key := value`, `key => value`.
+const ASSIGN: &[u8] = b":=";
+/// Those and a service key's looser ones: `key, value` in a list, `key > value`, `key || value`.
+const ASSIGN_LOOSE: &[u8] = b":=,>|";
+
 struct Rule {
     kind: SecretKind,
     check: Check,
-    /// What the first pass looks for when not the pattern itself: `|`-separated literals,
-    /// matched without regard to case. Long counted repetitions and keyword lists make one
-    /// set's automaton too big to stay fast, so such a rule is found by its literal part, in
-    /// one literal search for all of them, and only then matched whole.
+    /// `|`-separated literals, matched without regard to case, one of which every match of
+    /// the pattern contains: one literal search over the text for all of them is the only
+    /// pass ordinary text costs, and a rule is matched only where its literal is.
     trigger: &'static str,
+    scope: Scope,
     /// The span reported is the `s` group if the pattern has one, else the whole match.
     pattern: &'static str,
 }
@@ -315,25 +333,29 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::PrivateKey,
         check: Check::Pem,
-        trigger: "",
+        trigger: "-----BEGIN ",
+        scope: Scope::Text,
         pattern: r"-----BEGIN (?P<l>[A-Z0-9]+(?: [A-Z0-9]+)* )?PRIVATE KEY(?: BLOCK)?-----",
     },
     Rule {
         kind: SecretKind::AgeSecretKey,
         check: Check::Bech32,
-        trigger: "",
+        trigger: "AGE-SECRET-KEY-1",
+        scope: Scope::Text,
         pattern: r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
     },
     Rule {
         kind: SecretKind::FerrySecretKey,
         check: Check::Shape,
-        trigger: "",
+        trigger: "\"secret\"",
+        scope: Scope::Text,
         pattern: r#""secret"\s*:\s*"(?P<s>[0-9a-f]{64})""#,
     },
     Rule {
         kind: SecretKind::GithubToken,
         check: Check::Crc32Tail,
-        trigger: "",
+        trigger: "ghp_|gho_|ghu_|ghs_|ghr_",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"gh[pousr]_(?P<b>[A-Za-z0-9]{36})", b!()),
     },
     // GitHub has published no checksum for these, so the shape and randomness decide: a
@@ -341,7 +363,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::GithubFineGrainedToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "github_pat_",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"github_pat_(?P<b>[A-Za-z0-9]{22}_[A-Za-z0-9]{59})",
@@ -351,7 +374,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::GitlabToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "glpat-|gldt-|glrt-|glptt-|glft-|glimt-|glsoat-|gloas-|glcbt-|glagent-|glffct-",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"gl(?:pat|dt|rt|ptt|ft|imt|soat|oas|cbt|agent|ffct)-(?P<b>[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*)"
@@ -360,7 +384,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::AnthropicApiKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "sk-ant-",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"sk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-(?P<b>[A-Za-z0-9_-]{40,})"
@@ -369,7 +394,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::OpenAiApiKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "sk-",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"sk-(?:(?:proj|svcacct|admin|None)-)?(?P<b>[A-Za-z0-9_-]{32,})"
@@ -379,37 +405,43 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::OpenAiApiKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "T3BlbkFJ",
+        scope: Scope::Text,
         pattern: r"(?P<b>[A-Za-z0-9_-]{20,74}T3BlbkFJ[A-Za-z0-9_-]{20,74})",
     },
     Rule {
         kind: SecretKind::GoogleApiKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "AIza",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"AIza(?P<b>[0-9A-Za-z_-]{35})"),
     },
     Rule {
         kind: SecretKind::GoogleOauth,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "GOCSPX-",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"GOCSPX-(?P<b>[A-Za-z0-9_-]{28})"),
     },
     Rule {
         kind: SecretKind::GoogleOauth,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "ya29.",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"ya29\.(?P<b>[A-Za-z0-9_-]{50,})"),
     },
     Rule {
         kind: SecretKind::HuggingfaceToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "hf_",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"hf_(?P<b>[A-Za-z]{34})", b!()),
     },
     Rule {
         kind: SecretKind::AwsAccessKeyId,
         check: Check::AwsId,
-        trigger: "",
+        trigger: "A3T|AKIA|ASIA|ABIA|ACCA",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
@@ -419,13 +451,15 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::AwsSecretAccessKey,
         check: Check::AwsSecret,
-        trigger: "",
+        trigger: "secret",
+        scope: Scope::Text,
         pattern: r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*(?:[:=]|=>)?\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
     },
     Rule {
         kind: SecretKind::SlackToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "xox",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"xox[abposre]-[0-9]{6,13}(?:-[0-9]{6,13}){0,2}-(?P<b>[A-Za-z0-9]{16,64})"
@@ -434,7 +468,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::SlackToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "xapp-",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"xapp-[0-9]-[A-Z0-9]{8,12}-[0-9]{8,14}-(?P<b>[a-f0-9]{32,64})"
@@ -443,19 +478,22 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::SlackWebhook,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "hooks.slack.com/",
+        scope: Scope::Text,
         pattern: r"https://hooks\.slack\.com/(?:services/T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/(?P<b>[A-Za-z0-9]{24})|triggers/T[A-Z0-9]{8,12}/[0-9]{6,16}/[a-f0-9]{32})",
     },
     Rule {
         kind: SecretKind::NpmToken,
         check: Check::Crc32Tail,
-        trigger: "",
+        trigger: "npm_",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"npm_(?P<b>[A-Za-z0-9]{36})", b!()),
     },
     Rule {
         kind: SecretKind::PypiToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "pypi-AgE",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)(?P<b>[A-Za-z0-9_-]{50,})"
@@ -464,7 +502,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::StripeKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "sk_live_|sk_test_|sk_prod_|rk_live_|rk_test_|rk_prod_",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"(?:sk|rk)_(?:live|test|prod)_(?P<b>[A-Za-z0-9]{24,247})",
@@ -474,19 +513,22 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::StripeKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "whsec_",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"whsec_(?P<b>[A-Za-z0-9+/]{32,}={0,2})"),
     },
     Rule {
         kind: SecretKind::TwilioApiKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "SK",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"SK(?P<b>[0-9a-f]{32})", b!()),
     },
     Rule {
         kind: SecretKind::TwilioAuthToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "twilio",
+        scope: Scope::Text,
         pattern: concat!(
             r#"(?i)twilio[A-Za-z0-9_.-]*?auth[_.-]?token["']?\s*[:=]\s*["']?(?P<s>[0-9a-f]{32})"#,
             b!()
@@ -495,19 +537,22 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::TwilioAuthToken,
         check: Check::TwilioSid,
-        trigger: "",
+        trigger: "AC",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"AC[0-9a-f]{32}", b!()),
     },
     Rule {
         kind: SecretKind::SendgridApiKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "SG.",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"SG\.(?P<b>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})"),
     },
     Rule {
         kind: SecretKind::DiscordBotToken,
         check: Check::DiscordId,
-        trigger: "",
+        trigger: ".",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"(?P<b>[MNO][A-Za-z0-9_-]{23,27})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}"
@@ -516,49 +561,57 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::DiscordWebhook,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "discord",
+        scope: Scope::Text,
         pattern: r"https://(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/(?P<b>[A-Za-z0-9_-]{60,68})",
     },
     Rule {
         kind: SecretKind::TelegramBotToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: ":A",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"[0-9]{8,10}:(?P<b>A[A-Za-z0-9_-]{34})"),
     },
     Rule {
         kind: SecretKind::ShopifyToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "shpat_|shpca_|shppa_|shpss_",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"shp(?:at|ca|pa|ss)_(?P<b>[a-fA-F0-9]{32})", b!()),
     },
     Rule {
         kind: SecretKind::DigitaloceanToken,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "dop_v1_|doo_v1_|dor_v1_",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"do[opr]_v1_(?P<b>[a-f0-9]{64})", b!()),
     },
     Rule {
         kind: SecretKind::AzureStorageKey,
         check: Check::Plausible,
-        trigger: "",
+        trigger: "AccountKey=|SharedAccessKey=",
+        scope: Scope::Text,
         pattern: r"(?i)(?:AccountKey|SharedAccessKey)=(?P<s>(?-i:(?P<b>[A-Za-z0-9+/]{43,88}))={0,2})",
     },
     Rule {
         kind: SecretKind::GitlabToken,
         check: Check::Plausible,
         trigger: "GR1348941",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"GR1348941(?P<b>[A-Za-z0-9_-]{20})", b!()),
     },
     Rule {
         kind: SecretKind::HuggingfaceToken,
         check: Check::Plausible,
         trigger: "api_org_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"api_org_(?P<b>[A-Za-z]{34})", b!()),
     },
     Rule {
         kind: SecretKind::SlackToken,
         check: Check::Plausible,
         trigger: "xoxe",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"xoxe(?:\.xox[bp])?-[0-9]-(?P<b>[A-Z0-9]{140,170})",
@@ -571,12 +624,14 @@ const RULES: &[Rule] = &[
         kind: SecretKind::AzureAdClientSecret,
         check: Check::Plausible,
         trigger: "Q~",
+        scope: Scope::Window,
         pattern: r#"(?:^|[\\'"`\s>=:(,)])(?P<s>(?P<b>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}))(?:$|[\\'"`\s<),;&])"#,
     },
     Rule {
         kind: SecretKind::OnepasswordSecret,
         check: Check::Shape,
         trigger: "A3-",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
@@ -587,24 +642,28 @@ const RULES: &[Rule] = &[
         kind: SecretKind::OnepasswordSecret,
         check: Check::Plausible,
         trigger: "ops_eyJ",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"ops_eyJ(?P<b>[A-Za-z0-9+/]{250,}={0,3})"),
     },
     Rule {
         kind: SecretKind::AdobeClientSecret,
         check: Check::Plausible,
         trigger: "p8e-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"p8e-(?P<b>[A-Za-z0-9]{32})", b!()),
     },
     Rule {
         kind: SecretKind::AlibabaAccessKeyId,
         check: Check::Plausible,
         trigger: "LTAI",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"LTAI(?P<b>[A-Za-z0-9]{20})", b!()),
     },
     Rule {
         kind: SecretKind::ArtifactoryToken,
         check: Check::Plausible,
         trigger: "AKCp|cmVmd",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:AKCp(?P<b>[A-Za-z0-9]{69})|cmVmd[A-Za-z0-9]{59})",
@@ -615,12 +674,14 @@ const RULES: &[Rule] = &[
         kind: SecretKind::AtlassianApiToken,
         check: Check::Plausible,
         trigger: "ATATT3",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"ATATT3(?P<b>[A-Za-z0-9_=-]{186})"),
     },
     Rule {
         kind: SecretKind::AuthressKey,
         check: Check::Plausible,
         trigger: ".acc_|.acc-",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.(?P<b>[A-Za-z0-9+/_=-]{30,120})"
@@ -630,36 +691,42 @@ const RULES: &[Rule] = &[
         kind: SecretKind::ClickhouseSecret,
         check: Check::Plausible,
         trigger: "4b1d",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"4b1d(?P<b>[A-Za-z0-9]{38})", b!()),
     },
     Rule {
         kind: SecretKind::ClojarsToken,
         check: Check::Plausible,
         trigger: "CLOJARS_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"CLOJARS_(?P<b>[a-z0-9]{60})", b!()),
     },
     Rule {
         kind: SecretKind::CloudflareOriginCaKey,
         check: Check::Plausible,
         trigger: "v1.0-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"v1\.0-[a-f0-9]{24}-(?P<b>[a-f0-9]{146})", b!()),
     },
     Rule {
         kind: SecretKind::DatabricksToken,
         check: Check::Plausible,
         trigger: "dapi",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"dapi(?P<b>[a-f0-9]{32})(?:-[0-9])?", b!()),
     },
     Rule {
         kind: SecretKind::DefinedNetworkingKey,
         check: Check::Plausible,
         trigger: "dnkey-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"dnkey-[a-z0-9=_-]{26}-(?P<b>[a-z0-9=_-]{52})"),
     },
     Rule {
         kind: SecretKind::DopplerToken,
         check: Check::Plausible,
         trigger: "dp.",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<b>[A-Za-z0-9]{40,44})",
@@ -670,36 +737,42 @@ const RULES: &[Rule] = &[
         kind: SecretKind::DropboxToken,
         check: Check::Plausible,
         trigger: "sl.",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"sl\.(?:u\.)?(?P<b>[A-Za-z0-9_=-]{130,})"),
     },
     Rule {
         kind: SecretKind::DuffelToken,
         check: Check::Plausible,
         trigger: "duffel_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"duffel_(?:test|live)_(?P<b>[A-Za-z0-9_=-]{43})"),
     },
     Rule {
         kind: SecretKind::DynatraceToken,
         check: Check::Plausible,
         trigger: "dt0c01.",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"dt0c01\.[A-Z0-9]{24}\.(?P<b>[A-Z0-9]{64})", b!()),
     },
     Rule {
         kind: SecretKind::EasypostKey,
         check: Check::Plausible,
         trigger: "EZAK|EZTK",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"EZ[AT]K(?P<b>[A-Za-z0-9]{54})", b!()),
     },
     Rule {
         kind: SecretKind::FacebookAccessToken,
         check: Check::Plausible,
         trigger: "EAAM|EAAC",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"EAA[MC](?P<b>[A-Za-z0-9]{100,})", b!()),
     },
     Rule {
         kind: SecretKind::FlutterwaveKey,
         check: Check::Plausible,
         trigger: "FLW",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"FLW(?:PUB|SEC)K(?:_TEST)?-(?P<b>[a-hA-H0-9]{32})-X|FLWSECK_TEST[a-hA-H0-9]{12}",
@@ -710,6 +783,7 @@ const RULES: &[Rule] = &[
         kind: SecretKind::FlyioToken,
         check: Check::Plausible,
         trigger: "fo1_|fm1a_|fm1r_|fm2_",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:fo1_(?P<b>[A-Za-z0-9_-]{43})|fm1[ar]_[A-Za-z0-9+/]{100,}={0,3}|fm2_[A-Za-z0-9+/]{100,}={0,3})"
@@ -719,12 +793,14 @@ const RULES: &[Rule] = &[
         kind: SecretKind::FrameioToken,
         check: Check::Plausible,
         trigger: "fio-u-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"fio-u-(?P<b>[A-Za-z0-9_=-]{64})"),
     },
     Rule {
         kind: SecretKind::GrafanaToken,
         check: Check::Plausible,
         trigger: "eyJrIjoi|glc_|glsa_",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:eyJrIjoi(?P<b>[A-Za-z0-9]{70,400})={0,3}|glc_[A-Za-z0-9+/]{32,400}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b)"
@@ -734,6 +810,7 @@ const RULES: &[Rule] = &[
         kind: SecretKind::HarnessToken,
         check: Check::Plausible,
         trigger: "pat.|sat.",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.(?P<b>[A-Za-z0-9]{20})",
@@ -744,12 +821,14 @@ const RULES: &[Rule] = &[
         kind: SecretKind::TerraformToken,
         check: Check::Plausible,
         trigger: ".atlasv1.",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"[a-z0-9]{14}\.atlasv1\.(?P<b>[a-z0-9_=-]{60,70})"),
     },
     Rule {
         kind: SecretKind::VaultToken,
         check: Check::Plausible,
         trigger: "hvs.|hvb.",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:hvs\.(?P<b>[A-Za-z0-9_-]{90,120})|hvb\.[A-Za-z0-9_-]{138,300})"
@@ -759,48 +838,56 @@ const RULES: &[Rule] = &[
         kind: SecretKind::HerokuApiKey,
         check: Check::Plausible,
         trigger: "HRKU-AA",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"HRKU-AA(?P<b>[0-9A-Za-z_-]{58})"),
     },
     Rule {
         kind: SecretKind::InfracostKey,
         check: Check::Plausible,
         trigger: "ico-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"ico-(?P<b>[A-Za-z0-9]{32})", b!()),
     },
     Rule {
         kind: SecretKind::Intra42Secret,
         check: Check::Plausible,
         trigger: "s-s4t2",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"s-s4t2(?:ud|af)-(?P<b>[a-f0-9]{64})", b!()),
     },
     Rule {
         kind: SecretKind::LinearApiKey,
         check: Check::Plausible,
         trigger: "lin_api_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"lin_api_(?P<b>[A-Za-z0-9]{40})", b!()),
     },
     Rule {
         kind: SecretKind::MailgunKey,
         check: Check::Plausible,
         trigger: "key-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"(?:pub)?key-(?P<b>[a-f0-9]{32})", b!()),
     },
     Rule {
         kind: SecretKind::MailchimpApiKey,
         check: Check::Plausible,
         trigger: "-us",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"(?P<b>[a-f0-9]{32})-us[0-9]{1,2}", b!()),
     },
     Rule {
         kind: SecretKind::TeamsWebhook,
         check: Check::Plausible,
         trigger: ".webhook.office.com/",
+        scope: Scope::Window,
         pattern: r"https://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[a-z0-9-]{36}@[a-z0-9-]{36}/IncomingWebhook/(?P<b>[a-z0-9]{32})/[a-z0-9-]{36}",
     },
     Rule {
         kind: SecretKind::NewRelicKey,
         check: Check::Plausible,
         trigger: "NRAK-|NRJS-|NRII-",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:NRAK-(?P<b>[A-Z0-9]{27})|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9_-]{32})",
@@ -811,36 +898,42 @@ const RULES: &[Rule] = &[
         kind: SecretKind::NotionToken,
         check: Check::Plausible,
         trigger: "ntn_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"ntn_[0-9]{11}(?P<b>[A-Za-z0-9]{35})", b!()),
     },
     Rule {
         kind: SecretKind::NugetKey,
         check: Check::Plausible,
         trigger: "oy2",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"oy2(?P<b>[a-z0-9]{43})", b!()),
     },
     Rule {
         kind: SecretKind::OctopusDeployKey,
         check: Check::Plausible,
         trigger: "API-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"API-(?P<b>[A-Z0-9]{26})", b!()),
     },
     Rule {
         kind: SecretKind::OpenshiftToken,
         check: Check::Plausible,
         trigger: "sha256~",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"sha256~(?P<b>[A-Za-z0-9_-]{43})"),
     },
     Rule {
         kind: SecretKind::PerplexityKey,
         check: Check::Plausible,
         trigger: "pplx-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"pplx-(?P<b>[A-Za-z0-9]{48})", b!()),
     },
     Rule {
         kind: SecretKind::PlaidToken,
         check: Check::Shape,
         trigger: "access-sandbox-|access-development-|access-production-",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
@@ -851,6 +944,7 @@ const RULES: &[Rule] = &[
         kind: SecretKind::PlanetscaleToken,
         check: Check::Plausible,
         trigger: "pscale_",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"pscale_(?:tkn|oauth|pw)_(?P<b>[A-Za-z0-9=._-]{32,64})"
@@ -860,48 +954,56 @@ const RULES: &[Rule] = &[
         kind: SecretKind::PostmanKey,
         check: Check::Plausible,
         trigger: "PMAK-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"PMAK-[a-f0-9]{24}-(?P<b>[a-f0-9]{34})", b!()),
     },
     Rule {
         kind: SecretKind::PrefectKey,
         check: Check::Plausible,
         trigger: "pnu_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"pnu_(?P<b>[A-Za-z0-9]{36})", b!()),
     },
     Rule {
         kind: SecretKind::PulumiToken,
         check: Check::Plausible,
         trigger: "pul-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"pul-(?P<b>[a-f0-9]{40})", b!()),
     },
     Rule {
         kind: SecretKind::ReadmeKey,
         check: Check::Plausible,
         trigger: "rdme_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"rdme_(?P<b>[a-z0-9]{70})", b!()),
     },
     Rule {
         kind: SecretKind::RubygemsKey,
         check: Check::Plausible,
         trigger: "rubygems_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"rubygems_(?P<b>[a-f0-9]{48})", b!()),
     },
     Rule {
         kind: SecretKind::ScalingoToken,
         check: Check::Plausible,
         trigger: "tk-us-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"tk-us-(?P<b>[A-Za-z0-9_-]{48})"),
     },
     Rule {
         kind: SecretKind::SendinblueKey,
         check: Check::Plausible,
         trigger: "xkeysib-",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"xkeysib-(?P<b>[a-f0-9]{64})-[A-Za-z0-9]{16}", b!()),
     },
     Rule {
         kind: SecretKind::SentryToken,
         check: Check::Plausible,
         trigger: "sntrys_|sntryu_",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:sntrys_eyJpYXQiO(?P<b>[A-Za-z0-9+/=_]{40,400})|sntryu_[a-f0-9]{64}\b)"
@@ -911,24 +1013,28 @@ const RULES: &[Rule] = &[
         kind: SecretKind::SettlemintToken,
         check: Check::Plausible,
         trigger: "sm_pat_|sm_aat_|sm_sat_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"sm_(?:pat|aat|sat)_(?P<b>[A-Za-z0-9]{16})", b!()),
     },
     Rule {
         kind: SecretKind::ShippoToken,
         check: Check::Plausible,
         trigger: "shippo_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"shippo_(?:live|test)_(?P<b>[a-fA-F0-9]{40})", b!()),
     },
     Rule {
         kind: SecretKind::SidekiqSecret,
         check: Check::Plausible,
         trigger: "contribsys",
+        scope: Scope::Window,
         pattern: r#"(?i)BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM["']?\s*(?:[:=]|=>)\s*["']?(?P<s>(?P<b>[a-f0-9]{8}:[a-f0-9]{8}))"#,
     },
     Rule {
         kind: SecretKind::SourcegraphToken,
         check: Check::Plausible,
         trigger: "sgp_",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"sgp_(?:[a-fA-F0-9]{16}_|local_)?(?P<b>[a-fA-F0-9]{40})",
@@ -939,6 +1045,7 @@ const RULES: &[Rule] = &[
         kind: SecretKind::SquareToken,
         check: Check::Plausible,
         trigger: "EAAA|sq0atp-|sq0csp-",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:EAAA(?P<b>[A-Za-z0-9_-]{60})|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43})",
@@ -949,12 +1056,14 @@ const RULES: &[Rule] = &[
         kind: SecretKind::TypeformToken,
         check: Check::Plausible,
         trigger: "tfp_",
+        scope: Scope::Window,
         pattern: concat!(b!(), r"tfp_(?P<b>[A-Za-z0-9_.=-]{59})"),
     },
     Rule {
         kind: SecretKind::YandexKey,
         check: Check::Plausible,
         trigger: "t1.|AQVN|YC",
+        scope: Scope::Window,
         pattern: concat!(
             b!(),
             r"(?:t1\.[A-Za-z0-9_-]+={0,2}\.(?P<b>[A-Za-z0-9_-]{86})={0,2}|AQVN[A-Za-z0-9_-]{35,38}\b|YC[A-Za-z0-9_-]{38}\b)"
@@ -964,18 +1073,21 @@ const RULES: &[Rule] = &[
         kind: SecretKind::ServiceKey,
         check: Check::Service,
         trigger: services::TRIGGER,
+        scope: Scope::Assignment(ASSIGN_LOOSE),
         pattern: services::PATTERN,
     },
     Rule {
         kind: SecretKind::ConnectionString,
         check: Check::Password,
         trigger: "password|pwd",
+        scope: Scope::Window,
         pattern: r"(?i)(?:server|data source|host|address|addr|network address|endpoint|hostname)\s*=[^;\n]{1,200};(?:[^;\n]{0,200};){0,8}?\s*(?:password|pwd)\s*=\s*(?P<s>(?P<b>[^;\s'`]{4,128}))",
     },
     Rule {
         kind: SecretKind::BasicAuth,
         check: Check::Basic,
         trigger: "basic ",
+        scope: Scope::Window,
         pattern: concat!(
             r"(?i)",
             b!(),
@@ -986,18 +1098,21 @@ const RULES: &[Rule] = &[
         kind: SecretKind::BasicAuth,
         check: Check::Password,
         trigger: "curl ",
+        scope: Scope::Window,
         pattern: r#"(?:^|\s)curl\s[^\n]*?(?:-u|--user)(?:\s+|=)["']?[^\s:'"]+:(?P<s>(?P<b>[^\s'"]{4,}))"#,
     },
     Rule {
         kind: SecretKind::PasswordAssignment,
         check: Check::TypedPassword,
         trigger: "password|passwd|passphrase|pwd|_pass|-pass|.pass|pass=|pass:|pass\"|pass'",
+        scope: Scope::Assignment(ASSIGN),
         pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*(?:pass(?:w(?:or)?d|phrase)?|pwd)(?:[_.-][A-Za-z0-9_.-]*)?)["']?[ \t]*(?::=|=>|[:=])[ \t]*(?P<s>"[^"\n]{6,128}"|'[^'\n]{6,128}'|[^\s"'`,;]{6,128})"#,
     },
     Rule {
         kind: SecretKind::Jwt,
         check: Check::Jwt,
-        trigger: "",
+        trigger: "eyJ",
+        scope: Scope::Text,
         pattern: concat!(
             b!(),
             r"(?P<b>eyJ[A-Za-z0-9_-]{10,})\.(?P<p>[A-Za-z0-9_-]{10,})\.[A-Za-z0-9_-]*"
@@ -1006,7 +1121,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::DatabaseUrl,
         check: Check::Password,
-        trigger: "",
+        trigger: "://",
+        scope: Scope::Text,
         pattern: concat!(
             r"(?i)",
             b!(),
@@ -1016,7 +1132,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::UrlPassword,
         check: Check::Password,
-        trigger: "",
+        trigger: "://",
+        scope: Scope::Text,
         pattern: concat!(
             r"(?i)",
             b!(),
@@ -1026,13 +1143,15 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::BearerToken,
         check: Check::RandomValue,
-        trigger: "",
+        trigger: "authorization",
+        scope: Scope::Text,
         pattern: r#"(?i)authorization["']?\s*[:=]\s*["']?(?:bearer|token|basic)\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)"#,
     },
     Rule {
         kind: SecretKind::BearerToken,
         check: Check::RandomValue,
-        trigger: "",
+        trigger: "Bearer",
+        scope: Scope::Text,
         pattern: concat!(b!(), r"Bearer\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)"),
     },
     // The keyword must end the key or be followed by a separator, so `tokenizer` and
@@ -1040,18 +1159,15 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::EnvSecret,
         check: Check::Assignment,
-        trigger: "",
+        trigger: "key|secret|token|pass|pwd|credential",
+        scope: Scope::Assignment(ASSIGN),
         pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*?(?:api[_.-]?key|apikey|secret|token|pass(?:w(?:or)?d|phrase)?|pwd|private[_.-]?key|access[_.-]?key|auth[_.-]?key|credentials?|signing[_.-]?key|client[_.-]?secret)(?:[_.-][A-Za-z0-9_.-]*)?)["']?[ \t]*(?::=|=>|[:=])[ \t]*["']?(?P<s>[^\s"'`,;&)\]}]+)"#,
     },
 ];
 
 struct Compiled {
-    /// The first pass over the rules without a trigger.
-    set: RegexSet,
-    /// Which rule each position of `set` is.
-    in_set: Vec<usize>,
-    /// The first pass over the triggers: one Aho-Corasick search for every literal (a regex
-    /// alternation of them, without regard to case, is too big for a fast automaton).
+    /// The one pass over the text: every rule's literals, found overlapping (one literal
+    /// may sit inside another, `sk-` in `sk-ant-`), without regard to case.
     literals: AhoCorasick,
     /// The rules each literal triggers, by the literal's index in `literals`.
     triggered: Vec<Vec<usize>>,
@@ -1063,9 +1179,6 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let in_set: Vec<usize> = (0..RULES.len())
-        .filter(|&i| RULES[i].trigger.is_empty())
-        .collect();
     let mut triggered: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, rule) in RULES.iter().enumerate() {
         for literal in rule.trigger.split('|').filter(|l| !l.is_empty()) {
@@ -1075,36 +1188,15 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
                 .push(i);
         }
     }
-    // Leftmost-longest finds only the longest literal at a place: `password` must also trigger
-    // what `pass` triggers.
-    let inside: Vec<(String, Vec<usize>)> = triggered
-        .keys()
-        .map(|long| {
-            let more = triggered
-                .iter()
-                .filter(|(short, _)| *short != long && long.contains(short.as_str()))
-                .flat_map(|(_, rules)| rules.iter().copied())
-                .collect();
-            (long.clone(), more)
-        })
-        .collect();
-    for (long, more) in inside {
-        let rules = triggered.get_mut(&long).expect("listed above");
-        rules.extend(more);
-        rules.sort_unstable();
-        rules.dedup();
-    }
     let (literals, triggered): (Vec<String>, Vec<Vec<usize>>) = triggered.into_iter().unzip();
     Compiled {
-        set: RegexSet::new(in_set.iter().map(|&i| RULES[i].pattern))
-            .expect("the guard's patterns compile"),
         literals: AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostLongest)
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&literals)
             .expect("the triggers compile"),
         triggered,
-        in_set,
         each: RULES
             .iter()
             .map(|r| Regex::new(r.pattern).expect("the guard's patterns compile"))
@@ -1137,25 +1229,42 @@ pub(super) fn first_secret(text: &str) -> Option<SecretKind> {
 }
 
 /// The secrets in the text as written, before any of its other readings.
+///
+/// One literal search finds where each rule could match; ordinary text, which holds few of
+/// the literals, costs that pass and a few short looks. A word that merely contains one
+/// ("passed", "global") costs a look at its window or line, not a pass over the text.
 fn find_written(text: &str) -> Vec<SecretMatch> {
     let compiled = &*COMPILED;
+    let mut whole = vec![false; RULES.len()];
+    let mut parts: Vec<(usize, Range<usize>)> = Vec::new();
+    for m in compiled.literals.find_overlapping_iter(text) {
+        for &i in &compiled.triggered[m.pattern().as_usize()] {
+            match RULES[i].scope {
+                Scope::Text => whole[i] = true,
+                Scope::Assignment(separators) => {
+                    if !parts
+                        .last()
+                        .is_some_and(|(j, part)| *j == i && part.contains(&m.start()))
+                        && assigned(text.as_bytes(), m.start(), separators)
+                    {
+                        parts.push((i, line_around(text, m.start()..m.end())));
+                    }
+                }
+                Scope::Window => parts.push((
+                    i,
+                    floor_boundary(text, m.start().saturating_sub(BEFORE))
+                        ..ceil_boundary(text, m.end() + AFTER),
+                )),
+            }
+        }
+    }
     let mut found = Vec::new();
-    for i in compiled.set.matches(text).iter() {
-        let i = compiled.in_set[i];
+    for (i, _) in whole.iter().enumerate().filter(|(_, w)| **w) {
         scan(&RULES[i], &compiled.each[i], text, &mut found);
     }
-    // A triggered rule is matched around each of its literals only, so a word that merely
-    // contains one ("passed", "global") costs a short look, not a pass over the text.
-    let mut windows: Vec<(usize, Range<usize>)> = Vec::new();
-    for m in compiled.literals.find_iter(text) {
-        let start = floor_boundary(text, m.start().saturating_sub(BEFORE));
-        let end = ceil_boundary(text, m.end() + AFTER);
-        let rules = &compiled.triggered[m.pattern().as_usize()];
-        windows.extend(rules.iter().map(|&i| (i, start..end)));
-    }
-    windows.sort_by_key(|(i, w)| (*i, w.start));
-    let mut merged: Vec<(usize, Range<usize>)> = Vec::with_capacity(windows.len());
-    for (i, w) in windows {
+    parts.sort_by_key(|(i, w)| (*i, w.start));
+    let mut merged: Vec<(usize, Range<usize>)> = Vec::with_capacity(parts.len());
+    for (i, w) in parts {
         match merged.last_mut() {
             Some((j, last)) if *j == i && w.start <= last.end => last.end = last.end.max(w.end),
             _ => merged.push((i, w)),
@@ -1170,6 +1279,33 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
         }));
     }
     found
+}
+
+/// Whether a key's characters from `at` on (`[A-Za-z0-9_.-]`), an optional quote and blanks
+/// lead to one of `separators`: every assignment rule's key has that shape.
+fn assigned(bytes: &[u8], mut at: usize, separators: &[u8]) -> bool {
+    while bytes
+        .get(at)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    {
+        at += 1;
+    }
+    if matches!(bytes.get(at), Some(b'"' | b'\'')) {
+        at += 1;
+    }
+    while matches!(bytes.get(at), Some(b' ' | b'\t')) {
+        at += 1;
+    }
+    bytes.get(at).is_some_and(|b| separators.contains(b))
+}
+
+/// The line that holds `range` (without its line breaks).
+fn line_around(text: &str, range: Range<usize>) -> Range<usize> {
+    let start = text[..range.start].rfind('\n').map_or(0, |n| n + 1);
+    let end = text[range.end..]
+        .find('\n')
+        .map_or(text.len(), |n| range.end + n);
+    start..end
 }
 
 fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
@@ -1801,9 +1937,16 @@ mod tests {
     }
 
     #[test]
-    fn every_rule_compiles() {
+    fn every_rule_compiles_and_has_a_literal_to_be_found_by() {
         assert_eq!(COMPILED.each.len(), RULES.len());
-        assert_eq!(COMPILED.set.len(), COMPILED.in_set.len());
+        for rule in RULES {
+            assert!(
+                rule.trigger.split('|').all(|l| !l.is_empty()),
+                "{:?}: {:?}",
+                rule.kind,
+                rule.trigger
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod channel_log;
 mod concurrency;
 mod fleet;
 mod guard;
+mod guard_fields;
 mod home;
 mod identity;
 mod levels;

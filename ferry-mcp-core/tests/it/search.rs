@@ -128,12 +128,15 @@ fn a_secret_in_an_order_title_is_masked_in_a_hit() {
         .filter(|token| token.starts_with("ghp_") && !token.contains(' '))
         .unwrap()
         .to_owned();
-    // The human's own order may hold anything; what an agent finds is masked.
-    let request = IssueRequest {
-        title: format!("rotate {token} today"),
-        ..IssueRequest::default()
-    };
-    orders::issue(&mut temp.master_session(), &request, temp.now()).unwrap();
+    // Planted as a client without the guard would write it (the operations refuse it):
+    // what an agent finds is masked.
+    ferry_mcp_testkit::plant::order(
+        &mut temp.master_session(),
+        &format!("rotate {token} today"),
+        None,
+        false,
+        temp.now(),
+    );
     let page = find(&mut temp.agent_session("mia"), "rotate", None, &temp);
     assert_eq!(page.total, 1);
     assert!(!page.hits[0].line.contains(&token), "{}", page.hits[0].line);

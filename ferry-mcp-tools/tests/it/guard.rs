@@ -3,7 +3,7 @@
 //! agent reads them back.
 
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
-use ferry_mcp_core::channel::ops::talk::{self as talk_ops, PostRequest};
+use ferry_mcp_testkit::plant;
 use serde_json::{Value, json};
 
 use crate::support::{agent, diff, error_text, files, fleet, github_token, log_len, read, talk};
@@ -88,12 +88,14 @@ fn all_text(value: &Value) -> String {
 fn a_secret_in_an_order_the_human_wrote_is_masked_when_an_agent_shows_it() {
     let temp = fleet();
     let token = github_token();
-    let request = IssueRequest {
-        title: format!("Rotate {token} before Friday"),
-        body: Some(format!("The old deploy key is {token}; rotate it.")),
-        ..IssueRequest::default()
-    };
-    let id = orders::issue(&mut temp.master_session(), &request, temp.now()).unwrap();
+    // Planted as a client without the guard would write it: the operations refuse it now.
+    let id = plant::order(
+        &mut temp.master_session(),
+        &format!("Rotate {token} before Friday"),
+        Some(&format!("The old deploy key is {token}; rotate it.")),
+        false,
+        temp.now(),
+    );
 
     let mut alice = agent(&temp, "alice");
     let shown = alice.call("ferry_orders", json!({ "action": "show", "id": id }));
@@ -125,12 +127,13 @@ fn a_secret_in_an_order_the_human_wrote_is_masked_when_an_agent_shows_it() {
 fn a_secret_only_in_the_body_of_an_order_never_reaches_the_agent_that_shows_it() {
     let temp = fleet();
     let token = github_token();
-    let request = IssueRequest {
-        title: "Rotate the deploy key".into(),
-        body: Some(format!("The old deploy key is {token}; rotate it.")),
-        ..IssueRequest::default()
-    };
-    let id = orders::issue(&mut temp.master_session(), &request, temp.now()).unwrap();
+    let id = plant::order(
+        &mut temp.master_session(),
+        "Rotate the deploy key",
+        Some(&format!("The old deploy key is {token}; rotate it.")),
+        false,
+        temp.now(),
+    );
     let mut alice = agent(&temp, "alice");
     let shown = alice.call("ferry_orders", json!({ "action": "show", "id": id }));
     assert!(!all_text(&shown).contains(&token), "{shown}");
@@ -145,12 +148,12 @@ fn a_secret_only_in_the_body_of_an_order_never_reaches_the_agent_that_shows_it()
 fn a_secret_in_a_message_the_human_sent_is_masked_when_the_agent_reads_it() {
     let temp = fleet();
     let token = github_token();
-    let request = PostRequest {
-        to: "bob".into(),
-        text: format!("use {token} for the deploy"),
-        reply_to: None,
-    };
-    let id = talk_ops::post(&mut temp.master_session(), &request, temp.now()).unwrap();
+    let id = plant::post(
+        &mut temp.master_session(),
+        "bob",
+        &format!("use {token} for the deploy"),
+        temp.now(),
+    );
 
     let mut bob = agent(&temp, "bob");
     let result = talk(&mut bob, json!({ "action": "read" }));

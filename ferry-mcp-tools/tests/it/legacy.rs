@@ -277,7 +277,14 @@ fn discover_lists_the_seated_agents_with_their_level_key_and_what_it_allows() {
 fn a_secret_in_an_order_title_is_masked_by_every_legacy_list() {
     let temp = board();
     let token = github_token();
-    let id = issue(&temp, &format!("Rotate {token} today"), true);
+    // Planted as a client without the guard would write it: the operations refuse it.
+    let id = ferry_mcp_testkit::plant::order(
+        &mut temp.master_session(),
+        &format!("Rotate {token} today"),
+        None,
+        true,
+        temp.now(),
+    );
     claim_and_submit(&temp, "alice", &id, "rotated");
     review(&temp, &id, Verdict::Accept, "done");
     let mut bob = legacy(&temp, "bob");

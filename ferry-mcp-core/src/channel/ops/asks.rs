@@ -163,6 +163,7 @@ pub fn answer(
     }
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTE)?;
+        session.guard(note, TextUse::ReviewNote)?;
     }
     session.refresh(now);
     let parsed: EntryId = id.parse()?;

@@ -508,7 +508,15 @@ pub fn progress(
     session.refresh(now);
     page(session, id);
     let me = agent_of(session)?;
+    // What this author sent just before, oldest first: its last post, its last line here.
+    let mut previous: Vec<(Timestamp, String)> = session.last_post_of(&me).into_iter().collect();
     let order = find(session, id)?;
+    if let Some(line) = order.view().progress.as_ref().filter(|line| line.by == me) {
+        previous.push((line.time, line.text.clone()));
+    }
+    previous.sort_by_key(|(time, _)| *time);
+    let previous: Vec<&str> = previous.iter().map(|(_, text)| text.as_str()).collect();
+    session.guard_seam(text, &previous)?;
     let asked = Asked {
         action: "progress",
         wanted: HELD,
@@ -551,6 +559,9 @@ pub fn hand_in(
         });
     }
     session.refresh(now);
+    if let Some((_, last)) = session.last_post_of(&agent_of(session)?) {
+        session.guard_seam(summary, &[&last])?;
+    }
     page(session, id);
     let order = find(session, id)?;
     if order.view().state.is_done() {
@@ -692,6 +703,7 @@ pub fn cancel(
 ) -> Result<OrderState, OrdersError> {
     if let Some(note) = note {
         check_chars("the note", note, MAX_NOTES)?;
+        session.guard(note, TextUse::ReviewNote)?;
     }
     session.refresh(now);
     page(session, id);

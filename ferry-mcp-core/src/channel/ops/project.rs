@@ -64,6 +64,8 @@ pub fn init(
     passphrase: Option<(&[u8], SealCost)>,
     now: Timestamp,
 ) -> Result<Created, ProjectError> {
+    // The project id names the channel's genesis and every machine's folders.
+    crate::guard::check_name(project.as_str())?;
     match home.channel_dir(project) {
         Ok(_) => return Err(ProjectError::ProjectExists(project.clone())),
         Err(HomeError::UnknownProject(_)) => {}

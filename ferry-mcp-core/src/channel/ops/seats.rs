@@ -45,6 +45,8 @@ fn join_in(
     passphrase: Option<(&[u8], SealCost)>,
     now: Timestamp,
 ) -> Result<(Joined, PublicKey), AccessError> {
+    // A name is copied into every entry and path: one shaped like a secret never gets in.
+    crate::guard::check_name(name.as_str())?;
     let home = session.home().clone();
     let project = session.project().clone();
     let holder = KeyHolder::Agent(name.clone());

@@ -77,6 +77,8 @@ pub fn send(
     now: Timestamp,
 ) -> Result<String, SecretsError> {
     check_name(name)?;
+    // The value is sealed; the name is written in the clear.
+    crate::guard::check_name(name)?;
     if value.is_empty() {
         return Err(OpsError::Empty("the secret").into());
     }
