@@ -150,7 +150,7 @@ async def flow():
             early = await ops2.refused("ferry_primary", {"action": "takeover"})
             check(early.startswith("primary_alive: "), "no takeover while lead is alive")
 
-            human("primary", "quiet-period", "1s")
+            human("primary", "quiet-period", "8s")
         # lead's app has quit: its server is stopped.
         print("lead's server stopped", flush=True)
         waited = time.perf_counter()

@@ -160,7 +160,7 @@ check(reviewed.state === "accepted", "ops2 accepts the parser");
 const early = await ops2.refused("ferry_primary", { action: "takeover" });
 check(early.startsWith("primary_alive: "), "no takeover while lead is alive");
 
-human("primary", "quiet-period", "1s");
+human("primary", "quiet-period", "8s");
 await lead.stop();
 const waited = performance.now();
 let primary;
