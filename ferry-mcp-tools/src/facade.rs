@@ -9,7 +9,7 @@
 use ferry_mcp_core::channel::levels::Refusal;
 use ferry_mcp_core::channel::ops::{OperationError, OpsError};
 use ferry_mcp_core::port::{Channel, Unavailable};
-use ferry_mcp_core::shape::ToolOutcome;
+use ferry_mcp_core::shape::{MAX_STRUCTURED_CHARS, TRUNCATION_FIELDS_CHARS, ToolOutcome};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_core::tool::CallContext;
 use serde::Serialize;
@@ -71,4 +71,21 @@ pub(crate) fn failed(err: &dyn OperationError) -> ToolOutcome {
 /// The structuredContent of a result value.
 pub(crate) fn structured<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("tool results always serialize")
+}
+
+/// How many of the first `rows` fit in what is left of the structuredContent cap once `reserve`
+/// characters are kept for the other fields: at least one, so a reader always moves on.
+pub(crate) fn rows_that_fit<T: Serialize>(rows: &[T], reserve: usize) -> usize {
+    let budget = MAX_STRUCTURED_CHARS.saturating_sub(TRUNCATION_FIELDS_CHARS + reserve);
+    let mut used = 0;
+    let mut given = 0;
+    for row in rows {
+        let chars = serde_json::to_string(row).map_or(0, |text| text.chars().count()) + 1;
+        if given > 0 && used + chars > budget {
+            break;
+        }
+        used += chars;
+        given += 1;
+    }
+    given
 }

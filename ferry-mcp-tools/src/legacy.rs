@@ -12,10 +12,7 @@ use ferry_mcp_core::channel::levels::{Level, Operation};
 use ferry_mcp_core::channel::ops::legacy::{PageRequest, TaskFilter, TaskRow};
 use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_core::guard;
-use ferry_mcp_core::shape::{
-    Cursor, MAX_ITEMS, MAX_STRUCTURED_CHARS, ResourceLink, ResourceUri, TRUNCATION_FIELDS_CHARS,
-    ToolOutcome,
-};
+use ferry_mcp_core::shape::{Cursor, MAX_ITEMS, ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -103,18 +100,7 @@ fn page_at(skip: usize) -> PageRequest {
 /// The first rows of `rows` whose JSON fits what is left of the 4,000 characters once
 /// `reserve` are kept for the other fields (at least one row, so a reader always moves on).
 fn fit<T: Serialize>(mut rows: Vec<T>, reserve: usize) -> Vec<T> {
-    let budget = MAX_STRUCTURED_CHARS.saturating_sub(TRUNCATION_FIELDS_CHARS + reserve);
-    let mut used = 0;
-    let mut given = 0;
-    for row in &rows {
-        let chars = serde_json::to_string(row).map_or(0, |text| text.chars().count()) + 1;
-        if given > 0 && used + chars > budget {
-            break;
-        }
-        used += chars;
-        given += 1;
-    }
-    rows.truncate(given);
+    rows.truncate(facade::rows_that_fit(&rows, reserve));
     rows
 }
 

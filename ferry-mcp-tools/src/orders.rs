@@ -9,9 +9,7 @@ use ferry_mcp_core::channel::ops::orders::{
 use ferry_mcp_core::channel::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::guard;
 use ferry_mcp_core::port::{Channel, HeavyQueue};
-use ferry_mcp_core::shape::{
-    self, MAX_ITEMS, MAX_STRUCTURED_CHARS, ResourceLink, ResourceUri, ToolOutcome,
-};
+use ferry_mcp_core::shape::{MAX_ITEMS, ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{
     Annotations, CallContext, ReadContext, ResourceError, ResourceKind, ResourceTemplate,
     ResourceText, Tool, ToolDefinition,
@@ -342,17 +340,7 @@ fn list(
         })
         .collect();
     // Cut to the character cap, keeping room for the other fields.
-    let budget = MAX_STRUCTURED_CHARS - shape::TRUNCATION_FIELDS_CHARS - 64;
-    let mut used = 0;
-    let mut given = 0;
-    for row in &rows {
-        let chars = serde_json::to_string(row).map_or(0, |text| text.chars().count()) + 1;
-        if given > 0 && used + chars > budget {
-            break;
-        }
-        used += chars;
-        given += 1;
-    }
+    let given = facade::rows_that_fit(&rows, 64);
     let truncated = given < rows.len() || listed.more;
     let next = listed.next(given).to_string();
     let count = given;
