@@ -66,3 +66,14 @@ pub fn order(
     let entry = session.append(Operation::Issue, None, &issue, now).unwrap();
     session.id_of(&entry).to_string()
 }
+
+/// The body of a `note`: a kind no fold reads, for tests of the log itself.
+#[derive(Debug, serde::Serialize)]
+pub struct Note {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+}
+
+impl ferry_mcp_core::channel::body::EntryBody for Note {
+    const KIND: &'static str = "note";
+}

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::home::{Home, SealCost};
+use ferry_mcp_core::channel::home::{Home, KeyHolder, SealCost};
+use ferry_mcp_core::channel::keys::SecretKey;
 use ferry_mcp_core::channel::levels::Level;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::{self, GrantRequest};
@@ -175,6 +176,18 @@ impl TempChannel {
     /// A session of the human (the master key on this machine).
     pub fn master_session(&self) -> Session {
         self.session(Actor::Master)
+    }
+
+    /// The key of the agent `name` on this machine: what a seated agent signs whatever it likes
+    /// with, bypassing the operations' checks.
+    pub fn agent_key(&self, name: &str) -> SecretKey {
+        self.home()
+            .load_key(
+                self.project(),
+                &KeyHolder::Agent(Self::agent(name)),
+                self.now(),
+            )
+            .expect("the agent is seated on this machine")
     }
 
     /// `name` as an agent name (panics on an invalid one: tests only).

@@ -18,6 +18,7 @@ use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
 use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_testkit::plant::Note;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 
@@ -124,17 +125,6 @@ fn status_lines(temp: &TempChannel, home: &Home, what: &str) -> Vec<String> {
         .into_iter()
         .filter(|line| line.contains(what))
         .collect()
-}
-
-/// The body of a `note`: a kind no fold reads, for tests of the log itself.
-#[derive(serde::Serialize)]
-struct Note {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    n: Option<u64>,
-}
-
-impl ferry_mcp_core::channel::body::EntryBody for Note {
-    const KIND: &'static str = "note";
 }
 
 /// Appends a `note` entry as `agent` through its session (the one path every write takes).

@@ -24,17 +24,13 @@ fn name(raw: &str) -> AgentName {
     TempChannel::agent(raw)
 }
 
-fn key_of(temp: &TempChannel, agent: &str) -> SecretKey {
-    temp.home()
-        .load_key(temp.project(), &KeyHolder::Agent(name(agent)), temp.now())
-        .unwrap()
-}
-
 /// Writes an entry as `agent` with its own key, dated `at`, bypassing every check `ops` makes.
 /// Returns its hash.
 fn write_raw(temp: &TempChannel, agent: &str, kind: &str, body: Value, at: Timestamp) -> EntryHash {
     let channel = Channel::open(temp.channel_dir()).unwrap();
-    let mut writer = channel.writer(&name(agent), &key_of(temp, agent)).unwrap();
+    let mut writer = channel
+        .writer(&name(agent), &temp.agent_key(agent))
+        .unwrap();
     *writer.append(kind, body, at).unwrap().hash()
 }
 
@@ -157,7 +153,7 @@ fn a_key_ground_to_win_the_constant_tie_break_wins_about_half_of_the_takeover_ra
     let temp = orchestrators(&["honest"]);
     let grinder = ground_key(4096);
     seat_with_key(&temp, "grinder", &grinder);
-    let honest = key_of(&temp, "honest").public_key();
+    let honest = temp.agent_key("honest").public_key();
     // Under the first version's rule the ground key beat the honest one in every race.
     assert!(constant_tiebreak(&grinder.public_key()) < constant_tiebreak(&honest));
 
@@ -411,15 +407,15 @@ fn among_agents_the_share_that_stands_follows_the_chain_and_the_tie_break_never_
     let body = serde_json::json!({
         "name": "db",
         "to": "bob",
-        "key": key_of(&temp, "bob").public_key().to_hex(),
+        "key": temp.agent_key("bob").public_key().to_hex(),
         "blob": "00".repeat(32),
         "seen": temp.view().identity().master_position(),
     });
     let ahead = Timestamp::from_millis(now.as_millis() + 365 * 24 * 3600 * 1000);
     write_raw(&temp, "mallory", "secret.share", body, ahead);
     let root = EntryHash::ZERO;
-    let mallory_first = tiebreak(root.as_bytes(), &key_of(&temp, "mallory").public_key())
-        < tiebreak(root.as_bytes(), &key_of(&temp, "alice").public_key());
+    let mallory_first = tiebreak(root.as_bytes(), &temp.agent_key("mallory").public_key())
+        < tiebreak(root.as_bytes(), &temp.agent_key("alice").public_key());
     let want = if mallory_first { "mallory" } else { "alice" };
     let fresh = fresh_machine(&temp, "fresh");
     for (machine, home) in [("this", temp.home()), ("fresh", &fresh)] {

@@ -19,16 +19,10 @@ fn name(raw: &str) -> AgentName {
     TempChannel::agent(raw)
 }
 
-fn key_of(temp: &TempChannel, agent: &str) -> SecretKey {
-    temp.home()
-        .load_key(temp.project(), &KeyHolder::Agent(name(agent)), temp.now())
-        .unwrap()
-}
-
 /// Signs an entry as `agent` with its own key, bypassing every check the operations make; it
 /// admits having seen the whole master log (so its level is in force).
 fn sign(temp: &TempChannel, agent: &str, kind: &str, mut body: Value) {
-    let key = key_of(temp, agent);
+    let key = temp.agent_key(agent);
     let session = temp.view();
     let seen = session.identity().master_position();
     body[SEEN_FIELD] = json!([seen.0, seen.1]);
@@ -49,7 +43,7 @@ fn a_member_does_not_take_an_accepted_order_with_a_claim_that_names_its_issue_lo
         .agent("bob", Level::Member)
         .build()
         .unwrap();
-    let public = |agent: &str| -> PublicKey { key_of(&temp, agent).public_key() };
+    let public = |agent: &str| -> PublicKey { temp.agent_key(agent).public_key() };
     let mut stolen = Vec::new();
     for n in 0..4 {
         let id = orders::issue(
@@ -134,7 +128,7 @@ fn an_orchestrator_does_not_void_the_live_primary_with_a_take_that_names_the_roo
     // The primary is whoever the tie-break ranks last at the root (ADR 0017: its input there is
     // the genesis master key): under it alone, either rival's take naming the root would win.
     let genesis = temp.view().identity().masters()[0];
-    fleet.sort_by_key(|agent| tiebreak(genesis.as_bytes(), &key_of(&temp, agent).public_key()));
+    fleet.sort_by_key(|agent| tiebreak(genesis.as_bytes(), &temp.agent_key(agent).public_key()));
     let [first, second, lead] = fleet;
     primary::takeover(&mut temp.agent_session(lead), temp.now()).unwrap();
     temp.clock().advance_secs(3_600);
@@ -312,7 +306,7 @@ fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
     let old_log = temp
         .view()
         .channel()
-        .log_path(&name("bob"), &key_of(&temp, "bob").public_key());
+        .log_path(&name("bob"), &temp.agent_key("bob").public_key());
     // Bob's key is replaced: a new key joins as bob, the master grants it, and its log reaches
     // the seq of the answered ask with a new one.
     let seq: u64 = old.rsplit_once('-').unwrap().1.parse().unwrap();

@@ -14,19 +14,11 @@ use std::time::Duration;
 use ferry_mcp_core::channel::levels::{Level, Operation};
 use ferry_mcp_core::channel::ops;
 use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_testkit::plant::Note;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 
 /// A hang is told apart from a slow machine by a wide margin: a FIFO never opens at all.
 const HANG: Duration = Duration::from_secs(60);
-
-#[derive(serde::Serialize)]
-struct Note {
-    n: u64,
-}
-
-impl ferry_mcp_core::channel::body::EntryBody for Note {
-    const KIND: &'static str = "note";
-}
 
 fn with_fang() -> TempChannel {
     TempChannel::builder()
@@ -71,7 +63,7 @@ fn fang_writes(temp: &TempChannel) -> impl FnOnce() -> Result<(), String> + Send
         let fang = Actor::Agent(TempChannel::agent("fang"));
         let mut session = Session::open(&home, &project, fang, now).map_err(|e| e.to_string())?;
         session
-            .append(Operation::HandIn, None, &Note { n: 1 }, now)
+            .append(Operation::HandIn, None, &Note { n: Some(1) }, now)
             .map_err(|e| e.to_string())?;
         session.save().map_err(|e| e.to_string())
     }

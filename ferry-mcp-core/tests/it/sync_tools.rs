@@ -13,17 +13,8 @@ use ferry_mcp_core::channel::levels::{Level, Operation};
 use ferry_mcp_core::channel::ops;
 use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_testkit::plant::Note;
 use ferry_mcp_testkit::temp_channel::TempChannel;
-
-/// The body of a `note`: a kind no fold reads, for tests of the log itself.
-#[derive(serde::Serialize)]
-struct Note {
-    n: u64,
-}
-
-impl ferry_mcp_core::channel::body::EntryBody for Note {
-    const KIND: &'static str = "note";
-}
 
 fn with_fang() -> TempChannel {
     TempChannel::builder()
@@ -36,7 +27,7 @@ fn with_fang() -> TempChannel {
 fn fang_notes(temp: &TempChannel, count: u64) -> PathBuf {
     let mut fang = temp.agent_session("fang");
     for n in 0..count {
-        fang.append(Operation::HandIn, None, &Note { n }, temp.now())
+        fang.append(Operation::HandIn, None, &Note { n: Some(n) }, temp.now())
             .unwrap();
     }
     fang.save().unwrap();
