@@ -134,6 +134,15 @@ pub enum ChannelCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Sign a checkpoint of every agent's log verified here (the master's): a new machine
+    /// then reads the history up to it without checking each signature again (ADR 0023).
+    Checkpoint {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        /// Read the passphrase from this file descriptor (a pipe), not the terminal.
+        #[arg(long, value_name = "N")]
+        passphrase_fd: Option<i32>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -362,6 +371,9 @@ impl AdminCommand {
             }
             | AdminCommand::Master {
                 command: MasterCommand::Handover { passphrase_fd, .. },
+            }
+            | AdminCommand::Channel {
+                command: ChannelCommand::Checkpoint { passphrase_fd, .. },
             } => *passphrase_fd,
             _ => None,
         }
@@ -418,6 +430,16 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 } else {
                     print(&status_text(&status))?;
                 }
+            }
+            ChannelCommand::Checkpoint {
+                project,
+                passphrase_fd: _,
+            } => {
+                let written = ops::checkpoint::checkpoint(&home, &project, now)?;
+                print(&format!(
+                    "checkpoint #{} of {project}: {} entries in {} agents' logs vouched for",
+                    written.seq, written.entries, written.logs
+                ))?;
             }
         },
         AdminCommand::Access { command } => match command {

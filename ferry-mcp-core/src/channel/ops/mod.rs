@@ -17,6 +17,7 @@
 
 pub mod access;
 pub mod asks;
+pub mod checkpoint;
 pub mod fleet;
 pub mod legacy;
 pub mod mastership;
