@@ -84,6 +84,12 @@ pub struct Progress {
 /// A tool of some group.
 pub trait Tool: Send + Sync {
     fn definition(&self) -> &'static ToolDefinition;
+    /// Whether the tool checks its own arguments, so the registry's compact-schema check is
+    /// skipped and its input schema may use any keyword: a gateway's tool, whose arguments the
+    /// external server that defines them checks (ADR 0021). First-party tools never do.
+    fn checks_own_arguments(&self) -> bool {
+        false
+    }
     /// Runs the tool. `args` has already been validated against the input schema.
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome;
 }

@@ -315,6 +315,9 @@ fn stateless_result(result: &str, cache: Option<Cache>) -> String {
 /// The `tools/call` result of an outcome: the summary line, the links, structuredContent.
 fn call_result(outcome: &ToolOutcome, version: ProtocolVersion) -> String {
     let mut content = vec![json!({ "type": "text", "text": outcome.summary })];
+    for text in &outcome.texts {
+        content.push(json!({ "type": "text", "text": text }));
+    }
     for link in &outcome.links {
         if version.has_resource_links() {
             content.push(link.to_content());
@@ -329,6 +332,9 @@ fn call_result(outcome: &ToolOutcome, version: ProtocolVersion) -> String {
     }
     if outcome.is_error {
         result.insert("isError".into(), Value::Bool(true));
+    }
+    if let Some(meta) = &outcome.meta {
+        result.insert("_meta".into(), meta.clone());
     }
     Value::Object(result).to_string()
 }

@@ -10,6 +10,7 @@
 //! Decisions (versions, batches, the size cap, the answer to each bad input) are in
 //! `docs/protocol.md`.
 
+pub mod client;
 mod message;
 mod methods;
 pub mod version;
