@@ -132,7 +132,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let built_in_names: Vec<&str> = built_in.iter().map(|entry| entry.group.name).collect();
     // Built-in groups are checked before anything is read; the gateway's are read from this
     // machine's configuration of the project (ADR 0021).
-    if args.tools.iter().all(|name| built_in_names.contains(&name.trim())) {
+    if args
+        .tools
+        .iter()
+        .all(|name| built_in_names.contains(&name.trim()))
+    {
         assemble(&args.tools, args.read_only, &built_in)?;
     }
     let home = paths::home()?;

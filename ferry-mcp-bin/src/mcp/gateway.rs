@@ -320,7 +320,10 @@ pub fn servers(args: ServersArgs) -> anyhow::Result<ExitCode> {
             display::escape(&command_line(server))
         );
         if !server.env.is_empty() {
-            line.push_str(&format!(" (passes {})", display::escape(&server.env.join(", "))));
+            line.push_str(&format!(
+                " (passes {})",
+                display::escape(&server.env.join(", "))
+            ));
         }
         common::print(&line)?;
     }
@@ -366,7 +369,9 @@ pub fn list(args: ServersArgs) -> anyhow::Result<ExitCode> {
                 if !args.json {
                     common::print(&display::escape(&line))?;
                 }
-                rows.push(serde_json::json!({"name": entry.name, "error": guard::redact(&line).text}));
+                rows.push(
+                    serde_json::json!({"name": entry.name, "error": guard::redact(&line).text}),
+                );
             }
         }
         server.shutdown();
@@ -389,7 +394,11 @@ pub fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
         Err(err) => bail!("--args is not JSON: {err}"),
     };
     let config = load(&config_path(&args.project)?)?;
-    let Some(entry) = config.servers.iter().find(|server| server.name == args.name) else {
+    let Some(entry) = config
+        .servers
+        .iter()
+        .find(|server| server.name == args.name)
+    else {
         bail!(
             "no MCP server named `{}` is configured for project {} (see `ferry mcp servers`)",
             display::escape(&args.name),
@@ -401,7 +410,10 @@ pub fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
         Ok(result) => gateway_tools::mark(&entry.name, &result),
         Err(err) => {
             let line = failed(&entry.name, &server, &err).to_string();
-            gateway_tools::failure(&entry.name, line.trim_start_matches(&format!("MCP server `{}` failed: ", entry.name)))
+            gateway_tools::failure(
+                &entry.name,
+                line.trim_start_matches(&format!("MCP server `{}` failed: ", entry.name)),
+            )
         }
     };
     server.shutdown();
@@ -443,7 +455,8 @@ pub fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let (command, rest) = args.command.split_first().context("no command given")?;
-    let err = std::os::unix::process::CommandExt::exec(std::process::Command::new(command).args(rest));
+    let err =
+        std::os::unix::process::CommandExt::exec(std::process::Command::new(command).args(rest));
     bail!("cannot run `{}`: {err}", display::escape(command))
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Everything that can block is on a thread of its own or behind a deadline, so that a child
 //! that hangs, floods, crashes or never reads holds only its own calls, and only until their
-//! timeout: a reader thread splits its stdout into capped lines (the same capped reader as our
-//! stdin: a 100 MB line is cut, never held whole) and hands them on through a small bounded
+//! timeout: a reader thread splits its stdout into capped lines (a 100 MB line is cut at the cap
+//! and fails its call at once, never held whole) and hands them on through a small bounded
 //! queue; another keeps the last bytes of its stderr; a writer thread feeds its stdin. A call
 //! waits on the queue with a deadline. A child that exited is started again by the next call.
 //!
@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use ferry_mcp_core::protocol::client::{Client, ClientError, Event, RemoteTool, Reply, RequestId};
 use serde_json::{Map, Value};
 
-use super::lines::{CappedLines, Line};
+use super::lines::Line;
 
 /// The longest line read from a child; longer ones are cut and fail the call they answer.
 pub const MAX_CHILD_LINE_BYTES: usize = 4 << 20;
@@ -293,10 +293,13 @@ impl Downstream {
                     Event::Send(line) => {
                         let _ = running.to_child.send(line);
                     }
-                    Event::Reply { id: answered, outcome } if answered == id => {
+                    Event::Reply {
+                        id: answered,
+                        outcome,
+                    } if answered == id => {
                         return outcome.map_err(DownstreamError::from);
                     }
-                    Event::Reply { .. } => {}
+                    Event::Reply { .. } | Event::Notification(_) => {}
                     Event::Ignored(why) => {
                         running.ignored += 1;
                         if running.ignored <= LOGGED_IGNORED {
@@ -345,12 +348,50 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Splits the child's stdout into lines. A line over the cap is handed on as soon as the cap
+/// is reached (the call it answers fails then, not once the child has written all of it) and
+/// the rest of it is skipped unread into memory.
 fn read_stdout(stdout: impl Read, sender: SyncSender<Line>) {
-    let mut lines = CappedLines::new(BufReader::new(stdout), MAX_CHILD_LINE_BYTES);
-    while let Ok(Some(line)) = lines.next_line() {
-        if sender.send(line).is_err() {
-            return;
+    let mut input = BufReader::new(stdout);
+    let mut kept = Vec::new();
+    let mut skipping = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok([]) | Err(_) => break,
+            Ok(bytes) => bytes,
+        };
+        let newline = available.iter().position(|&byte| byte == b'\n');
+        let content = &available[..newline.unwrap_or(available.len())];
+        if !skipping {
+            let room = MAX_CHILD_LINE_BYTES - kept.len();
+            if content.len() > room {
+                kept.extend_from_slice(&content[..room]);
+                skipping = true;
+                if sender
+                    .send(Line::Oversized(std::mem::take(&mut kept)))
+                    .is_err()
+                {
+                    return;
+                }
+            } else {
+                kept.extend_from_slice(content);
+            }
         }
+        let used = newline.map_or(available.len(), |at| at + 1);
+        input.consume(used);
+        if newline.is_some() {
+            if !std::mem::take(&mut skipping)
+                && sender
+                    .send(Line::Complete(std::mem::take(&mut kept)))
+                    .is_err()
+            {
+                return;
+            }
+            kept.clear();
+        }
+    }
+    if !kept.is_empty() && !skipping {
+        let _ = sender.send(Line::Complete(kept));
     }
 }
 

@@ -80,6 +80,8 @@ pub enum Event {
     },
     /// A line to write to the server.
     Send(String),
+    /// A notification the server sent, by method: nothing to do.
+    Notification(String),
     /// Something that was read and ignored, and why (for a log).
     Ignored(String),
 }
@@ -168,10 +170,16 @@ impl Client {
     /// Stops waiting for `id`: the `notifications/cancelled` line to send, if it was pending
     /// (a late reply to it is then dropped).
     pub fn cancel(&mut self, id: RequestId, reason: &str) -> Option<String> {
-        let at = self.pending.iter().position(|(pending, _)| *pending == id)?;
+        let at = self
+            .pending
+            .iter()
+            .position(|(pending, _)| *pending == id)?;
         self.pending.remove(at);
         let params = json!({ "requestId": id.0, "reason": reason });
-        Some(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}).to_string())
+        Some(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+                .to_string(),
+        )
     }
 
     /// Handles one line the server wrote (without its newline).
@@ -203,7 +211,11 @@ impl Client {
         let id = match sniffed {
             Some(id) => id,
             None if self.pending.len() == 1 => self.pending[0].0.0,
-            None => return vec![Event::Ignored("a line over the cap, for no known request".into())],
+            None => {
+                return vec![Event::Ignored(
+                    "a line over the cap, for no known request".into(),
+                )];
+            }
         };
         let mut events = Vec::new();
         if let Some(purpose) = self.take(id) {
@@ -224,7 +236,10 @@ impl Client {
     }
 
     fn take(&mut self, id: u64) -> Option<Purpose> {
-        let at = self.pending.iter().position(|(pending, _)| pending.0 == id)?;
+        let at = self
+            .pending
+            .iter()
+            .position(|(pending, _)| pending.0 == id)?;
         Some(self.pending.remove(at).1)
     }
 
@@ -249,7 +264,7 @@ impl Client {
                     events.push(Event::Send(answer_request(&id, &method)));
                 }
                 Some(_) => events.push(Event::Ignored(format!("`{method}` with a bad id"))),
-                None => events.push(Event::Ignored(format!("notification `{method}`"))),
+                None => events.push(Event::Notification(method)),
             }
             return;
         }
@@ -267,7 +282,9 @@ impl Client {
         let outcome = match (message.remove("result"), message.remove("error")) {
             (Some(result), None) => Ok(result),
             (None, Some(error)) => Err(rpc_error(&error)),
-            _ => Err(ClientError::Malformed("a reply needs one of result and error")),
+            _ => Err(ClientError::Malformed(
+                "a reply needs one of result and error",
+            )),
         };
         match outcome {
             Err(err) => events.push(Event::Reply {
@@ -293,7 +310,9 @@ impl Client {
             Purpose::CallTool => {
                 let outcome = match result {
                     Value::Object(result) => Ok(Reply::Called(result)),
-                    _ => Err(ClientError::Malformed("a tools/call result is not an object")),
+                    _ => Err(ClientError::Malformed(
+                        "a tools/call result is not an object",
+                    )),
                 };
                 events.push(Event::Reply { id, outcome });
             }
@@ -343,7 +362,9 @@ impl Client {
         let chosen = result
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .ok_or(ClientError::Malformed("initialize names no protocolVersion"))?;
+            .ok_or(ClientError::Malformed(
+                "initialize names no protocolVersion",
+            ))?;
         let version = ProtocolVersion::parse(chosen)
             .filter(|version| version.uses_initialize())
             .ok_or_else(|| ClientError::UnsupportedVersion(chosen.chars().take(64).collect()))?;
@@ -419,7 +440,9 @@ fn read_tools_page(result: &Value) -> Result<(Vec<RemoteTool>, Option<String>), 
             .get("inputSchema")
             .filter(|schema| schema.is_object())
             .cloned()
-            .ok_or(ClientError::Malformed("a listed tool has no inputSchema object"))?;
+            .ok_or(ClientError::Malformed(
+                "a listed tool has no inputSchema object",
+            ))?;
         tools.push(RemoteTool {
             name: name.to_owned(),
             title: tool.get("title").and_then(Value::as_str).map(str::to_owned),
