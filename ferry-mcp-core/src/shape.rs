@@ -31,8 +31,9 @@ pub struct ToolOutcome {
     /// relays of an external server's answer.
     pub texts: Vec<String>,
     /// The result's `_meta` (an object), when the tool has something to say about the result
-    /// itself (a gateway marks third-party data there).
-    pub meta: Option<Value>,
+    /// itself (a gateway marks third-party data there). Boxed: every tool's error path returns
+    /// an outcome by value, and it stays small.
+    pub meta: Option<Box<Value>>,
 }
 
 impl ToolOutcome {
@@ -80,7 +81,7 @@ impl ToolOutcome {
 
     /// Sets the result's `_meta` object.
     pub fn with_meta(mut self, meta: Value) -> Self {
-        self.meta = Some(meta);
+        self.meta = Some(Box::new(meta));
         self
     }
 

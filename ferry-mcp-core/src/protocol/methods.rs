@@ -334,7 +334,7 @@ fn call_result(outcome: &ToolOutcome, version: ProtocolVersion) -> String {
         result.insert("isError".into(), Value::Bool(true));
     }
     if let Some(meta) = &outcome.meta {
-        result.insert("_meta".into(), meta.clone());
+        result.insert("_meta".into(), Value::clone(meta));
     }
     Value::Object(result).to_string()
 }
