@@ -7,6 +7,7 @@
 mod connect;
 mod demo;
 mod gateway;
+mod gateway_cancel;
 mod gateway_process;
 mod gateway_tools;
 mod lines;
@@ -191,7 +192,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         project: project.to_string(),
     };
     let mut server = Server::new(config, surface).with_channel(Box::new(Announced::new(lazy)));
-    let served = stdio::serve_stdio(&mut server);
+    let served = stdio::serve_stdio(&mut server, gateway.cancels());
     // Every child is killed and reaped however serving ended (one that outlives a crash of
     // this process is killed by the kernel: `ferry mcp gateway-exec`).
     gateway.shutdown();

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::port::ChannelAccess;
+use crate::protocol::wire::Id;
 use crate::shape::{ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
 
@@ -56,6 +57,9 @@ pub struct ToolDefinition {
 /// What a call may use besides its arguments. Time is passed in; the core reads no clock.
 pub struct CallContext<'a> {
     pub now: Timestamp,
+    /// The JSON-RPC id of the request being served (a gateway's call watches for its
+    /// cancellation).
+    pub request: &'a Id,
     /// The project this server is scoped to; used to build `ferry://<project>/...` links.
     pub project: &'a str,
     /// Reports progress; a no-op unless the request carried a progress token.

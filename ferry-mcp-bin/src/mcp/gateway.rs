@@ -19,6 +19,7 @@ use ferry_mcp_core::guard;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::gateway_cancel::Cancels;
 use super::gateway_process::{Downstream, Launch, Timeouts};
 use super::gateway_tools::{self, StoredTool};
 use crate::{common, display, paths};
@@ -406,7 +407,7 @@ pub fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
         );
     };
     let mut server = downstream(entry, Timeouts::from_env()?)?;
-    let outcome = match server.call(&args.tool, &arguments) {
+    let outcome = match server.call(&args.tool, &arguments, &|| false) {
         Ok(result) => gateway_tools::mark(&entry.name, &result),
         Err(err) => {
             let line = failed(&entry.name, &server, &err).to_string();
@@ -465,9 +466,15 @@ pub fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
 pub struct Served {
     pub groups: Vec<&'static ferry_mcp_core::registry::Group>,
     servers: Vec<Arc<Mutex<Downstream>>>,
+    cancels: Arc<Cancels>,
 }
 
 impl Served {
+    /// Where the stdin reader notes the cancellations the gateway's calls watch for.
+    pub fn cancels(&self) -> Arc<Cancels> {
+        Arc::clone(&self.cancels)
+    }
+
     /// Stops every child (and reaps it): called when `serve` ends.
     pub fn shutdown(&self) {
         for server in &self.servers {
@@ -520,7 +527,8 @@ pub fn for_serve(
             );
         }
         let downstream = Arc::new(Mutex::new(downstream(entry, timeouts)?));
-        let (group, skipped) = gateway_tools::group(&entry.name, &entry.tools, &downstream);
+        let (group, skipped) =
+            gateway_tools::group(&entry.name, &entry.tools, &downstream, &served.cancels);
         for tool in skipped {
             eprintln!(
                 "ferry mcp serve: server `{}`: tool `{}` left out (its served name would not be a valid or unique MCP tool name)",

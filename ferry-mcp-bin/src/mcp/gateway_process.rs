@@ -34,6 +34,8 @@ pub const MAX_CHILD_LINE_BYTES: usize = 4 << 20;
 const READ_AHEAD_LINES: usize = 4;
 /// The end of a child's stderr that is kept, for error texts.
 const STDERR_TAIL_BYTES: usize = 4096;
+/// How often a waiting call looks whether our client cancelled it.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// Lines of a child's that were ignored (not JSON, notifications) that are logged to our
 /// stderr per start; the rest are only counted.
 const LOGGED_IGNORED: usize = 3;
@@ -95,6 +97,8 @@ pub enum DownstreamError {
     StartTimeout(Duration),
     #[error("it did not answer within {} s (the call was cancelled)", secs(*.0))]
     CallTimeout(Duration),
+    #[error("the client cancelled the call (cancelled downstream too)")]
+    Cancelled,
     #[error("it exited ({0})")]
     Exited(String),
     #[error("{0}")]
@@ -145,23 +149,26 @@ impl Downstream {
         let running = self.running.as_mut().expect("started");
         let (id, line) = running.client.list_tools()?;
         let _ = running.to_child.send(line);
-        match self.wait_for(id, self.timeouts.call)? {
+        match self.wait_for(id, self.timeouts.call, &|| false)? {
             Reply::Tools(tools) => Ok(tools),
             _ => Err(ClientError::Malformed("tools/list was answered as something else").into()),
         }
     }
 
     /// Calls `tool` with `arguments`, starting the server if needed: its result object.
+    /// `cancelled` is asked while the call waits: once it says so, the call is cancelled
+    /// downstream and fails.
     pub fn call(
         &mut self,
         tool: &str,
         arguments: &Map<String, Value>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Map<String, Value>, DownstreamError> {
         self.ensure_started()?;
         let running = self.running.as_mut().expect("started");
         let (id, line) = running.client.call_tool(tool, arguments)?;
         let _ = running.to_child.send(line);
-        match self.wait_for(id, self.timeouts.call)? {
+        match self.wait_for(id, self.timeouts.call, cancelled)? {
             Reply::Called(result) => Ok(result),
             _ => Err(ClientError::Malformed("tools/call was answered as something else").into()),
         }
@@ -202,7 +209,7 @@ impl Downstream {
         let (id, line) = running.client.initialize();
         let _ = running.to_child.send(line);
         self.running = Some(running);
-        match self.wait_for(id, self.timeouts.start) {
+        match self.wait_for(id, self.timeouts.start, &|| false) {
             Ok(_) => Ok(()),
             Err(err) => {
                 self.shutdown();
@@ -264,23 +271,39 @@ impl Downstream {
         }
     }
 
-    /// Feeds the child's lines to the client until `id` is answered or `limit` has passed.
-    fn wait_for(&mut self, id: RequestId, limit: Duration) -> Result<Reply, DownstreamError> {
+    /// Feeds the child's lines to the client until `id` is answered, `limit` has passed or
+    /// `cancelled` says so (asked every [`CANCEL_POLL`]).
+    fn wait_for(
+        &mut self,
+        id: RequestId,
+        limit: Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Reply, DownstreamError> {
         let deadline = Instant::now() + limit;
         let name = self.launch.name.clone();
         let running = self.running.as_mut().expect("started");
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let events = match running.lines.recv_timeout(left) {
+            let events = match running.lines.recv_timeout(left.min(CANCEL_POLL)) {
                 Ok(Line::Complete(bytes)) => running.client.handle_line(&bytes),
                 Ok(Line::Oversized(prefix)) => running
                     .client
                     .handle_oversized_line(&prefix, MAX_CHILD_LINE_BYTES),
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Some(cancel) = running.client.cancel(id, "timed out") {
+                    let stop = if cancelled() {
+                        Some(("cancelled by the client", DownstreamError::Cancelled))
+                    } else if Instant::now() >= deadline {
+                        Some(("timed out", DownstreamError::CallTimeout(limit)))
+                    } else {
+                        None
+                    };
+                    let Some((reason, err)) = stop else {
+                        continue;
+                    };
+                    if let Some(cancel) = running.client.cancel(id, reason) {
                         let _ = running.to_child.send(cancel);
                     }
-                    return Err(DownstreamError::CallTimeout(limit));
+                    return Err(err);
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     let status = exit_status(&mut running.child);

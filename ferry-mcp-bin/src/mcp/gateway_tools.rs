@@ -14,6 +14,7 @@ use ferry_mcp_core::shape::{MAX_STRUCTURED_CHARS, ToolOutcome};
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
 use serde_json::{Map, Value, json};
 
+use super::gateway_cancel::Cancels;
 use super::gateway_process::Downstream;
 
 /// The characters of an external server's text blocks relayed at most, together.
@@ -42,6 +43,7 @@ pub struct GatewayTool {
     server: &'static str,
     remote: String,
     downstream: Arc<Mutex<Downstream>>,
+    cancels: Arc<Cancels>,
 }
 
 impl Tool for GatewayTool {
@@ -53,12 +55,13 @@ impl Tool for GatewayTool {
         true
     }
 
-    fn call(&self, args: &Map<String, Value>, _cx: &mut CallContext<'_>) -> ToolOutcome {
+    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
         let mut downstream = self
             .downstream
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        match downstream.call(&self.remote, args) {
+        let cancelled = || self.cancels.take(cx.request);
+        match downstream.call(&self.remote, args, &cancelled) {
             Ok(result) => mark(self.server, &result),
             Err(err) => {
                 let stderr = downstream
@@ -83,6 +86,7 @@ pub fn group(
     name: &str,
     tools: &[StoredTool],
     downstream: &Arc<Mutex<Downstream>>,
+    cancels: &Arc<Cancels>,
 ) -> (&'static Group, Vec<String>) {
     let server = leak(name.to_owned());
     let mut skipped = Vec::new();
@@ -103,6 +107,7 @@ pub fn group(
             server,
             remote: tool.name.clone(),
             downstream: Arc::clone(downstream),
+            cancels: Arc::clone(cancels),
         })));
     }
     served.sort_by_key(|tool| tool.definition().name);

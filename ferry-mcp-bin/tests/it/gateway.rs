@@ -271,7 +271,7 @@ fn serve_lists_every_page_of_a_server_s_tools_under_its_prefix_byte_for_byte_eac
     }
     assert_eq!(
         names.iter().filter(|name| name.starts_with("fx_")).count(),
-        13,
+        15,
         "both pages"
     );
     let mut sorted = names.clone();
@@ -318,6 +318,43 @@ fn a_call_that_hangs_times_out_is_cancelled_and_our_tools_still_answer() {
     assert!(is_error(&result), "{result}");
     assert!(text_of(&result).contains("did not answer within 2.5 s (the call was cancelled)"));
     within(took, timeout() + SLACK);
+    serving.assert_still_answers();
+}
+
+#[test]
+fn a_call_our_client_cancels_while_it_waits_is_cancelled_downstream_and_answered_at_once() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    serving.warm_up();
+    let started = Instant::now();
+    serving.send(r#"{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"fx_wait_cancel","arguments":{}}}"#);
+    thread::sleep(Duration::from_millis(300));
+    serving.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"user"}}"#);
+    let answer = serving.answer();
+    let took = started.elapsed();
+    eprintln!("fx_wait_cancel cancelled: {took:?}: {answer}");
+    assert_eq!(answer["id"], "w1");
+    assert!(
+        text_of(&answer["result"]).contains("the client cancelled the call"),
+        "{answer}"
+    );
+    // Well before the call's own timeout.
+    within(
+        took,
+        Duration::from_secs_f64(ROOMY_TIMEOUT_SECS) - Duration::from_secs(2),
+    );
+    let (seen, _) = serving.call("fx_cancelled", json!({}));
+    // Downstream, the cancellation names the gateway's own id for the call (a number).
+    let seen = text_of(&seen);
+    let ids = seen
+        .lines()
+        .last()
+        .unwrap()
+        .trim_start_matches("cancelled: ");
+    assert!(
+        !ids.is_empty() && ids.split(' ').all(|id| id.parse::<u64>().is_ok()),
+        "{seen}"
+    );
     serving.assert_still_answers();
 }
 
@@ -632,7 +669,7 @@ fn the_cli_lists_calls_and_removes_a_server() {
         .ferry(&["mcp", "servers", "--project", PROJECT])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&servers.stdout).starts_with("fx: 13 tools: python3 "));
+    assert!(String::from_utf8_lossy(&servers.stdout).starts_with("fx: 15 tools: python3 "));
     let list = setup
         .ferry(&["mcp", "list", "--project", PROJECT])
         .output()

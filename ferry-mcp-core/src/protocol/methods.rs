@@ -47,6 +47,7 @@ impl Server {
     /// that precede the answer.
     pub(super) fn serve(
         &mut self,
+        id: &Id,
         method: &str,
         params: Option<&Value>,
         progress_token: Option<&Id>,
@@ -76,7 +77,7 @@ impl Server {
             }
             "tools/list" => (self.tools_list(params)?, Some(Cache::Public(STATIC_TTL_MS))),
             "tools/call" => (
-                self.tools_call(params, progress_token, era, now, out)?,
+                self.tools_call(id, params, progress_token, era, now, out)?,
                 None,
             ),
             "resources/list" => (resources_list(params)?, Some(Cache::Private(STATIC_TTL_MS))),
@@ -177,6 +178,7 @@ impl Server {
 
     fn tools_call(
         &mut self,
+        id: &Id,
         params: Option<&Value>,
         progress_token: Option<&Id>,
         era: Era,
@@ -221,6 +223,7 @@ impl Server {
         };
         let mut cx = CallContext {
             now,
+            request: id,
             project: &self.config.project,
             progress: &mut report,
             channel: self.channel.as_mut(),
