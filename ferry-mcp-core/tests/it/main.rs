@@ -5,6 +5,7 @@ mod authority;
 mod causal;
 mod channel_log;
 mod checkpoints;
+mod client;
 mod concurrency;
 mod fleet;
 mod guard;
