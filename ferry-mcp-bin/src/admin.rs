@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use crate::common::{agent_name, print, print_raw, project_id};
+use crate::common::{agent_name, kept, print, print_raw, project_id};
 use crate::{display, passphrase, paths};
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::{PublicKey, Signature};
@@ -406,7 +406,13 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 seal,
             } => {
                 let passphrase = seal_passphrase(seal)?;
-                let (joined, key) = ops::join(&home, &project, &name, sealing(&passphrase), now)?;
+                let (joined, key) = kept(ops::join(
+                    &home,
+                    &project,
+                    &name,
+                    sealing(&passphrase),
+                    now,
+                )?);
                 let what = match joined {
                     Joined::Seated => "seated",
                     Joined::AlreadySeated => "already seated",
@@ -444,7 +450,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
         },
         AdminCommand::Access { command } => match command {
             AccessCommand::Show { name, project } => {
-                let rows = ops::access_show(&home, &project, name.as_ref(), now)?;
+                let rows = kept(ops::access_show(&home, &project, name.as_ref(), now)?);
                 print(&table(&rows))?;
             }
             AccessCommand::Set {
@@ -462,7 +468,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     expires: expires_in.map(|secs| after_seconds(now, secs)),
                     key: key.map(|key| *key),
                 };
-                let grant = ops::access_set(&home, &project, &name, &request, now)?;
+                let grant = kept(ops::access_set(&home, &project, &name, &request, now)?);
                 let mut said = format!("{} is now {}", grant.agent, grant.level);
                 if !grant.scopes.is_empty() {
                     said.push_str(&format!(" in {}", shown(grant.scopes.join(", "))));
@@ -485,7 +491,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 project,
                 passphrase_fd: _,
             } => {
-                let former = ops::master_handover(&home, &project, &to, &proof, now)?;
+                let former = kept(ops::master_handover(&home, &project, &to, &proof, now)?);
                 print(&format!(
                     "handed mastership of {project} on to {to} (this machine's key {former} is now a former master's)"
                 ))?;

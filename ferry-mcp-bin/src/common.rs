@@ -89,12 +89,25 @@ pub(crate) fn with_session(
 /// twice). The kept state is a cache: the next command reads what this one could not keep.
 pub(crate) fn save_or_warn(session: &mut Session) {
     if let Err(err) = session.save() {
-        eprintln!(
-            "ferry: warning: this machine's kept state could not be saved ({}); what the command \
-             wrote stands, and the next command reads it again",
-            display::escape(&err.to_string())
-        );
+        warn_unsaved(&err);
     }
+}
+
+/// What an operation that saved its own session did, with the same warning as
+/// [`save_or_warn`] when it could not keep its state.
+pub(crate) fn kept<T>(saved: ferry_mcp_core::channel::ops::Saved<T>) -> T {
+    if let Some(err) = &saved.unsaved {
+        warn_unsaved(err);
+    }
+    saved.into_inner()
+}
+
+fn warn_unsaved(err: &dyn std::fmt::Display) {
+    eprintln!(
+        "ferry: warning: this machine's kept state could not be saved ({}); what the command \
+         wrote stands, and the next command reads it again",
+        display::escape(&err.to_string())
+    );
 }
 
 /// Prints `text` and a newline; its lines are built from escaped parts, and any control
