@@ -38,6 +38,7 @@ use ferry_mcp_core::channel::state::orders::{
     CancelBody, ClaimBody, HandInBody, Hints, IssueBody, ProgressBody, ReleaseBody, ReviewBody,
     SubmitBody, Verdict, kinds,
 };
+use ferry_mcp_core::channel::state::talk::{ALL, PostBody};
 use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -126,6 +127,7 @@ pub fn builder() -> BulkBuilder {
         names: 0,
         agents: None,
         orders: None,
+        talk_percent: 0,
     }
 }
 
@@ -162,6 +164,7 @@ pub fn busy() -> BulkChannel {
         lives,
         entries: 200,
         names: 0,
+        posts: 0,
     }
     .build()
 }
@@ -188,9 +191,19 @@ pub struct BulkBuilder {
     names: u64,
     agents: Option<u32>,
     orders: Option<u64>,
+    talk_percent: u64,
 }
 
 impl BulkBuilder {
+    /// This share of the entries (percent, default 0) are messages (`talk.post` by the
+    /// Members and Orchestrators, to all, to the human or to one agent), interleaved with the
+    /// order work: the mix of a real fleet is about 30.
+    pub fn talk_percent(mut self, percent: u64) -> Self {
+        assert!(percent < 100, "some of the entries are order work");
+        self.talk_percent = percent;
+        self
+    }
+
     /// Entries of fleet work (default 0).
     pub fn entries(mut self, entries: u64) -> Self {
         self.entries = entries;
@@ -230,6 +243,7 @@ impl BulkBuilder {
                 lives: Vec::new(),
                 entries: 0,
                 names: self.names,
+                posts: 0,
             }
             .build();
         }
@@ -246,9 +260,10 @@ impl BulkBuilder {
             members: agents - orchestrators - workers,
             orchestrators,
         };
+        let posts = self.entries * self.talk_percent / 100;
         let budget = self
             .entries
-            .checked_sub(fleet.header())
+            .checked_sub(fleet.header() + posts)
             .expect("more entries than the fleet's roster entries and grants");
         let mut orders = self.orders.unwrap_or(self.entries / 10);
         let lives = loop {
@@ -266,6 +281,7 @@ impl BulkBuilder {
             lives,
             entries: self.entries,
             names: self.names,
+            posts,
         }
         .build()
     }
@@ -366,6 +382,8 @@ struct Plan {
     /// Entries of fleet work, exactly.
     entries: u64,
     names: u64,
+    /// Of the entries, this many are messages, spread over the orders' lives.
+    posts: u64,
 }
 
 impl Plan {
@@ -422,7 +440,9 @@ impl Plan {
             }
         }
         // Progress lines fill the plan up to exactly `entries`.
-        let fixed = self.fleet.header() + self.lives.iter().map(|l| l.min_entries()).sum::<u64>();
+        let fixed = self.fleet.header()
+            + self.posts
+            + self.lives.iter().map(|l| l.min_entries()).sum::<u64>();
         let extra = self
             .entries
             .checked_sub(fixed)
@@ -433,7 +453,9 @@ impl Plan {
             "no order to put {extra} progress lines on"
         );
         let mut given = 0u64;
-        for life in &self.lives {
+        let mut posted = 0u64;
+        let lives = self.lives.len() as u64;
+        for (n, life) in self.lives.iter().enumerate() {
             let progress = if life.takes_progress() {
                 let share = extra / capable + u64::from(given < extra % capable);
                 given += 1;
@@ -442,6 +464,16 @@ impl Plan {
                 0
             };
             board.live(*life, progress);
+            // The messages so far keep pace with the orders so far.
+            let due = self.posts * (n as u64 + 1) / lives;
+            while posted < due {
+                board.post(posted);
+                posted += 1;
+            }
+        }
+        while posted < self.posts {
+            board.post(posted);
+            posted += 1;
         }
         for i in 0..self.names {
             let index = agents.len() as u64 + i;
@@ -696,6 +728,42 @@ impl Board {
         let pick = of_level[*counter % of_level.len()];
         *counter += 1;
         pick
+    }
+
+    /// The `n`th message (as `ops::talk::post` writes it), by a Member or an Orchestrator:
+    /// a fifth to all, a fifth to the human, the rest to another acting agent.
+    fn post(&mut self, n: u64) {
+        let level = if n % 7 == 0 {
+            Level::Orchestrator
+        } else {
+            Level::Member
+        };
+        let from = self.next(level);
+        let to = match n % 5 {
+            0 => ALL.to_owned(),
+            1 => AgentName::master().to_string(),
+            _ => {
+                let other = (from + 1 + (n as usize % 3)) % self.agents.len();
+                let other = if other == from {
+                    (from + 1) % self.agents.len()
+                } else {
+                    other
+                };
+                self.writer.logs[self.agents[other].log].author.to_string()
+            }
+        };
+        let body = PostBody {
+            to,
+            text: format!(
+                "message {n}: the build of order m{} is green on every machine",
+                n % 97
+            ),
+            blob: None,
+            reply_to: None,
+            takeover: None,
+            seen: None,
+        };
+        self.append(By::Agent(from), &body);
     }
 
     /// `order.issue` (as `ops::orders::issue` writes it).
@@ -1115,6 +1183,17 @@ mod tests {
         let mut again = bulk.view();
         assert_eq!(again.whole_state(), session.whole_state());
         assert!(bulk.verified_path().exists());
+    }
+
+    #[test]
+    fn a_bulk_channel_with_a_talk_share_holds_that_many_messages_that_fold_cleanly() {
+        let bulk = builder().entries(1_000).agents(5).talk_percent(30).build();
+        assert_eq!(bulk.entries(), 1_000);
+        assert_eq!(lines_on_disk(&bulk), 1_000);
+        let mut session = bulk.warm();
+        assert_clean(&mut session);
+        assert_eq!(session.talk().len(), 300);
+        assert!(session.board().len() > 50, "order work fills the rest");
     }
 
     #[test]
