@@ -733,7 +733,7 @@ impl Board {
     /// The `n`th message (as `ops::talk::post` writes it), by a Member or an Orchestrator:
     /// a fifth to all, a fifth to the human, the rest to another acting agent.
     fn post(&mut self, n: u64) {
-        let level = if n % 7 == 0 {
+        let level = if n.is_multiple_of(7) {
             Level::Orchestrator
         } else {
             Level::Member

@@ -636,6 +636,37 @@ impl Session {
     /// time on the next open, so the caller may report it and go on. A kept state whose path
     /// was refused at open (reported then) is not written.
     pub fn save(&mut self) -> Result<(), OpsError> {
+        self.save_with(false)
+    }
+
+    /// As [`Session::save`], but the rows are written on a thread of their own (ADR 0020): a
+    /// server's next call does not wait for them. This session's own reads of the kept state
+    /// wait for that write first, and one that failed is reported and rebuilt from the
+    /// channel. Dropping the session waits for it too.
+    pub fn save_in_background(&mut self) -> Result<(), OpsError> {
+        self.save_with(true)
+    }
+
+    /// Waits for a save being written in the background (tests and benches that read the
+    /// database from elsewhere). One that failed is reported and rebuilt from the channel.
+    pub fn wait_for_save(&mut self) {
+        self.settle_store();
+    }
+
+    /// Takes the outcome of a background save: a failed one left rows unwritten whose folds
+    /// this state no longer holds whole, so everything is folded again (reported).
+    fn settle_store(&mut self) {
+        let Some(store) = &mut self.store else {
+            return;
+        };
+        if let Err(why) = store.settle() {
+            let now = self.loaded_at();
+            self.rebuild_after(vec![why], now);
+        }
+    }
+
+    fn save_with(&mut self, background: bool) -> Result<(), OpsError> {
+        self.settle_store();
         if !self.dirty {
             return Ok(());
         }
@@ -653,12 +684,15 @@ impl Session {
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
         };
-        let written = store
-            .save(&kept, &mut self.state)
-            .map_err(|why| HomeError::Io {
-                path: self.home.verified_path(&self.project),
-                cause: std::io::Error::other(why),
-            })?;
+        let saved = if background {
+            store.save_in_background(&kept, &mut self.state)
+        } else {
+            store.save(&kept, &mut self.state)
+        };
+        let written = saved.map_err(|why| HomeError::Io {
+            path: self.home.verified_path(&self.project),
+            cause: std::io::Error::other(why),
+        })?;
         self.dirty = false;
         self.written_len = Some(written);
         Ok(())
@@ -1125,7 +1159,7 @@ impl LazySession {
 
     fn save(&mut self, now: Timestamp) {
         if let Slot::Open(session) = &mut self.slot {
-            match session.save() {
+            match session.save_in_background() {
                 Ok(()) => {
                     self.saved_len = session.written_len.unwrap_or(self.saved_len);
                     self.saved_identity = Some(identity_marks(session));
@@ -1188,7 +1222,16 @@ impl LazySession {
         }
     }
 
-    /// Keeps what was verified when the save policy says it is due.
+    /// Waits for a save being written in the background (tests that read the kept state
+    /// from another connection right after a flush).
+    pub fn wait_for_save(&mut self) {
+        if let Slot::Open(session) = &mut self.slot {
+            session.wait_for_save();
+        }
+    }
+
+    /// Keeps what was verified when the save policy says it is due. The rows are written on
+    /// a thread of their own: the next call does not wait for them (ADR 0020).
     pub fn flush(&mut self, now: Timestamp) {
         let due = match self.saved_at {
             None => true,

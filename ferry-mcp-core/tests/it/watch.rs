@@ -360,6 +360,9 @@ impl Served {
         let at = self.at(ms);
         self.session(ms).refresh(at);
         self.server.flush(at);
+        // The rows are written on a thread of their own: what was written is read once
+        // they are.
+        self.server.wait_for_save();
     }
 
     /// An agent writes an entry; the server folds it at `ms` and flushes.
