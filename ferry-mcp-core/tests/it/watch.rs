@@ -452,3 +452,67 @@ fn an_operation_on_a_session_opened_for_it_takes_the_open_s_look_and_the_refresh
     assert_eq!(for_one.refresh(temp.now()), 1);
     assert_eq!(kept_open.refresh(temp.now()), 1);
 }
+
+#[test]
+fn a_save_a_server_writes_beside_its_calls_is_kept_for_the_next_open_once_the_server_stops() {
+    use ferry_mcp_core::channel::session::LazySession;
+    let temp = TempChannel::with_each_level();
+    let now = temp.now();
+    let mut server = LazySession::new(
+        temp.home().clone(),
+        temp.project().clone(),
+        Actor::Agent(agent("member")),
+    );
+    // Its first call takes the open's look; the next one folds what landed since.
+    server.session(now).unwrap().refresh(now);
+    append(&temp, "worker", 1);
+    assert_eq!(server.session(now).unwrap().refresh(now), 1);
+    server.flush(now);
+    // Stopping waits for the save under way.
+    drop(server);
+    let mut reopened = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(
+        reopened.refresh(now),
+        0,
+        "the entry was kept: nothing to fold again"
+    );
+    assert!(
+        reopened.local_problems().is_empty(),
+        "{:?}",
+        reopened.local_problems()
+    );
+}
+
+#[test]
+fn a_call_right_after_a_server_s_save_reads_the_orders_that_save_took_out_of_memory() {
+    use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome, IssueRequest};
+    use ferry_mcp_core::channel::session::LazySession;
+    let temp = TempChannel::with_each_level();
+    let now = temp.now();
+    let request = IssueRequest {
+        title: "an order".into(),
+        ..IssueRequest::default()
+    };
+    let id = orders::issue(&mut temp.master_session(), &request, now).unwrap();
+    let mut server = LazySession::new(
+        temp.home().clone(),
+        temp.project().clone(),
+        Actor::Agent(agent("member")),
+    );
+    let session = server.session(now).unwrap();
+    assert!(session.order(&id.parse().unwrap()).is_some());
+    server.flush(now);
+    // The save dropped the order whole from memory; its record may still be being written.
+    let session = server.session(now).unwrap();
+    assert_eq!(session.board().resident(), 0);
+    let claimed = orders::claim(session, &id, now).unwrap();
+    assert!(
+        matches!(claimed, ClaimOutcome::Claimed { .. }),
+        "{claimed:?}"
+    );
+    assert!(
+        session.local_problems().is_empty(),
+        "{:?}",
+        session.local_problems()
+    );
+}
