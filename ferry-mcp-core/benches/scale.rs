@@ -29,7 +29,7 @@ use ferry_mcp_core::channel::ops::fleet::{self, DigestLimits};
 use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome, IssueRequest, ListRequest};
 use ferry_mcp_core::channel::ops::primary;
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest, ReadRequest};
-use ferry_mcp_core::channel::session::{Actor, LazySession, Session};
+use ferry_mcp_core::channel::session::{Actor, LazySession, SavePolicy, Session};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::bulk::{self, BulkChannel};
 
@@ -76,11 +76,21 @@ fn channel(entries: u64) -> BulkChannel {
 
 /// An agent's server session: opened, every fold loaded, watched, its presence recorded.
 fn server(bulk: &BulkChannel, agent: &AgentName, now: Timestamp) -> LazySession {
+    server_saving(bulk, agent, now, SavePolicy::default())
+}
+
+fn server_saving(
+    bulk: &BulkChannel,
+    agent: &AgentName,
+    now: Timestamp,
+    policy: SavePolicy,
+) -> LazySession {
     let mut lazy = LazySession::new(
         bulk.home().clone(),
         bulk.project().clone(),
         Actor::Agent(agent.clone()),
-    );
+    )
+    .with_save_policy(policy);
     let session = lazy.session(now).expect("the bulk channel opens");
     primary::note_alive(session, now);
     lazy.flush(now);
@@ -98,12 +108,17 @@ fn two_members(bulk: &BulkChannel) -> (AgentName, AgentName) {
     (first, second)
 }
 
-/// What the call after one that folded a master entry waits for (see the module docs).
-fn after_master_entry(bulk: &BulkChannel, runs: usize) -> Duration {
+/// What the call after one that folded a master entry waits for (see the module docs), the
+/// server writing its saves in the background or not (before ADR 0020).
+fn after_master_entry(bulk: &BulkChannel, runs: usize, in_background: bool) -> Duration {
     let (member, _) = two_members(bulk);
     let mut ticks = Ticks::new(bulk.now());
     let mut master = bulk.master_session();
-    let mut lazy = server(bulk, &member, ticks.next(1));
+    let policy = SavePolicy {
+        in_background,
+        ..SavePolicy::default()
+    };
+    let mut lazy = server_saving(bulk, &member, ticks.next(1), policy);
     let times = (0..runs)
         .map(|n| {
             let now = ticks.next(3_000);
@@ -267,6 +282,7 @@ fn names(names: u64, runs: usize) -> Names {
 struct Row {
     label: String,
     after_master_entry: Duration,
+    after_master_entry_inline: Duration,
     catchup_since: Duration,
     talk_read: Duration,
 }
@@ -275,7 +291,8 @@ fn row(label: &str, entries: u64, runs: usize) -> Row {
     let bulk = channel(entries);
     Row {
         label: label.to_owned(),
-        after_master_entry: after_master_entry(&bulk, runs),
+        after_master_entry: after_master_entry(&bulk, runs, true),
+        after_master_entry_inline: after_master_entry(&bulk, runs, false),
         catchup_since: catchup_since(&bulk, runs),
         talk_read: talk_read(&bulk, runs),
     }
@@ -302,10 +319,11 @@ fn main() {
     let ratio = |large: Duration, small: Duration| large.as_secs_f64() / small.as_secs_f64();
     for row in &rows {
         eprintln!(
-            "scale {}: after a master entry {:.2} ms ({:.2}x); catch-up since {:.2} ms ({:.2}x); talk read {:.2} ms ({:.2}x)",
+            "scale {}: after a master entry {:.2} ms ({:.2}x; saved on the answering thread {:.2} ms); catch-up since {:.2} ms ({:.2}x); talk read {:.2} ms ({:.2}x)",
             row.label,
             ms(row.after_master_entry),
             ratio(row.after_master_entry, base.after_master_entry),
+            ms(row.after_master_entry_inline),
             ms(row.catchup_since),
             ratio(row.catchup_since, base.catchup_since),
             ms(row.talk_read),

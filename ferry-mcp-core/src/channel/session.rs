@@ -1002,15 +1002,19 @@ pub struct SavePolicy {
     /// allows whatever its size: the save lets the board drop them from memory (a handover,
     /// which reads every record, would otherwise hold them all until the next save).
     pub resident_orders: usize,
+    /// Whether the rows are written on a thread of their own, so the next call does not wait
+    /// for them (ADR 0020); else on the answering thread, as before that ADR (for A/B benches).
+    pub in_background: bool,
 }
 
 impl Default for SavePolicy {
-    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole.
+    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole; written in the background.
     fn default() -> Self {
         Self {
             every_ms: 2_000,
             bytes_per_ms: 100,
             resident_orders: 1_000,
+            in_background: true,
         }
     }
 }
@@ -1159,7 +1163,12 @@ impl LazySession {
 
     fn save(&mut self, now: Timestamp) {
         if let Slot::Open(session) = &mut self.slot {
-            match session.save_in_background() {
+            let saved = if self.policy.in_background {
+                session.save_in_background()
+            } else {
+                session.save()
+            };
+            match saved {
                 Ok(()) => {
                     self.saved_len = session.written_len.unwrap_or(self.saved_len);
                     self.saved_identity = Some(identity_marks(session));

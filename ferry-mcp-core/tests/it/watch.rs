@@ -295,6 +295,7 @@ fn small_policy() -> ferry_mcp_core::channel::session::SavePolicy {
         every_ms: 2_000,
         bytes_per_ms: 1,
         resident_orders: 10,
+        in_background: true,
     }
 }
 
