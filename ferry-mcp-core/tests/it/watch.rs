@@ -517,3 +517,66 @@ fn a_call_right_after_a_server_s_save_reads_the_orders_that_save_took_out_of_mem
         session.local_problems()
     );
 }
+
+#[test]
+fn a_server_s_save_that_fails_beside_its_calls_is_reported_and_the_next_one_keeps_everything() {
+    use ferry_mcp_core::channel::session::{LazySession, SavePolicy};
+    let temp = TempChannel::with_each_level();
+    let now = temp.now();
+    let every_time = SavePolicy {
+        every_ms: 0,
+        bytes_per_ms: u64::MAX,
+        ..SavePolicy::default()
+    };
+    let mut server = LazySession::new(
+        temp.home().clone(),
+        temp.project().clone(),
+        Actor::Agent(agent("member")),
+    )
+    .with_save_policy(every_time);
+    server.session(now).unwrap().refresh(now);
+    server.flush(now);
+    server.wait_for_save();
+    let db = temp.home().verified_path(temp.project());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // Every write to the kept state fails (root ignores a read-only file).
+    conn.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON meta
+             BEGIN SELECT RAISE(ABORT, 'simulated: the disk refuses every write'); END;",
+    )
+    .unwrap();
+    append(&temp, "worker", 1);
+    assert_eq!(server.session(now).unwrap().refresh(now), 1);
+    server.flush(now);
+    server.wait_for_save();
+    let problems = server.session(now).unwrap().local_problems().to_vec();
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem.contains("the kept state was not written")),
+        "{problems:?}"
+    );
+    conn.execute_batch("DROP TRIGGER refuse;").unwrap();
+    append(&temp, "worker", 2);
+    server.session(now).unwrap().refresh(now);
+    server.flush(now);
+    drop(server);
+    let mut reopened = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(reopened.refresh(now), 0, "both entries were kept");
+    assert!(
+        reopened.local_problems().is_empty(),
+        "{:?}",
+        reopened.local_problems()
+    );
+    let kept = reopened.state().counter();
+    drop(reopened);
+    // What a fold of the whole channel counts.
+    drop(conn);
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = db.clone().into_os_string();
+        path.push(suffix);
+        let _ = fs::remove_file(path);
+    }
+    let cold = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(kept, cold.state().counter());
+}
