@@ -110,9 +110,13 @@ fn two_members(bulk: &BulkChannel) -> (AgentName, AgentName) {
 
 /// What the call after one that folded a master entry waits for (see the module docs), the
 /// server writing its saves in the background or not (before ADR 0020).
-fn after_master_entry(bulk: &BulkChannel, runs: usize, in_background: bool) -> Duration {
+fn after_master_entry(
+    bulk: &BulkChannel,
+    ticks: &mut Ticks,
+    runs: usize,
+    in_background: bool,
+) -> Duration {
     let (member, _) = two_members(bulk);
-    let mut ticks = Ticks::new(bulk.now());
     let mut master = bulk.master_session();
     let policy = SavePolicy {
         in_background,
@@ -128,7 +132,10 @@ fn after_master_entry(bulk: &BulkChannel, runs: usize, in_background: bool) -> D
             };
             let id = orders::issue(&mut master, &request, now).expect("issue");
             let session = lazy.session(now).expect("open");
-            let claimed = orders::claim(session, &id, now).expect("claim");
+            session.refresh(now);
+            let claimed = orders::claim(session, &id, now).unwrap_or_else(|err| {
+                panic!("claim {id}: {err:?}; {:?}", session.local_problems())
+            });
             assert!(matches!(claimed, ClaimOutcome::Claimed { .. }));
             let start = Instant::now();
             lazy.flush(now);
@@ -146,9 +153,8 @@ fn after_master_entry(bulk: &BulkChannel, runs: usize, in_background: bool) -> D
 }
 
 /// A served agent's catch-up with a cursor, one message and one progress line new since it.
-fn catchup_since(bulk: &BulkChannel, runs: usize) -> Duration {
+fn catchup_since(bulk: &BulkChannel, ticks: &mut Ticks, runs: usize) -> Duration {
     let (reader, writer) = two_members(bulk);
-    let mut ticks = Ticks::new(bulk.now());
     let mut lazy = server(bulk, &reader, ticks.next(1));
     let mut other = bulk.agent_session(writer.as_str());
     let now = ticks.next(1);
@@ -181,9 +187,8 @@ fn catchup_since(bulk: &BulkChannel, runs: usize) -> Duration {
 }
 
 /// A served agent's talk read, one message new to it.
-fn talk_read(bulk: &BulkChannel, runs: usize) -> Duration {
+fn talk_read(bulk: &BulkChannel, ticks: &mut Ticks, runs: usize) -> Duration {
     let (reader, writer) = two_members(bulk);
-    let mut ticks = Ticks::new(bulk.now());
     let mut lazy = server(bulk, &reader, ticks.next(1));
     let mut other = bulk.agent_session(writer.as_str());
     let request = ReadRequest {
@@ -271,7 +276,7 @@ fn names(names: u64, runs: usize) -> Names {
             })
             .collect(),
     );
-    let talk_read = talk_read(&bulk, runs);
+    let talk_read = talk_read(&bulk, &mut ticks, runs);
     Names {
         first_join,
         warm_open,
@@ -289,12 +294,14 @@ struct Row {
 
 fn row(label: &str, entries: u64, runs: usize) -> Row {
     let bulk = channel(entries);
+    // One clock for every measurement: each writes entries later than the one before.
+    let mut ticks = Ticks::new(bulk.now());
     Row {
         label: label.to_owned(),
-        after_master_entry: after_master_entry(&bulk, runs, true),
-        after_master_entry_inline: after_master_entry(&bulk, runs, false),
-        catchup_since: catchup_since(&bulk, runs),
-        talk_read: talk_read(&bulk, runs),
+        after_master_entry: after_master_entry(&bulk, &mut ticks, runs, true),
+        after_master_entry_inline: after_master_entry(&bulk, &mut ticks, runs, false),
+        catchup_since: catchup_since(&bulk, &mut ticks, runs),
+        talk_read: talk_read(&bulk, &mut ticks, runs),
     }
 }
 
