@@ -121,3 +121,16 @@ pub(crate) fn print_raw(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").context("writing to stdout")
 }
+
+/// The rows a listing command shows by default: a page as the tools give (`docs/mcp-budgets.md`),
+/// so that a long history costs a command what one page costs.
+pub const PAGE: usize = 20;
+
+/// How many rows a listing command asks for: every row with `--all`, else `--limit` or a page.
+pub fn page_limit(all: bool, limit: Option<u32>) -> usize {
+    match (all, limit) {
+        (true, _) => usize::MAX,
+        (false, Some(limit)) => limit as usize,
+        (false, None) => PAGE,
+    }
+}

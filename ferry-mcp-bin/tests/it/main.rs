@@ -9,6 +9,7 @@ mod fleet;
 mod gateway;
 mod masking;
 mod orders;
+mod paging;
 mod saves;
 mod serve;
 mod talk;

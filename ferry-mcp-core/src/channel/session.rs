@@ -760,6 +760,37 @@ impl Session {
     /// time on the next open, so the caller may report it and go on. A kept state whose path
     /// was refused at open (reported then) is not written.
     pub fn save(&mut self) -> Result<(), OpsError> {
+        self.save_with(false)
+    }
+
+    /// As [`Session::save`], but the rows are written on a thread of their own (ADR 0024): a
+    /// server's next call does not wait for them. This session's own reads of the kept state
+    /// wait for that write first, and one that failed is reported and rebuilt from the
+    /// channel. Dropping the session waits for it too.
+    pub fn save_in_background(&mut self) -> Result<(), OpsError> {
+        self.save_with(true)
+    }
+
+    /// Waits for a save being written in the background (tests and benches that read the
+    /// database from elsewhere). One that failed is reported and rebuilt from the channel.
+    pub fn wait_for_save(&mut self) {
+        self.settle_store();
+    }
+
+    /// Takes the outcome of a background save: a failed one left rows unwritten whose folds
+    /// this state no longer holds whole, so everything is folded again (reported).
+    fn settle_store(&mut self) {
+        let Some(store) = &mut self.store else {
+            return;
+        };
+        if let Err(why) = store.settle() {
+            let now = self.loaded_at();
+            self.rebuild_after(vec![why], now);
+        }
+    }
+
+    fn save_with(&mut self, background: bool) -> Result<(), OpsError> {
+        self.settle_store();
         if !self.dirty {
             return Ok(());
         }
@@ -777,12 +808,15 @@ impl Session {
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
         };
-        let written = store
-            .save(&kept, &mut self.state)
-            .map_err(|why| HomeError::Io {
-                path: self.home.verified_path(&self.project),
-                cause: std::io::Error::other(why),
-            })?;
+        let saved = if background {
+            store.save_in_background(&kept, &mut self.state)
+        } else {
+            store.save(&kept, &mut self.state)
+        };
+        let written = saved.map_err(|why| HomeError::Io {
+            path: self.home.verified_path(&self.project),
+            cause: std::io::Error::other(why),
+        })?;
         self.dirty = false;
         self.written_len = Some(written);
         Ok(())
@@ -1092,15 +1126,19 @@ pub struct SavePolicy {
     /// allows whatever its size: the save lets the board drop them from memory (a handover,
     /// which reads every record, would otherwise hold them all until the next save).
     pub resident_orders: usize,
+    /// Whether the rows are written on a thread of their own, so the next call does not wait
+    /// for them (ADR 0024); else on the answering thread, as before that ADR (for A/B benches).
+    pub in_background: bool,
 }
 
 impl Default for SavePolicy {
-    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole.
+    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole; written in the background.
     fn default() -> Self {
         Self {
             every_ms: 2_000,
             bytes_per_ms: 100,
             resident_orders: 1_000,
+            in_background: true,
         }
     }
 }
@@ -1249,7 +1287,12 @@ impl LazySession {
 
     fn save(&mut self, now: Timestamp) {
         if let Slot::Open(session) = &mut self.slot {
-            match session.save() {
+            let saved = if self.policy.in_background {
+                session.save_in_background()
+            } else {
+                session.save()
+            };
+            match saved {
                 Ok(()) => {
                     self.saved_len = session.written_len.unwrap_or(self.saved_len);
                     self.saved_identity = Some(identity_marks(session));
@@ -1312,7 +1355,16 @@ impl LazySession {
         }
     }
 
-    /// Keeps what was verified when the save policy says it is due.
+    /// Waits for a save being written in the background (tests that read the kept state
+    /// from another connection right after a flush).
+    pub fn wait_for_save(&mut self) {
+        if let Slot::Open(session) = &mut self.slot {
+            session.wait_for_save();
+        }
+    }
+
+    /// Keeps what was verified when the save policy says it is due. The rows are written on
+    /// a thread of their own: the next call does not wait for them (ADR 0024).
     pub fn flush(&mut self, now: Timestamp) {
         let due = match self.saved_at {
             None => true,
