@@ -527,3 +527,77 @@ fn two_agents_an_orchestrator_and_the_human_run_the_whole_fleet_flow() {
         silence_wait.as_secs_f64()
     );
 }
+
+/// What Codex 0.169 shows its model of a result (the reference's measurement): the
+/// structuredContent alone, with no text block and no `resource_link` item.
+fn as_codex_shows_it(agent: &mut Agent, tool: &str, arguments: Value) -> Value {
+    let result = agent.tool_result(tool, arguments.clone());
+    assert_ne!(result["isError"], true, "{tool} {arguments}: {result}");
+    result["structuredContent"].clone()
+}
+
+#[test]
+fn an_agent_shown_only_structured_content_finds_its_order_s_text_and_every_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let Fleet { home, parser, .. } = fleet(&dir);
+    // Codex asks for 2025-06-18.
+    let mut dev = Agent::start(&home, "dev", Era::Initialize("2025-06-18"));
+    dev.handshake();
+    let joined = as_codex_shows_it(&mut dev, "ferry_join", json!({}));
+    assert_eq!(joined["next"], "ferry_catchup", "{joined}");
+
+    // The order's text: its link is in show's structuredContent, and it reads.
+    let shown = as_codex_shows_it(
+        &mut dev,
+        "ferry_orders",
+        json!({ "action": "show", "id": parser }),
+    );
+    let link = format!("ferry://{PROJECT}/order/{parser}");
+    assert_eq!(shown["order"]["link"], link.as_str(), "{shown}");
+    let body = dev.result("resources/read", json!({ "uri": link }));
+    assert!(
+        body["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains(PARSER_TITLE)),
+        "{body}"
+    );
+
+    // What to do after a claim, and where the order is in the catch-up.
+    let claimed = as_codex_shows_it(
+        &mut dev,
+        "ferry_orders",
+        json!({ "action": "claim", "id": parser }),
+    );
+    assert_eq!(
+        claimed["hint"], "work in the repo, report with progress, then submit a ref",
+        "{claimed}"
+    );
+    let digest = as_codex_shows_it(&mut dev, "ferry_catchup", json!({}));
+    assert_eq!(digest["mine"][0]["id"], parser.as_str(), "{digest}");
+    assert_eq!(digest["mine"][0]["link"], link.as_str(), "{digest}");
+
+    // A hand-in says how to submit it; an ask says how to hear back.
+    let handed = as_codex_shows_it(
+        &mut dev,
+        "ferry_orders",
+        json!({ "action": "handin", "id": parser, "ref": "dev/parser", "note": "lexer" }),
+    );
+    let handin = handed["handin"].as_str().unwrap();
+    assert_eq!(
+        handed["hint"],
+        format!("submit with ref {handin} when the order is done").as_str(),
+        "{handed}"
+    );
+    let raised = as_codex_shows_it(
+        &mut dev,
+        "ferry_ask_human",
+        json!({ "action": "raise", "title": "Merge now?", "recommendation": "yes" }),
+    );
+    let ask = raised["id"].as_str().unwrap();
+    assert_eq!(
+        raised["hint"],
+        format!("check back with status id {ask}").as_str(),
+        "{raised}"
+    );
+    dev.stop();
+}

@@ -387,6 +387,11 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
         &mut agent,
     );
     assert!(catchup_first <= CATCHUP_CAP, "catch-up is {catchup_first}");
+    // The design's target for the first catch-up, links to the caller's orders included.
+    assert!(
+        catchup_first <= CATCHUP_TARGET,
+        "catch-up is {catchup_first}, over the target: {first}"
+    );
     // An almost empty answer when nothing changed.
     assert!(
         catchup_since <= 60,
