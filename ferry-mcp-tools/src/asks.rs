@@ -80,7 +80,6 @@ impl Tool for FerryAskHuman {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        channel.note_alive(now);
         let result = match args {
             AskArgs::Raise {
                 title,
@@ -119,7 +118,11 @@ impl Tool for FerryAskHuman {
             }
         };
         match result {
-            Ok((out, summary)) => ToolOutcome::ok(facade::structured(&out), summary),
+            // Presence only for a call that did what it asked: a refused call writes nothing.
+            Ok((out, summary)) => {
+                channel.note_alive(now);
+                ToolOutcome::ok(facade::structured(&out), summary)
+            }
             Err(err) => facade::failed(&err),
         }
     }

@@ -123,7 +123,13 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     output_schema: Some(
         r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"open_total":{"type":"integer"},"mine_total":{"type":"integer"},"truncated":{"type":"boolean"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
     ),
-    annotations: Annotations::READ_ONLY,
+    // It records the agent's presence (an append), as `ferry_join` does.
+    annotations: Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    },
 };
 
 /// Characters an order title keeps in the digest (the full title is in `ferry_orders show`).

@@ -197,9 +197,12 @@ impl Tool for FerryOrders {
             Ok(reached) => reached,
             Err(err) => return facade::unavailable(&err),
         };
-        channel.note_alive(now);
         match run(channel, queue, args, &project, now) {
-            Ok(outcome) => outcome,
+            // Presence only for a call that did what it asked: a refused call writes nothing.
+            Ok(outcome) => {
+                channel.note_alive(now);
+                outcome
+            }
             Err(err) => facade::failed(&err),
         }
     }

@@ -116,11 +116,24 @@ struct Agent {
 
 impl Agent {
     fn start(home: &Path, name: &'static str, era: Era) -> Self {
+        let core = Surface::build(&[&ferry_mcp_tools::CORE], false).unwrap();
+        Self::start_serving(home, name, era, &["--as", name], core)
+    }
+
+    /// `ferry mcp serve --project demo ARGS`, whose results are checked against `surface`.
+    fn start_serving(
+        home: &Path,
+        name: &'static str,
+        era: Era,
+        args: &[&str],
+        surface: Surface,
+    ) -> Self {
         let mut child = Command::new(FERRY)
             .env("FERRY_HOME", home)
             .env_remove("XDG_STATE_HOME")
             .env_remove("XDG_RUNTIME_DIR")
-            .args(["mcp", "serve", "--as", name, "--project", PROJECT])
+            .args(["mcp", "serve", "--project", PROJECT])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -144,7 +157,7 @@ impl Agent {
             stdin,
             lines,
             next_id: 1,
-            surface: Surface::build(&[&ferry_mcp_tools::CORE], false).unwrap(),
+            surface,
         }
     }
 
@@ -212,6 +225,19 @@ impl Agent {
     /// The handshake of its era, then `tools/list`: the six core tools, each with the
     /// outputSchema this test checks results against.
     fn handshake(&mut self) {
+        self.handshake_listing(&[
+            "ferry_ask_human",
+            "ferry_catchup",
+            "ferry_join",
+            "ferry_orders",
+            "ferry_primary",
+            "ferry_talk",
+        ]);
+    }
+
+    /// The handshake of its era, then `tools/list`: exactly `served`, each with the
+    /// outputSchema this test checks results against.
+    fn handshake_listing(&mut self, served: &[&str]) {
         match self.era {
             Era::Initialize(version) => {
                 let init = self.result(
@@ -240,17 +266,7 @@ impl Agent {
             .iter()
             .map(|tool| tool["name"].as_str().unwrap())
             .collect();
-        assert_eq!(
-            names,
-            [
-                "ferry_ask_human",
-                "ferry_catchup",
-                "ferry_join",
-                "ferry_orders",
-                "ferry_primary",
-                "ferry_talk"
-            ]
-        );
+        assert_eq!(names, served);
         for tool in tools {
             let name = tool["name"].as_str().unwrap();
             let ours = self.surface.find(name).unwrap().tool().definition();
@@ -600,4 +616,126 @@ fn an_agent_shown_only_structured_content_finds_its_order_s_text_and_every_next_
         "{raised}"
     );
     dev.stop();
+}
+
+/// Every file under `root` and its bytes.
+fn every_byte(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                files.insert(path.clone(), Vec::new());
+                dirs.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Arguments that make a valid read of each tool of the read-only surface.
+fn a_read_of(tool: &str, order: &str) -> Value {
+    match tool {
+        "ferry_orders" => json!({ "action": "show", "id": order }),
+        "ferry_talk" => json!({ "action": "read" }),
+        "ferry_primary" | "ferry_ask_human" => json!({ "action": "status" }),
+        "get_task" => json!({ "id": order }),
+        "read_memory" => json!({ "file": "brief" }),
+        _ => json!({}),
+    }
+}
+
+#[test]
+fn a_read_only_server_driven_through_every_tool_it_serves_changes_no_byte_of_the_channel_or_the_state_folder()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let Fleet { home, parser, .. } = fleet(&dir);
+    ferry_cli(
+        &home,
+        &[
+            "talk",
+            "post",
+            "standup at 10",
+            "--as",
+            "lead",
+            "--to",
+            "dev",
+        ],
+    );
+    // Presence is due every quarter of the quiet period: at 8 s, after 2 s of silence.
+    ferry_cli(&home, &["primary", "quiet-period", "8s"]);
+    // The state folder and the channel folder are both under `dir`.
+    let before = every_byte(dir.path());
+    let surface = Surface::build(ferry_mcp_tools::READ_ONLY_DEFAULT, true).unwrap();
+    let read_only: Vec<&str> = surface
+        .tools()
+        .iter()
+        .map(|tool| tool.definition().name)
+        .collect();
+    assert_eq!(
+        read_only,
+        [
+            "channel_status",
+            "discover",
+            "ferry_ask_human",
+            "ferry_catchup",
+            "ferry_join",
+            "ferry_orders",
+            "ferry_primary",
+            "ferry_talk",
+            "get_task",
+            "list_engines",
+            "list_learnings",
+            "list_ledger",
+            "list_tasks",
+            "read_memory"
+        ]
+    );
+    thread::sleep(Duration::from_millis(2_100));
+    for args in [&["--as", "dev", "--read-only"][..], &[]] {
+        let surface = Surface::build(ferry_mcp_tools::READ_ONLY_DEFAULT, true).unwrap();
+        let mut dev =
+            Agent::start_serving(&home, "dev", Era::Initialize("2025-06-18"), args, surface);
+        dev.handshake_listing(&read_only);
+        for tool in &read_only {
+            let result = dev.tool_result(tool, a_read_of(tool, &parser));
+            // Nobody has raised an ask, and without --as there is no inbox: those reads say
+            // so (a tool error), and write nothing either.
+            let refused = *tool == "ferry_ask_human" || (args.is_empty() && *tool == "ferry_talk");
+            if !refused {
+                assert_ne!(result["isError"], true, "{args:?} {tool}: {result}");
+            }
+        }
+        // A second catch-up from the cursor, the whole messages, and an order's text.
+        let digest = dev.call("ferry_catchup", json!({}));
+        dev.call("ferry_catchup", json!({ "since": digest["next"] }));
+        if !args.is_empty() {
+            // Read again: the first was a peek, so the message is still there.
+            let messages = dev.call("ferry_talk", json!({ "action": "read" }));
+            assert_eq!(
+                messages["messages"][0]["text"], "standup at 10",
+                "{messages}"
+            );
+        }
+        dev.call("ferry_orders", json!({ "action": "list" }));
+        let link = format!("ferry://{PROJECT}/order/{parser}");
+        dev.result("resources/read", json!({ "uri": link }));
+        // A write is refused, and writes nothing either.
+        let claim = dev.refused("ferry_orders", json!({ "action": "claim", "id": parser }));
+        assert!(claim.contains("claim"), "{claim}");
+        dev.stop();
+        let after = every_byte(dir.path());
+        let changed: Vec<&PathBuf> = after
+            .iter()
+            .filter(|(path, bytes)| before.get(*path) != Some(bytes))
+            .map(|(path, _)| path)
+            .chain(before.keys().filter(|path| !after.contains_key(*path)))
+            .collect();
+        assert!(changed.is_empty(), "{args:?} changed {changed:?}");
+        assert_eq!(after, before, "{args:?}");
+    }
 }

@@ -256,15 +256,16 @@ pub fn catchup(
     now: Timestamp,
 ) -> Result<Digest, OpsError> {
     session.authorize(Operation::Read, None, now)?;
-    session.refresh(now);
-    if session.actor().agent().is_some() {
-        super::primary::note_alive(session, now);
-    }
-    session.load(Sections::BOARD_AND_TALK, now);
     let since = since
         .map(str::parse::<Since>)
         .transpose()
         .map_err(OpsError::from)?;
+    session.refresh(now);
+    // After the arguments are judged: a refused call writes nothing, presence included.
+    if session.actor().agent().is_some() {
+        super::primary::note_alive(session, now);
+    }
+    session.load(Sections::BOARD_AND_TALK, now);
     let generation = session.generation();
     let (after, reset) = match since {
         Some(since) if since.generation == generation => (since.counter, false),
