@@ -11,7 +11,7 @@ use ferry_mcp_core::channel::state::asks::Verdict;
 use serde_json::json;
 
 use crate::clock;
-use crate::common::{Acting, with_session};
+use crate::common::{Acting, with_reading_session, with_session};
 use crate::display;
 
 #[derive(Debug, Subcommand)]
@@ -124,7 +124,7 @@ fn seconds(text: &str) -> anyhow::Result<u64> {
 pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
     let now = clock::now();
     match cmd {
-        PrimaryCommand::Status { acting } => with_session(&acting, |session| {
+        PrimaryCommand::Status { acting } => with_reading_session(&acting, |session| {
             let status = primary::status(session, now)?;
             let text = format!(
                 "primary: {}{}\nquiet period: {}s\n{}",
@@ -220,7 +220,7 @@ pub fn run_ask(cmd: AskCommand) -> anyhow::Result<ExitCode> {
         })
     };
     match cmd {
-        AskCommand::List { acting, pending } => with_session(&acting, |session| {
+        AskCommand::List { acting, pending } => with_reading_session(&acting, |session| {
             let list = asks::list(session, None, pending, now)?;
             let text = if list.is_empty() {
                 "no asks".to_owned()
@@ -240,7 +240,7 @@ pub fn run_ask(cmd: AskCommand) -> anyhow::Result<ExitCode> {
             };
             Ok((text, json!({ "asks": list })))
         }),
-        AskCommand::Show { id, acting } => with_session(&acting, |session| {
+        AskCommand::Show { id, acting } => with_reading_session(&acting, |session| {
             let ask = asks::show(session, &id, now)?;
             Ok((ask_text(&ask), serde_json::to_value(&ask)?))
         }),

@@ -17,7 +17,7 @@ use ferry_mcp_core::channel::ops::orders::{
 use ferry_mcp_core::channel::state::orders::{Hints, Verdict};
 use serde_json::json;
 
-use crate::common::{Acting, agent_name, with_session};
+use crate::common::{Acting, agent_name, with_reading_session, with_session};
 use crate::display;
 use crate::snifrig::Snifrig;
 use crate::{clock, paths};
@@ -253,7 +253,7 @@ fn detail_json(detail: &OrderDetail) -> serde_json::Value {
 pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
     let now = clock::now();
     match cmd {
-        OrderCommand::List { acting, all, since } => with_session(&acting, |session| {
+        OrderCommand::List { acting, all, since } => with_reading_session(&acting, |session| {
             let request = ListRequest {
                 all,
                 since,
@@ -265,7 +265,7 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             let json = json!({"orders": rows, "next": next, "reset": list.reset});
             Ok((format!("{}\nnext: {next}", board_text(&list.rows)), json))
         }),
-        OrderCommand::Show { id, acting } => with_session(&acting, |session| {
+        OrderCommand::Show { id, acting } => with_reading_session(&acting, |session| {
             let home = paths::home()?;
             let queue = Snifrig::find(home.root(), std::env::var_os("PATH").as_deref());
             let detail = ops::show(session, &id, Some(&queue), now)?;

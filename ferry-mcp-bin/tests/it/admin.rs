@@ -1072,3 +1072,35 @@ fn a_bad_scope_or_key_for_a_grant_is_a_one_line_error() {
     // Nothing was granted.
     assert_eq!(status_json(&home)["agents"][0]["grant"], "none");
 }
+
+#[test]
+fn on_a_machine_without_the_master_key_or_an_agent_s_the_human_reads_the_board_the_primary_and_the_asks()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("lead"));
+    run_ok(&home, &set_args("lead", "orchestrator"));
+    let issued = run_ok(
+        &home,
+        &["order", "issue", "Write the parser", "--project", "demo"],
+    );
+    assert!(issued.contains("m"), "{issued}");
+    // Another machine: the same channel folder registered, and no key at all.
+    let other = dir.path().join("other-home");
+    run_ok(&other, &add_args(&dir.path().join("channel")));
+    for args in [
+        &["order", "list", "--project", "demo"][..],
+        &["order", "list", "--project", "demo", "--json"],
+        &["primary", "status", "--project", "demo"],
+        &["ask", "list", "--project", "demo"],
+    ] {
+        let out = run_ok(&other, args);
+        eprintln!("ferry {args:?}: {out}");
+        if args[0] == "order" {
+            assert!(out.contains("Write the parser"), "{args:?}: {out}");
+        }
+    }
+    // A write still needs the key, and says so.
+    let refused = run_err(&other, &["order", "issue", "Another", "--project", "demo"]);
+    assert!(refused.contains("master"), "{refused}");
+}
