@@ -1104,3 +1104,52 @@ fn on_a_machine_without_the_master_key_or_an_agent_s_the_human_reads_the_board_t
     let refused = run_err(&other, &["order", "issue", "Another", "--project", "demo"]);
     assert!(refused.contains("master"), "{refused}");
 }
+
+#[test]
+fn an_agent_s_ask_catch_up_join_and_standby_have_cli_twins_that_answer_as_the_tools_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("dev"));
+    run_ok(&home, &set_args("dev", "member"));
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["--as", "dev", "--project", "demo", "--json"]);
+        serde_json::from_str(&run_ok(&home, &all)).unwrap()
+    };
+    let raised = json(&[
+        "ask",
+        "raise",
+        "--title",
+        "Merge now?",
+        "--recommendation",
+        "yes",
+    ]);
+    let id = raised["id"].as_str().unwrap().to_owned();
+    assert_eq!(raised["state"], "pending", "{raised}");
+    let latest = json(&["ask", "status"]);
+    assert_eq!(latest["id"], id.as_str(), "{latest}");
+    let named = json(&["ask", "status", &id]);
+    assert_eq!(named["state"], "pending", "{named}");
+    let text = run_ok(
+        &home,
+        &[
+            "ask",
+            "raise",
+            "--as",
+            "dev",
+            "--project",
+            "demo",
+            "--title",
+            "Again?",
+            "--recommendation",
+            "no",
+        ],
+    );
+    assert!(text.contains("check back with ferry ask status"), "{text}");
+    let digest = json(&["catchup"]);
+    assert!(digest["next"].is_string(), "{digest}");
+    let joined = json(&["join"]);
+    assert_eq!(joined["standing"]["seat"], "seated", "{joined}");
+    let standby = json(&["primary", "standby"]);
+    assert!(standby["rule"].is_string(), "{standby}");
+}
