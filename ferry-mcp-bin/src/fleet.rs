@@ -148,7 +148,12 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
     let now = clock::now();
     match cmd {
         PrimaryCommand::Status { acting } => with_reading_session(&acting, |session| {
-            let status = primary::status(session, now)?;
+            let mut status = primary::status(session, now)?;
+            if session.actor().agent().is_none() {
+                // The rule the operation words is an agent's (its MCP actions); the person at
+                // the keyboard is told what it may run.
+                status.rule = human_rule(&status, session.project());
+            }
             let text = format!(
                 "primary: {}{}\nquiet period: {}s\n{}",
                 status
@@ -199,6 +204,27 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
                 serde_json::to_value(&status)?,
             ))
         }),
+    }
+}
+
+/// What the human may do about the primary, as commands to run.
+fn human_rule(
+    status: &primary::PrimaryStatus,
+    project: &ferry_mcp_core::channel::names::ProjectId,
+) -> String {
+    let takeover = format!(
+        "an Orchestrator may take over: run `ferry primary takeover --as AGENT --project {project}` on its machine"
+    );
+    match (&status.primary, status.state) {
+        (None, _) => format!("there is no primary: {takeover}"),
+        (Some(primary), Some(primary::Liveness::Silent) | None) => {
+            format!("{primary} is silent: {takeover}")
+        }
+        (Some(primary), Some(state)) => format!(
+            "{primary} is {}: nothing to do (it counts as silent after {}s)",
+            state.as_str(),
+            status.quiet_period_s
+        ),
     }
 }
 

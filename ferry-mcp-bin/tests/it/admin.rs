@@ -1152,4 +1152,11 @@ fn an_agent_s_ask_catch_up_join_and_standby_have_cli_twins_that_answer_as_the_to
     assert_eq!(joined["standing"]["seat"], "seated", "{joined}");
     let standby = json(&["primary", "standby"]);
     assert!(standby["rule"].is_string(), "{standby}");
+    // The human is told what it may run, never an MCP action.
+    let status = run_ok(&home, &["primary", "status", "--project", "demo"]);
+    assert!(
+        status.contains("ferry primary takeover --as AGENT --project demo"),
+        "{status}"
+    );
+    assert!(!status.contains("action takeover"), "{status}");
 }
