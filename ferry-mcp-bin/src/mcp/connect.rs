@@ -60,9 +60,10 @@ pub struct ConnectArgs {
     /// The app to connect.
     #[arg(long, value_enum)]
     app: App,
-    /// The agent the app will be (seated on this machine by `--write` if it is not yet).
+    /// The agent the app will be (seated on this machine by `--write` if it is not yet);
+    /// default: the app and this machine's name, `claude-code-<hostname>`.
     #[arg(long = "as", value_name = "AGENT", value_parser = agent_name)]
-    name: AgentName,
+    name: Option<AgentName>,
     /// The project the agent works in.
     #[arg(long, value_name = "ID", value_parser = project_id)]
     project: ProjectId,
@@ -675,12 +676,39 @@ fn keeping(others: usize) -> String {
     }
 }
 
+/// The agent an app is when `--as` is not given: `<app>-<machine>`, with what a name may not
+/// hold made `-` (an agent name is ASCII letters, digits, `.`, `-` and `_`).
+fn default_name(app: App, machine: &str) -> anyhow::Result<AgentName> {
+    let app = app
+        .to_possible_value()
+        .map(|value| value.get_name().to_owned())
+        .unwrap_or_default();
+    let machine: String = machine
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = format!("{app}-{}", machine.trim_matches('-'));
+    AgentName::parse(&name).with_context(|| format!("cannot name the agent `{name}`: pass --as"))
+}
+
 pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
     let now = clock::now();
+    let mut args = args;
+    let name = match args.name.take() {
+        Some(name) => name,
+        None => default_name(args.app, &super::machine_name())?,
+    };
     // An unknown project is the first thing to say.
-    let seat = standing(&home, &args.project, &args.name, now)?;
-    let entry = Entry::new(&args.name, &args.project)?;
+    let seat = standing(&home, &args.project, &name, now)?;
+    let entry = Entry::new(&name, &args.project)?;
     let default = match &args.config {
         Some(_) => default_config(args.app).ok(),
         None => Some(default_config(args.app)?),
@@ -696,7 +724,7 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     };
     let request = Request {
         app: args.app,
-        name: args.name,
+        name,
         project: args.project,
         path,
         default,
@@ -831,6 +859,18 @@ fn apply(
     }
     let _ = writeln!(out, "\nrestart {} to start it", app.title());
     Ok(out)
+}
+
+#[cfg(test)]
+mod default_name_tests {
+    use super::*;
+
+    #[test]
+    fn without_as_the_agent_is_named_after_the_app_and_the_machine() {
+        let name = default_name(App::ClaudeCode, "Dev Box.local").unwrap();
+        assert_eq!(name.as_str(), "claude-code-dev-box.local");
+        assert_eq!(default_name(App::Codex, "vm").unwrap().as_str(), "codex-vm");
+    }
 }
 
 #[cfg(test)]
