@@ -413,6 +413,20 @@ pub fn catchup(
             }
         }
     }
+    // Secrets sent to the caller: the name and the sender, never the value, and how to open it
+    // (on its machine, with its key). In a whole digest only: a cursor's digest says what is new.
+    if after == 0
+        && let Actor::Agent(agent) = session.actor()
+    {
+        for name in state.secrets.names(agent, identity) {
+            if let Some(share) = state.secrets.standing(agent, name, identity) {
+                waiting.push(format!(
+                    "secret {name} from {}: open it with ferry channel secret get {name}",
+                    share.from
+                ));
+            }
+        }
+    }
     waiting.truncate(limits.waiting);
     // Counted up to a bound: a reader far behind is told "many", not walked through.
     let counted = state
