@@ -73,6 +73,10 @@ pub struct ConnectArgs {
     /// The app's config file (default: where the app keeps it on this platform).
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// With `--write`, seat a new agent as a Worker (it reads and hands work in) rather than a
+    /// Member (it also claims, submits and posts).
+    #[arg(long)]
+    work_only: bool,
 }
 
 /// The server entry every app gets, in no app's format yet.
@@ -632,6 +636,8 @@ struct Request {
     path: PathBuf,
     /// Where the app keeps its config on this platform, when it could be found.
     default: Option<PathBuf>,
+    /// The level a newly seated agent is granted (`--work-only`: it stays a Worker).
+    level: Level,
 }
 
 /// The agent's row, or `None` when it is not seated. An unknown project is an error.
@@ -728,6 +734,11 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
         project: args.project,
         path,
         default,
+        level: if args.work_only {
+            Level::Worker
+        } else {
+            Level::Member
+        },
     };
     let read = read_config(&request.path).and_then(|file| {
         let merged = merge(request.app, file.text.as_deref(), &entry)?;
@@ -759,6 +770,7 @@ fn preview(
         project,
         path,
         default,
+        ..
     } = request;
     let snippet = merge(*app, None, entry)?.text;
     let mut out = String::new();
@@ -828,6 +840,25 @@ fn apply(
         app, name, project, ..
     } = request;
     let (joined, _key) = ops::join(home, project, name, None, now)?;
+    // A new seat is a Worker: granting it the level asked for needs the master key here (a
+    // sealed one asks for its passphrase); without it, the level line says what to run.
+    if joined == Joined::Seated && request.level != Level::Worker {
+        let grant = ops::GrantRequest {
+            level: request.level,
+            scopes: Vec::new(),
+            expires: None,
+            key: None,
+        };
+        let master = home
+            .clone()
+            .unsealing_with(crate::passphrase::unsealer(None));
+        if let Err(err) = ops::access_set(&master, project, name, &grant, now) {
+            eprintln!(
+                "ferry: {name} stays a worker: {}",
+                crate::display::escape(&err.to_string())
+            );
+        }
+    }
     let row = standing(home, project, name, now)?
         .ok_or_else(|| anyhow!("{name} is not seated in {project} after joining"))?;
     let mut out = String::new();
