@@ -169,10 +169,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .transpose()?;
         (project, agent)
     };
-    // Without --as there is nobody to write as: the same read-only surface and session.
-    let read_only = args.read_only || agent.is_none();
-    let built_in = selectable_groups_for(read_only);
     let (names, gateway) = gateway::for_serve(&project, &args.tools, &built_in_names)?;
+    // Without --as there is nobody to write as: the same read-only surface and session. A
+    // gateway's servers are served as configured (their tools are not the channel's; whether
+    // a server without --as may serve them is the coordinator's call: see the report).
+    let read_only = args.read_only || (agent.is_none() && gateway.groups.is_empty());
+    let built_in = selectable_groups_for(read_only);
     let mut catalog = built_in;
     catalog.extend(gateway.groups.iter().map(|group| Selectable {
         group,
