@@ -10,7 +10,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
+use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::session::{Actor, Session};
 
 use crate::{clock, display, passphrase, paths};
@@ -53,6 +55,38 @@ pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
     Ok(session)
 }
 
+/// A session for a command that only reads: as [`open_session`], except that the person at the
+/// keyboard of a machine without the master key reads as an observer (the channel's logs are
+/// plain signed text: reading them needs no key), instead of being refused.
+pub(crate) fn open_reading_session(acting: &Acting) -> anyhow::Result<Session> {
+    let session = open_session(acting)?;
+    if acting.agent.is_some() {
+        return Ok(session);
+    }
+    match session.authorize(Operation::Read, None, clock::now()) {
+        Err(OpsError::NotTheMaster(_)) => {
+            let home = paths::home()?;
+            Ok(
+                Session::open(&home, &acting.project, Actor::Observer, clock::now())?
+                    .for_one_operation(),
+            )
+        }
+        _ => Ok(session),
+    }
+}
+
+/// [`with_session`] for a command that only reads ([`open_reading_session`]).
+pub(crate) fn with_reading_session(
+    acting: &Acting,
+    work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
+) -> anyhow::Result<ExitCode> {
+    let mut session = open_reading_session(acting)?;
+    let result = work(&mut session);
+    save_or_warn(&mut session);
+    let (text, json) = result?;
+    finish(acting, &text, &json)
+}
+
 /// Says on stderr, in one line, what of this machine's kept state was rebuilt or refused
 /// when `session` opened (a witness rebuilt from the channel forgets what it verified, so the
 /// human hears of it wherever it happens, not only from `ferry channel status`).
@@ -74,10 +108,15 @@ pub(crate) fn with_session(
     // What was read is kept even when the operation was refused.
     save_or_warn(&mut session);
     let (text, json) = result?;
+    finish(acting, &text, &json)
+}
+
+/// Prints a command's text, or its JSON with `--json`.
+fn finish(acting: &Acting, text: &str, json: &serde_json::Value) -> anyhow::Result<ExitCode> {
     let out = if acting.json {
         display::escape_json(&json.to_string()).into_owned()
     } else {
-        display::escape_lines(&text).into_owned()
+        display::escape_lines(text).into_owned()
     };
     print(&out)?;
     Ok(ExitCode::SUCCESS)

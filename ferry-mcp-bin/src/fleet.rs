@@ -5,13 +5,14 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use ferry_mcp_core::channel::ops::asks::{self, AskView};
+use ferry_mcp_core::channel::ops::asks::{self, AskView, RaiseRequest};
+use ferry_mcp_core::channel::ops::fleet::{self as digest, DigestLimits};
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use ferry_mcp_core::channel::state::asks::Verdict;
 use serde_json::json;
 
 use crate::clock;
-use crate::common::{Acting, with_session};
+use crate::common::{Acting, with_reading_session, with_session};
 use crate::display;
 
 #[derive(Debug, Subcommand)]
@@ -35,6 +36,11 @@ pub enum PrimaryCommand {
     },
     /// Hand the primary's role back (the primary, --as).
     Release {
+        #[command(flatten)]
+        acting: Acting,
+    },
+    /// Record that the agent (--as) waits for the primary (what `ferry_primary standby` does).
+    Standby {
         #[command(flatten)]
         acting: Acting,
     },
@@ -62,6 +68,23 @@ pub enum BriefCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AskCommand {
+    /// Ask the human for a decision (an agent, --as; what `ferry_ask_human raise` does).
+    Raise {
+        #[command(flatten)]
+        acting: Acting,
+        #[arg(long)]
+        title: String,
+        #[arg(long)]
+        recommendation: String,
+        #[arg(long, default_value = "")]
+        reasoning: String,
+    },
+    /// One ask and its answer (default: the agent's latest; what `ferry_ask_human status` does).
+    Status {
+        id: Option<String>,
+        #[command(flatten)]
+        acting: Acting,
+    },
     /// The agents' asks, newest first (`--pending`: only those waiting for you).
     List {
         #[command(flatten)]
@@ -124,8 +147,13 @@ fn seconds(text: &str) -> anyhow::Result<u64> {
 pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
     let now = clock::now();
     match cmd {
-        PrimaryCommand::Status { acting } => with_session(&acting, |session| {
-            let status = primary::status(session, now)?;
+        PrimaryCommand::Status { acting } => with_reading_session(&acting, |session| {
+            let mut status = primary::status(session, now)?;
+            if session.actor().agent().is_none() {
+                // The rule the operation words is an agent's (its MCP actions); the person at
+                // the keyboard is told what it may run.
+                status.rule = human_rule(&status, session.project());
+            }
             let text = format!(
                 "primary: {}{}\nquiet period: {}s\n{}",
                 status
@@ -169,6 +197,34 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
             primary::release(session, now)?;
             Ok(("released the primary's role".to_owned(), json!({})))
         }),
+        PrimaryCommand::Standby { acting } => with_session(&acting, |session| {
+            let status = primary::standby(session, now)?;
+            Ok((
+                format!("standing by; {}", status.rule),
+                serde_json::to_value(&status)?,
+            ))
+        }),
+    }
+}
+
+/// What the human may do about the primary, as commands to run.
+fn human_rule(
+    status: &primary::PrimaryStatus,
+    project: &ferry_mcp_core::channel::names::ProjectId,
+) -> String {
+    let takeover = format!(
+        "an Orchestrator may take over: run `ferry primary takeover --as AGENT --project {project}` on its machine"
+    );
+    match (&status.primary, status.state) {
+        (None, _) => format!("there is no primary: {takeover}"),
+        (Some(primary), Some(primary::Liveness::Silent) | None) => {
+            format!("{primary} is silent: {takeover}")
+        }
+        (Some(primary), Some(state)) => format!(
+            "{primary} is {}: nothing to do (it counts as silent after {}s)",
+            state.as_str(),
+            status.quiet_period_s
+        ),
     }
 }
 
@@ -220,7 +276,7 @@ pub fn run_ask(cmd: AskCommand) -> anyhow::Result<ExitCode> {
         })
     };
     match cmd {
-        AskCommand::List { acting, pending } => with_session(&acting, |session| {
+        AskCommand::List { acting, pending } => with_reading_session(&acting, |session| {
             let list = asks::list(session, None, pending, now)?;
             let text = if list.is_empty() {
                 "no asks".to_owned()
@@ -240,14 +296,135 @@ pub fn run_ask(cmd: AskCommand) -> anyhow::Result<ExitCode> {
             };
             Ok((text, json!({ "asks": list })))
         }),
-        AskCommand::Show { id, acting } => with_session(&acting, |session| {
+        AskCommand::Show { id, acting } => with_reading_session(&acting, |session| {
             let ask = asks::show(session, &id, now)?;
+            Ok((ask_text(&ask), serde_json::to_value(&ask)?))
+        }),
+        AskCommand::Raise {
+            acting,
+            title,
+            recommendation,
+            reasoning,
+        } => with_session(&acting, |session| {
+            let request = RaiseRequest {
+                title,
+                recommendation,
+                reasoning,
+            };
+            let id = asks::raise(session, &request, now)?;
+            let ask = asks::show(session, &id, now)?;
+            Ok((
+                format!("asked the human ({id}); check back with ferry ask status {id}"),
+                serde_json::to_value(&ask)?,
+            ))
+        }),
+        AskCommand::Status { id, acting } => with_reading_session(&acting, |session| {
+            let ask = match id {
+                Some(id) => asks::show(session, &id, now)?,
+                None => {
+                    let me = session.actor().agent().cloned();
+                    asks::list(session, me.as_ref(), false, now)?
+                        .into_iter()
+                        .next()
+                        .ok_or(asks::AsksError::NoAskYet)?
+                }
+            };
             Ok((ask_text(&ask), serde_json::to_value(&ask)?))
         }),
         AskCommand::Approve { id, acting, note } => answer(id, acting, note, Verdict::Approve),
         AskCommand::Reject { id, acting, note } => answer(id, acting, note, Verdict::Reject),
         AskCommand::SendBack { id, acting, note } => answer(id, acting, note, Verdict::SendBack),
     }
+}
+
+/// `ferry catchup`: the digest `ferry_catchup` answers, from the same library function.
+#[derive(Debug, clap::Args)]
+pub struct CatchupArgs {
+    #[command(flatten)]
+    acting: Acting,
+    /// Only what changed after this cursor (the `next` of an earlier catch-up).
+    #[arg(long)]
+    since: Option<String>,
+    /// The larger digest (more decisions and orders).
+    #[arg(long)]
+    detail: bool,
+}
+
+pub fn run_catchup(args: CatchupArgs) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    let limits = if args.detail {
+        DigestLimits::DETAIL
+    } else {
+        DigestLimits::DEFAULT
+    };
+    with_reading_session(&args.acting, |session| {
+        let found = digest::catchup(session, args.since.as_deref(), limits, now)?;
+        let mut lines = Vec::new();
+        if let Some(primary) = &found.primary {
+            lines.push(format!("primary: {}", primary.name));
+        }
+        if let Some(brief) = &found.brief {
+            lines.push(format!("objective: {}", display::escape(&brief.objective)));
+        }
+        for decision in &found.decisions {
+            lines.push(format!(
+                "decided {}: {}",
+                decision.id,
+                display::escape(&decision.line)
+            ));
+        }
+        for (what, orders, total) in [
+            ("open", &found.open, found.open_total),
+            ("yours", &found.mine, found.mine_total),
+        ] {
+            lines.push(format!("{what}: {} of {total}", orders.len()));
+            for order in orders {
+                lines.push(format!(
+                    "  {}  {}  {}",
+                    order.id,
+                    order.state,
+                    display::escape(&order.title)
+                ));
+            }
+        }
+        for waiting in &found.waiting_on_you {
+            lines.push(format!("waiting on you: {}", display::escape(waiting)));
+        }
+        lines.push(format!("next: {}", found.next));
+        Ok((lines.join("\n"), serde_json::to_value(&found)?))
+    })
+}
+
+/// `ferry join`: what `ferry_join` tells an agent (its seat, the primary, who is alive).
+#[derive(Debug, clap::Args)]
+pub struct JoinArgs {
+    #[command(flatten)]
+    acting: Acting,
+}
+
+pub fn run_join(args: JoinArgs) -> anyhow::Result<ExitCode> {
+    let now = clock::now();
+    with_reading_session(&args.acting, |session| {
+        let joined = digest::join(session, now)?;
+        let text = format!(
+            "{} in {}: {}; primary {}; {} alive; {} open order(s) of yours",
+            joined
+                .agent
+                .as_ref()
+                .map_or_else(|| "the human".to_owned(), ToString::to_string),
+            joined.project,
+            serde_json::to_value(&joined.standing)?["seat"]
+                .as_str()
+                .unwrap_or("?"),
+            joined
+                .primary
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), |primary| primary.name.to_string()),
+            joined.alive.len(),
+            joined.mine_open
+        );
+        Ok((text, serde_json::to_value(&joined)?))
+    })
 }
 
 #[cfg(test)]

@@ -60,6 +60,11 @@ enum Command {
         #[command(subcommand)]
         command: talk::TalkCommand,
     },
+    /// The digest an agent's ferry_catchup answers: primary, brief, decisions, open orders,
+    /// yours, what waits on you.
+    Catchup(fleet::CatchupArgs),
+    /// What an agent's ferry_join answers: its seat, the primary, who is alive.
+    Join(fleet::JoinArgs),
     /// Find order titles, decisions and messages that hold a phrase.
     Search(search::SearchArgs),
     /// Hand work in for an order.
@@ -71,6 +76,25 @@ enum Command {
     Admin(admin::AdminCommand),
 }
 
+/// Clap's error in one line: its first line names only the kind of mistake ("the following
+/// required arguments were not provided:"), the lines after it the arguments and the allowed
+/// values, up to the usage and the tip, which `(see --help)` stands for.
+fn one_line(rendered: &str) -> String {
+    let parts: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| !line.is_empty() && !line.starts_with("tip:"))
+        .collect();
+    let joined = parts.join(" ");
+    let text = joined.trim_start_matches("error: ");
+    if text.is_empty() {
+        "bad arguments".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -78,11 +102,9 @@ fn main() -> std::process::ExitCode {
         Err(err) if !err.use_stderr() => err.exit(),
         // A bad argument is one line, like every other error.
         Err(err) => {
-            let text = err.render().to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
             eprintln!(
                 "ferry: {} (see --help)",
-                display::escape(first.trim_start_matches("error: "))
+                display::escape(&one_line(&err.render().to_string()))
             );
             return std::process::ExitCode::from(2);
         }
@@ -94,6 +116,8 @@ fn main() -> std::process::ExitCode {
         Command::Primary { command } => fleet::run_primary(command),
         Command::Brief { command } => fleet::run_brief(command),
         Command::Ask { command } => fleet::run_ask(command),
+        Command::Catchup(args) => fleet::run_catchup(args),
+        Command::Join(args) => fleet::run_join(args),
         Command::Search(args) => search::run(args),
         Command::Work { command } => orders::run_work(command),
         Command::Admin(cmd) => admin::run(cmd),
@@ -105,5 +129,22 @@ fn main() -> std::process::ExitCode {
             eprintln!("ferry: {}", display::escape(&hints::line(&err)));
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_argument_is_named_and_a_bad_value_lists_the_allowed_ones() {
+        let missing = Cli::try_parse_from(["ferry", "order", "list"]).unwrap_err();
+        let line = one_line(&missing.render().to_string());
+        assert!(line.contains("--project"), "{line}");
+        let bad = Cli::try_parse_from(["ferry", "mcp", "connect", "--app", "nope"]).unwrap_err();
+        let line = one_line(&bad.render().to_string());
+        assert!(line.contains("nope"), "{line}");
+        assert!(line.contains("possible values"), "{line}");
+        assert!(!line.contains("Usage"), "{line}");
     }
 }

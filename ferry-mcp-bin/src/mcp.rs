@@ -78,7 +78,8 @@ struct ServeArgs {
         default_value = DEFAULT_GROUPS
     )]
     tools: Vec<String>,
-    /// Serve only the tools that change nothing.
+    /// Serve only reads (the core tools' reads and the legacy group) and write nothing at all:
+    /// no presence, no read marks, no kept state. Without --as a server is always read-only.
     #[arg(long)]
     read_only: bool,
     /// Serve the demo project as its demo agent, creating both in the state folder first if
@@ -101,8 +102,20 @@ const DEFAULT_GROUPS: &str = "core";
 /// Every group `--tools` can name, sorted by name: the tools crate's groups, and in a test
 /// build its test groups (`fixture`, which exercises every protocol path for the real-client
 /// tests), hidden and served only when named.
+#[cfg(test)]
 fn selectable_groups() -> Vec<Selectable> {
-    let shown = ferry_mcp_tools::GROUPS.iter().map(|group| Selectable {
+    selectable_groups_for(false)
+}
+
+/// The groups `--tools` can name on a server that writes (`read_only` false) or on a
+/// read-only one, whose `core` is the core tools' reads.
+fn selectable_groups_for(read_only: bool) -> Vec<Selectable> {
+    let groups = if read_only {
+        ferry_mcp_tools::READ_ONLY_GROUPS
+    } else {
+        ferry_mcp_tools::GROUPS
+    };
+    let shown = groups.iter().map(|group| Selectable {
         group,
         hidden: false,
     });
@@ -129,7 +142,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let built_in = selectable_groups();
+    let built_in = selectable_groups_for(args.read_only);
     let built_in_names: Vec<&str> = built_in.iter().map(|entry| entry.group.name).collect();
     // Built-in groups are checked before anything is read; the gateway's are read from this
     // machine's configuration of the project (ADR 0021).
@@ -157,13 +170,18 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         (project, agent)
     };
     let (names, gateway) = gateway::for_serve(&project, &args.tools, &built_in_names)?;
+    // Without --as there is nobody to write as: the same read-only surface and session. A
+    // gateway's servers are served as configured (their tools are not the channel's; whether
+    // a server without --as may serve them is the coordinator's call: see the report).
+    let read_only = args.read_only || (agent.is_none() && gateway.groups.is_empty());
+    let built_in = selectable_groups_for(read_only);
     let mut catalog = built_in;
     catalog.extend(gateway.groups.iter().map(|group| Selectable {
         group,
         hidden: false,
     }));
     catalog.sort_by_key(|entry| entry.group.name);
-    let surface = assemble(&names, args.read_only, &catalog)?;
+    let surface = assemble(&names, read_only, &catalog)?;
     // The server starts whatever the channel's state: an app shows a server that exits as a
     // bare failure, while a running one can tell the agent what to do (ADR 0003; `ferry_join` says what to do).
     // Nothing here reads the channel: it is opened in the background, and the first tool call
@@ -172,7 +190,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "ferry mcp serve: {} tools ({}{}); project {}, {}",
         surface.tools().len(),
         args.tools.join(","),
-        if args.read_only { ", read-only" } else { "" },
+        if read_only { ", read-only" } else { "" },
         display::escape(project.as_str()),
         agent.as_ref().map_or_else(
             || "no --as: read-only".to_owned(),
@@ -184,6 +202,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut lazy = LazySession::new(home, project.clone(), actor)
         .with_queue(Box::new(queue))
         .with_machine(machine_name());
+    if read_only {
+        lazy = lazy.read_only();
+    }
     lazy.prefetch(now);
     let config = ServerConfig {
         name: "ferry",
@@ -294,7 +315,8 @@ fn describe_seat(session: &Session, now: Timestamp) -> String {
 /// The surface of the groups named by `--tools`. An unknown name is an error that lists the
 /// groups a user may name (hidden ones stay hidden). An opt-in group adds its tools to the
 /// default ones (`--tools admin` serves the core tools and the admin tools: ADR 0019), in
-/// whatever order the names come; a hidden test group is served alone.
+/// whatever order the names come; a hidden test group is served alone. A read-only surface
+/// always has the legacy group (`ferry_mcp_tools::READ_ONLY_DEFAULT`).
 fn assemble(names: &[String], read_only: bool, catalog: &[Selectable]) -> anyhow::Result<Surface> {
     let mut names: Vec<&str> = names.iter().map(|name| name.trim()).collect();
     if let Some(unknown) = names
@@ -316,8 +338,13 @@ fn assemble(names: &[String], read_only: bool, catalog: &[Selectable]) -> anyhow
             .iter()
             .any(|entry| entry.group.name == *name && !entry.hidden)
     });
+    let defaults = if read_only {
+        ferry_mcp_tools::READ_ONLY_DEFAULT
+    } else {
+        ferry_mcp_tools::DEFAULT
+    };
     if names_visible {
-        names.extend(ferry_mcp_tools::DEFAULT.iter().map(|group| group.name));
+        names.extend(defaults.iter().map(|group| group.name));
     }
     let groups: Vec<&'static Group> = catalog.iter().map(|entry| entry.group).collect();
     let registry = Registry::new(&groups).context("the built-in tool groups are inconsistent")?;

@@ -17,7 +17,7 @@ use ferry_mcp_core::channel::ops::orders::{
 use ferry_mcp_core::channel::state::orders::{Hints, Verdict};
 use serde_json::json;
 
-use crate::common::{Acting, agent_name, with_session};
+use crate::common::{Acting, agent_name, with_reading_session, with_session};
 use crate::display;
 use crate::snifrig::Snifrig;
 use crate::{clock, paths};
@@ -266,7 +266,7 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             since,
             limit,
             after,
-        } => with_session(&acting, |session| {
+        } => with_reading_session(&acting, |session| {
             let request = ListRequest {
                 all,
                 since: after.or(since),
@@ -283,7 +283,7 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             }
             Ok((text, json))
         }),
-        OrderCommand::Show { id, acting } => with_session(&acting, |session| {
+        OrderCommand::Show { id, acting } => with_reading_session(&acting, |session| {
             let home = paths::home()?;
             let queue = Snifrig::find(home.root(), std::env::var_os("PATH").as_deref());
             let detail = ops::show(session, &id, Some(&queue), now)?;

@@ -38,6 +38,9 @@ pub struct AskOut {
     pub state: AskState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What to do next, for clients that show the model structuredContent and not the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
@@ -46,7 +49,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "Ask the human for a decision only they can make. raise: title, recommendation, reasoning (max 1200 chars). status: id (default: your latest). You cannot approve.",
     input_schema: r#"{"type":"object","properties":{"action":{"enum":["raise","status"]},"title":{"type":"string"},"recommendation":{"type":"string"},"reasoning":{"type":"string"},"id":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"id":{"type":"string"},"state":{"type":"string"},"note":{"type":"string"}},"required":["id","state"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"id":{"type":"string"},"state":{"type":"string"},"note":{"type":"string"},"hint":{"type":"string"}},"required":["id","state"],"additionalProperties":false}"#,
     ),
     annotations: Annotations::APPEND,
 };
@@ -63,6 +66,7 @@ fn out(ask: &AskView) -> AskOut {
             .note
             .as_deref()
             .map(|note| guard::redact(note).text.into_owned()),
+        hint: None,
     }
 }
 
@@ -76,7 +80,6 @@ impl Tool for FerryAskHuman {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        channel.note_alive(now);
         let result = match args {
             AskArgs::Raise {
                 title,
@@ -92,11 +95,13 @@ impl Tool for FerryAskHuman {
                     .raise(&request, now)
                     .and_then(|id| channel.ask(&id, now))
                     .map(|ask| {
-                        let summary = format!(
-                            "asked the human ({}); check back with status id {}",
-                            ask.id, ask.id
-                        );
-                        (out(&ask), summary)
+                        let hint = format!("check back with status id {}", ask.id);
+                        let summary = format!("asked the human ({}); {hint}", ask.id);
+                        let answered = AskOut {
+                            hint: Some(hint),
+                            ..out(&ask)
+                        };
+                        (answered, summary)
                     })
             }
             AskArgs::Status { id: Some(id) } => channel.ask(&id, now).map(|ask| {
@@ -113,7 +118,11 @@ impl Tool for FerryAskHuman {
             }
         };
         match result {
-            Ok((out, summary)) => ToolOutcome::ok(facade::structured(&out), summary),
+            // Presence only for a call that did what it asked: a refused call writes nothing.
+            Ok((out, summary)) => {
+                channel.note_alive(now);
+                ToolOutcome::ok(facade::structured(&out), summary)
+            }
             Err(err) => facade::failed(&err),
         }
     }

@@ -38,6 +38,10 @@ pub struct OrderOut {
     pub holder: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub silent: bool,
+    /// The order's full text (`resources/read`), on the caller's first orders: here as well
+    /// as a `resource_link` item, which Codex never shows its model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
 }
 
 /// The brief in the digest.
@@ -54,7 +58,7 @@ pub struct BriefOut {
 pub struct DecisionOut {
     pub id: String,
     pub line: String,
-    /// When it was decided, in seconds since the Unix epoch.
+    /// When it was decided, in milliseconds since the Unix epoch (a `Timestamp`).
     pub at: u64,
 }
 
@@ -119,11 +123,17 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     output_schema: Some(
         r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"open_total":{"type":"integer"},"mine_total":{"type":"integer"},"truncated":{"type":"boolean"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
     ),
-    annotations: Annotations::READ_ONLY,
+    // It records the agent's presence (an append), as `ferry_join` does.
+    annotations: Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    },
 };
 
 /// Characters an order title keeps in the digest (the full title is in `ferry_orders show`).
-const TITLE_CHARS: usize = 40;
+const TITLE_CHARS: usize = 32;
 /// With `detail`, titles keep this many.
 const DETAIL_TITLE_CHARS: usize = 100;
 /// Resource links to the caller's orders' bodies (content blocks, beside the digest).
@@ -181,10 +191,9 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
             .then(|| order.holder.as_ref().map(ToString::to_string))
             .flatten(),
         silent: order.silent,
+        link: None,
     };
     let open: Vec<OrderOut> = digest.open.iter().map(|o| order(o, true)).collect();
-    // The caller holds its own orders: no holder to repeat.
-    let mine: Vec<OrderOut> = digest.mine.iter().map(|o| order(o, false)).collect();
     let links: Vec<ResourceLink> = digest
         .mine
         .iter()
@@ -195,6 +204,11 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
                 .map(|uri| ResourceLink::new(uri, format!("order {}", order.id)))
         })
         .collect();
+    // The caller holds its own orders: no holder to repeat.
+    let mut mine: Vec<OrderOut> = digest.mine.iter().map(|o| order(o, false)).collect();
+    for (order, link) in mine.iter_mut().zip(&links) {
+        order.link = Some(link.uri.to_string());
+    }
     let out = CatchupOut {
         primary: digest.primary.as_ref().map(|primary| PrimaryOut {
             name: primary.name.to_string(),

@@ -76,7 +76,14 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     output_schema: Some(
         r#"{"type":"object","properties":{"agent":{"type":"string"},"project":{"type":"string"},"machine":{"type":"string"},"level":{"type":"string"},"granted":{"type":"boolean"},"locked":{"type":"boolean"},"fix":{"type":"string"},"primary":{"type":"object"},"alive":{"type":"array"},"mine_open":{"type":"integer"},"queue":{"type":"object"},"next":{"type":"string"}},"required":["agent","project","machine","level","granted","alive","mine_open","queue","next"],"additionalProperties":false}"#,
     ),
-    annotations: Annotations::READ_ONLY,
+    // It records the agent's presence (an append), so it is not read-only; a second call
+    // adds nothing the first did not.
+    annotations: Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    },
 };
 
 /// `ferry_join`.

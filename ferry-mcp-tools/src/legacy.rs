@@ -547,7 +547,7 @@ pub struct BriefOut {
     pub by: String,
     pub objective: String,
     pub constraints: Vec<String>,
-    /// Seconds since the Unix epoch.
+    /// Milliseconds since the Unix epoch (a `Timestamp`).
     pub at: u64,
 }
 
@@ -558,7 +558,7 @@ pub struct DecisionOut {
     pub id: String,
     pub by: String,
     pub line: String,
-    /// Seconds since the Unix epoch.
+    /// Milliseconds since the Unix epoch (a `Timestamp`).
     pub at: u64,
 }
 
@@ -771,7 +771,7 @@ pub struct LearningOut {
     /// The submission's note.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
-    /// Seconds since the Unix epoch.
+    /// Milliseconds since the Unix epoch (a `Timestamp`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at: Option<u64>,
 }

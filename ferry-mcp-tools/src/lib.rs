@@ -30,6 +30,7 @@ pub mod join;
 pub mod legacy;
 pub mod orders;
 pub mod primary;
+pub mod read_only;
 pub mod talk;
 
 use ferry_mcp_core::registry::Group;
@@ -80,6 +81,14 @@ pub static LEGACY: Group = Group {
     resources: &[],
     instructions: "",
 };
+
+/// Every group `--read-only` (or a server without `--as`) can name, sorted by name: the core
+/// group's reads ([`read_only::CORE_READ_ONLY`], named `core`) in place of the core group.
+pub static READ_ONLY_GROUPS: &[&Group] = &[&ADMIN, &read_only::CORE_READ_ONLY, &LEGACY];
+
+/// What a read-only server serves when `--tools` is not given: the core group's reads and
+/// the legacy group (the original server's read tools).
+pub static READ_ONLY_DEFAULT: &[&Group] = &[&read_only::CORE_READ_ONLY, &LEGACY];
 
 /// What `ferry mcp serve` serves when `--tools` is not given: the core group alone (T2 of
 /// `docs/mcp-budgets.md`). The binary's `--tools` default names the same groups (a test there holds it to this).

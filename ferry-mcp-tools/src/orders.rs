@@ -110,6 +110,10 @@ pub struct Detail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
     pub revision: u32,
+    /// The order's full text, a `ferry://` resource (`resources/read`): clients that hand the
+    /// model only structuredContent drop the `resource_link` item, so the link is here too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub submitted: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,6 +146,9 @@ pub struct OrdersOut {
     pub holder: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handin: Option<String>,
+    /// What to do next, for clients that show the model structuredContent and not the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     /// More orders than this answer holds: pass `next` as `since` for the rest.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
@@ -165,7 +172,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "The order board. list (since: cursor for changes only) | show id | claim id | release id | progress id note | handin id ref note | submit id ref note | review id verdict notes. ref: a git ref or hand-in id, never code.",
     input_schema: r#"{"type":"object","properties":{"action":{"enum":["list","show","claim","release","progress","handin","submit","review"]},"id":{"type":"string"},"since":{"type":"string"},"note":{"type":"string"},"ref":{"type":"string"},"verdict":{"enum":["accept","changes"]},"notes":{"type":"string"}},"required":["action"],"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"truncated":{"type":"boolean"},"total":{"type":"integer"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"orders":{"type":"array"},"order":{"type":"object"},"id":{"type":"string"},"state":{"type":"string"},"outcome":{"type":"string"},"holder":{"type":"string"},"handin":{"type":"string"},"hint":{"type":"string"},"truncated":{"type":"boolean"},"total":{"type":"integer"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"additionalProperties":false}"#,
     ),
     annotations: Annotations::APPEND,
 };
@@ -190,9 +197,12 @@ impl Tool for FerryOrders {
             Ok(reached) => reached,
             Err(err) => return facade::unavailable(&err),
         };
-        channel.note_alive(now);
         match run(channel, queue, args, &project, now) {
-            Ok(outcome) => outcome,
+            // Presence only for a call that did what it asked: a refused call writes nothing.
+            Ok(outcome) => {
+                channel.note_alive(now);
+                outcome
+            }
             Err(err) => facade::failed(&err),
         }
     }
@@ -209,23 +219,25 @@ fn run(
         OrdersArgs::List { since } => list(channel, since, now)?,
         OrdersArgs::Show { id } => show(channel, queue, &id, project, now)?,
         OrdersArgs::Claim { id } => match channel.claim(&id, now)? {
-            ClaimOutcome::Claimed { id, state } => answer(
+            ClaimOutcome::Claimed { id, state } => hinted(
                 OrdersOut {
                     id: Some(id.clone()),
                     outcome: Some("claimed".into()),
                     state: Some(state),
                     ..OrdersOut::default()
                 },
-                format!("claimed {id}: work in the repo, report with progress, then submit a ref"),
+                format!("claimed {id}: {CLAIMED_HINT}"),
+                CLAIMED_HINT,
             ),
-            ClaimOutcome::LostRace { id, holder } => answer(
+            ClaimOutcome::LostRace { id, holder } => hinted(
                 OrdersOut {
                     id: Some(id.clone()),
                     outcome: Some("lost_race".into()),
                     holder: Some(holder.to_string()),
                     ..OrdersOut::default()
                 },
-                format!("{id} went to {holder}, whose claim won the race; pick another order"),
+                format!("{id} went to {holder}, whose claim won the race; {LOST_RACE_HINT}"),
+                LOST_RACE_HINT,
             ),
         },
         OrdersArgs::Release { id, note } => {
@@ -242,13 +254,15 @@ fn run(
         }
         OrdersArgs::Handin { id, git_ref, note } => {
             let handin = channel.hand_in(&id, &git_ref, &note, now)?;
-            answer(
+            let hint = format!("submit with ref {handin} when the order is done");
+            hinted(
                 OrdersOut {
                     id: Some(id.clone()),
                     handin: Some(handin.clone()),
                     ..OrdersOut::default()
                 },
                 format!("hand-in {handin} for {id} recorded"),
+                &hint,
             )
         }
         OrdersArgs::Submit { id, git_ref, note } => {
@@ -293,6 +307,23 @@ fn submit_request(
 
 fn answer(out: OrdersOut, summary: String) -> ToolOutcome {
     ToolOutcome::ok(facade::structured(&out), summary)
+}
+
+/// What a claim's answer tells the agent to do next.
+pub(crate) const CLAIMED_HINT: &str = "work in the repo, report with progress, then submit a ref";
+/// What a lost race's answer tells the agent to do next.
+const LOST_RACE_HINT: &str = "pick another order";
+
+/// An answer with a next step: in structuredContent (the only part Claude Code and Codex show
+/// the model) as well as in the one-line text (the only part a content-only client shows).
+fn hinted(out: OrdersOut, text: String, hint: &str) -> ToolOutcome {
+    answer(
+        OrdersOut {
+            hint: Some(hint.to_owned()),
+            ..out
+        },
+        text,
+    )
 }
 
 fn state_answer(id: &str, state: OrderState, summary: String) -> ToolOutcome {
@@ -431,8 +462,10 @@ fn show(
         clip(&guard::redact(&detail.row.title).text, 60)
     );
     let mut redacted = false;
+    let mut order = detail_out(&detail, &mut redacted);
+    order.link = link.as_ref().map(|link| link.uri.to_string());
     let out = OrdersOut {
-        order: Some(detail_out(&detail, &mut redacted)),
+        order: Some(order),
         redacted,
         ..OrdersOut::default()
     };
@@ -461,6 +494,7 @@ pub(crate) fn detail_out(detail: &OrderDetail, redacted: &mut bool) -> Detail {
         },
         run: detail.run_command.clone(),
         revision: detail.revision,
+        link: None,
         submitted: detail.submission.as_ref().map(|submission| {
             let what = submission
                 .handin

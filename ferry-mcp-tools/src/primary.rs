@@ -75,9 +75,6 @@ impl Tool for FerryPrimary {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        if args != PrimaryArgs::Takeover {
-            channel.note_alive(now);
-        }
         let result = match args {
             PrimaryArgs::Status => channel.primary_status(now).map(|status| {
                 let summary = status.rule.clone();
@@ -114,7 +111,14 @@ impl Tool for FerryPrimary {
             }),
         };
         match result {
-            Ok((out, summary)) => ToolOutcome::ok(facade::structured(&out), summary),
+            // Presence only for a call that did what it asked (a refused call writes nothing),
+            // and never after a takeover, whose entry says the new primary is alive.
+            Ok((out, summary)) => {
+                if args != PrimaryArgs::Takeover {
+                    channel.note_alive(now);
+                }
+                ToolOutcome::ok(facade::structured(&out), summary)
+            }
             Err(err) => facade::failed(&err),
         }
     }

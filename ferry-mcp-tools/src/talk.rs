@@ -122,7 +122,6 @@ impl Tool for FerryTalk {
             Ok(channel) => channel,
             Err(refusal) => return refusal,
         };
-        channel.note_alive(now);
         let result = match args {
             TalkArgs::Post { to, text, reply_to } => {
                 let request = PostRequest { to, text, reply_to };
@@ -136,7 +135,14 @@ impl Tool for FerryTalk {
             }
             TalkArgs::Read { since, peek } => read(channel, since, peek, &project, now),
         };
-        result.unwrap_or_else(|err| facade::failed(&err))
+        match result {
+            // Presence only for a call that did what it asked: a refused call writes nothing.
+            Ok(outcome) => {
+                channel.note_alive(now);
+                outcome
+            }
+            Err(err) => facade::failed(&err),
+        }
     }
 }
 

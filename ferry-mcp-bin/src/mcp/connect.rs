@@ -60,9 +60,10 @@ pub struct ConnectArgs {
     /// The app to connect.
     #[arg(long, value_enum)]
     app: App,
-    /// The agent the app will be (seated on this machine by `--write` if it is not yet).
+    /// The agent the app will be (seated on this machine by `--write` if it is not yet);
+    /// default: the app and this machine's name, `claude-code-<hostname>`.
     #[arg(long = "as", value_name = "AGENT", value_parser = agent_name)]
-    name: AgentName,
+    name: Option<AgentName>,
     /// The project the agent works in.
     #[arg(long, value_name = "ID", value_parser = project_id)]
     project: ProjectId,
@@ -72,6 +73,10 @@ pub struct ConnectArgs {
     /// The app's config file (default: where the app keeps it on this platform).
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// With `--write`, seat a new agent as a Worker (it reads and hands work in) rather than a
+    /// Member (it also claims, submits and posts).
+    #[arg(long)]
+    work_only: bool,
 }
 
 /// The server entry every app gets, in no app's format yet.
@@ -631,6 +636,8 @@ struct Request {
     path: PathBuf,
     /// Where the app keeps its config on this platform, when it could be found.
     default: Option<PathBuf>,
+    /// The level a newly seated agent is granted (`--work-only`: it stays a Worker).
+    level: Level,
 }
 
 /// The agent's row, or `None` when it is not seated. An unknown project is an error.
@@ -675,12 +682,39 @@ fn keeping(others: usize) -> String {
     }
 }
 
+/// The agent an app is when `--as` is not given: `<app>-<machine>`, with what a name may not
+/// hold made `-` (an agent name is ASCII letters, digits, `.`, `-` and `_`).
+fn default_name(app: App, machine: &str) -> anyhow::Result<AgentName> {
+    let app = app
+        .to_possible_value()
+        .map(|value| value.get_name().to_owned())
+        .unwrap_or_default();
+    let machine: String = machine
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = format!("{app}-{}", machine.trim_matches('-'));
+    AgentName::parse(&name).with_context(|| format!("cannot name the agent `{name}`: pass --as"))
+}
+
 pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
     let now = clock::now();
+    let mut args = args;
+    let name = match args.name.take() {
+        Some(name) => name,
+        None => default_name(args.app, &super::machine_name())?,
+    };
     // An unknown project is the first thing to say.
-    let seat = standing(&home, &args.project, &args.name, now)?;
-    let entry = Entry::new(&args.name, &args.project)?;
+    let seat = standing(&home, &args.project, &name, now)?;
+    let entry = Entry::new(&name, &args.project)?;
     let default = match &args.config {
         Some(_) => default_config(args.app).ok(),
         None => Some(default_config(args.app)?),
@@ -696,10 +730,15 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     };
     let request = Request {
         app: args.app,
-        name: args.name,
+        name,
         project: args.project,
         path,
         default,
+        level: if args.work_only {
+            Level::Worker
+        } else {
+            Level::Member
+        },
     };
     let read = read_config(&request.path).and_then(|file| {
         let merged = merge(request.app, file.text.as_deref(), &entry)?;
@@ -731,6 +770,7 @@ fn preview(
         project,
         path,
         default,
+        ..
     } = request;
     let snippet = merge(*app, None, entry)?.text;
     let mut out = String::new();
@@ -800,6 +840,25 @@ fn apply(
         app, name, project, ..
     } = request;
     let (joined, _key) = crate::common::kept(ops::join(home, project, name, None, now)?);
+    // A new seat is a Worker: granting it the level asked for needs the master key here (a
+    // sealed one asks for its passphrase); without it, the level line says what to run.
+    if joined == Joined::Seated && request.level != Level::Worker {
+        let grant = ops::GrantRequest {
+            level: request.level,
+            scopes: Vec::new(),
+            expires: None,
+            key: None,
+        };
+        let master = home
+            .clone()
+            .unsealing_with(crate::passphrase::unsealer(None));
+        if let Err(err) = ops::access_set(&master, project, name, &grant, now).map(crate::common::kept) {
+            eprintln!(
+                "ferry: {name} stays a worker: {}",
+                crate::display::escape(&err.to_string())
+            );
+        }
+    }
     let row = standing(home, project, name, now)?
         .ok_or_else(|| anyhow!("{name} is not seated in {project} after joining"))?;
     let mut out = String::new();
@@ -831,6 +890,18 @@ fn apply(
     }
     let _ = writeln!(out, "\nrestart {} to start it", app.title());
     Ok(out)
+}
+
+#[cfg(test)]
+mod default_name_tests {
+    use super::*;
+
+    #[test]
+    fn without_as_the_agent_is_named_after_the_app_and_the_machine() {
+        let name = default_name(App::ClaudeCode, "Dev Box.local").unwrap();
+        assert_eq!(name.as_str(), "claude-code-dev-box.local");
+        assert_eq!(default_name(App::Codex, "vm").unwrap().as_str(), "codex-vm");
+    }
 }
 
 #[cfg(test)]

@@ -1093,3 +1093,91 @@ fn the_master_signs_a_checkpoint_of_every_agents_log_and_another_machine_opens_f
     let err = run_err(&other, &["channel", "checkpoint", "--project", "demo"]);
     assert!(err.contains("master"), "{err}");
 }
+
+#[test]
+fn on_a_machine_without_the_master_key_or_an_agent_s_the_human_reads_the_board_the_primary_and_the_asks()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("lead"));
+    run_ok(&home, &set_args("lead", "orchestrator"));
+    let issued = run_ok(
+        &home,
+        &["order", "issue", "Write the parser", "--project", "demo"],
+    );
+    assert!(issued.contains("m"), "{issued}");
+    // Another machine: the same channel folder registered, and no key at all.
+    let other = dir.path().join("other-home");
+    run_ok(&other, &add_args(&dir.path().join("channel")));
+    for args in [
+        &["order", "list", "--project", "demo"][..],
+        &["order", "list", "--project", "demo", "--json"],
+        &["primary", "status", "--project", "demo"],
+        &["ask", "list", "--project", "demo"],
+    ] {
+        let out = run_ok(&other, args);
+        eprintln!("ferry {args:?}: {out}");
+        if args[0] == "order" {
+            assert!(out.contains("Write the parser"), "{args:?}: {out}");
+        }
+    }
+    // A write still needs the key, and says so.
+    let refused = run_err(&other, &["order", "issue", "Another", "--project", "demo"]);
+    assert!(refused.contains("master"), "{refused}");
+}
+
+#[test]
+fn an_agent_s_ask_catch_up_join_and_standby_have_cli_twins_that_answer_as_the_tools_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("dev"));
+    run_ok(&home, &set_args("dev", "member"));
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["--as", "dev", "--project", "demo", "--json"]);
+        serde_json::from_str(&run_ok(&home, &all)).unwrap()
+    };
+    let raised = json(&[
+        "ask",
+        "raise",
+        "--title",
+        "Merge now?",
+        "--recommendation",
+        "yes",
+    ]);
+    let id = raised["id"].as_str().unwrap().to_owned();
+    assert_eq!(raised["state"], "pending", "{raised}");
+    let latest = json(&["ask", "status"]);
+    assert_eq!(latest["id"], id.as_str(), "{latest}");
+    let named = json(&["ask", "status", &id]);
+    assert_eq!(named["state"], "pending", "{named}");
+    let text = run_ok(
+        &home,
+        &[
+            "ask",
+            "raise",
+            "--as",
+            "dev",
+            "--project",
+            "demo",
+            "--title",
+            "Again?",
+            "--recommendation",
+            "no",
+        ],
+    );
+    assert!(text.contains("check back with ferry ask status"), "{text}");
+    let digest = json(&["catchup"]);
+    assert!(digest["next"].is_string(), "{digest}");
+    let joined = json(&["join"]);
+    assert_eq!(joined["standing"]["seat"], "seated", "{joined}");
+    let standby = json(&["primary", "standby"]);
+    assert!(standby["rule"].is_string(), "{standby}");
+    // The human is told what it may run, never an MCP action.
+    let status = run_ok(&home, &["primary", "status", "--project", "demo"]);
+    assert!(
+        status.contains("ferry primary takeover --as AGENT --project demo"),
+        "{status}"
+    );
+    assert!(!status.contains("action takeover"), "{status}");
+}

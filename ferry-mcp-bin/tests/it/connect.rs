@@ -216,13 +216,15 @@ fn connect_write_twice_on_a_claude_code_config_with_other_top_level_keys_keeps_t
 }
 
 #[test]
-fn connect_seats_an_unseated_agent_and_says_it_is_a_worker() {
+fn connect_seats_an_unseated_agent_with_work_only_and_says_it_is_a_worker() {
     let setup = Setup::new();
     let config = setup.path("config.toml");
     let err = setup.err(&["access", "show", "fang", "--project", "demo"]);
     assert_eq!(err, "ferry: fang is not seated in project demo");
 
-    let said = setup.ok(&connect("codex", "Fang", &config, true));
+    let mut args = connect("codex", "Fang", &config, true);
+    args.push("--work-only");
+    let said = setup.ok(&args);
     insta::assert_snapshot!(setup.redact(&said), @r"
     seated fang in demo on this machine: it is a worker (it reads and hands work in); raise it with `ferry access set fang member --project demo`
     wrote [TMP]/config.toml with the ferry server
@@ -584,4 +586,18 @@ fn connect_adds_no_env_when_ferry_home_is_not_set() {
     command = "[FERRY]"
     args = ["mcp", "serve", "--as", "fang", "--project", "demo"]
     "#);
+}
+
+#[test]
+fn connect_write_seats_a_new_agent_as_a_member_by_default() {
+    let setup = Setup::new();
+    let config = setup.path("config.toml");
+    let said = setup.ok(&connect("codex", "fang", &config, true));
+    assert!(
+        said.starts_with("seated fang in demo on this machine: it is a member"),
+        "{said}"
+    );
+    let show = setup.ok(&["access", "show", "fang", "--project", "demo"]);
+    let row: Vec<&str> = show.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..3], ["fang", "member", "seated"], "{show}");
 }

@@ -116,11 +116,24 @@ struct Agent {
 
 impl Agent {
     fn start(home: &Path, name: &'static str, era: Era) -> Self {
+        let core = Surface::build(&[&ferry_mcp_tools::CORE], false).unwrap();
+        Self::start_serving(home, name, era, &["--as", name], core)
+    }
+
+    /// `ferry mcp serve --project demo ARGS`, whose results are checked against `surface`.
+    fn start_serving(
+        home: &Path,
+        name: &'static str,
+        era: Era,
+        args: &[&str],
+        surface: Surface,
+    ) -> Self {
         let mut child = Command::new(FERRY)
             .env("FERRY_HOME", home)
             .env_remove("XDG_STATE_HOME")
             .env_remove("XDG_RUNTIME_DIR")
-            .args(["mcp", "serve", "--as", name, "--project", PROJECT])
+            .args(["mcp", "serve", "--project", PROJECT])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -144,7 +157,7 @@ impl Agent {
             stdin,
             lines,
             next_id: 1,
-            surface: Surface::build(&[&ferry_mcp_tools::CORE], false).unwrap(),
+            surface,
         }
     }
 
@@ -212,6 +225,19 @@ impl Agent {
     /// The handshake of its era, then `tools/list`: the six core tools, each with the
     /// outputSchema this test checks results against.
     fn handshake(&mut self) {
+        self.handshake_listing(&[
+            "ferry_ask_human",
+            "ferry_catchup",
+            "ferry_join",
+            "ferry_orders",
+            "ferry_primary",
+            "ferry_talk",
+        ]);
+    }
+
+    /// The handshake of its era, then `tools/list`: exactly `served`, each with the
+    /// outputSchema this test checks results against.
+    fn handshake_listing(&mut self, served: &[&str]) {
         match self.era {
             Era::Initialize(version) => {
                 let init = self.result(
@@ -240,17 +266,7 @@ impl Agent {
             .iter()
             .map(|tool| tool["name"].as_str().unwrap())
             .collect();
-        assert_eq!(
-            names,
-            [
-                "ferry_ask_human",
-                "ferry_catchup",
-                "ferry_join",
-                "ferry_orders",
-                "ferry_primary",
-                "ferry_talk"
-            ]
-        );
+        assert_eq!(names, served);
         for tool in tools {
             let name = tool["name"].as_str().unwrap();
             let ours = self.surface.find(name).unwrap().tool().definition();
@@ -526,4 +542,200 @@ fn two_agents_an_orchestrator_and_the_human_run_the_whole_fleet_flow() {
         started.elapsed().as_secs_f64(),
         silence_wait.as_secs_f64()
     );
+}
+
+/// What Codex 0.169 shows its model of a result (the reference's measurement): the
+/// structuredContent alone, with no text block and no `resource_link` item.
+fn as_codex_shows_it(agent: &mut Agent, tool: &str, arguments: Value) -> Value {
+    let result = agent.tool_result(tool, arguments.clone());
+    assert_ne!(result["isError"], true, "{tool} {arguments}: {result}");
+    result["structuredContent"].clone()
+}
+
+#[test]
+fn an_agent_shown_only_structured_content_finds_its_order_s_text_and_every_next_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let Fleet { home, parser, .. } = fleet(&dir);
+    // Codex asks for 2025-06-18.
+    let mut dev = Agent::start(&home, "dev", Era::Initialize("2025-06-18"));
+    dev.handshake();
+    let joined = as_codex_shows_it(&mut dev, "ferry_join", json!({}));
+    assert_eq!(joined["next"], "ferry_catchup", "{joined}");
+
+    // The order's text: its link is in show's structuredContent, and it reads.
+    let shown = as_codex_shows_it(
+        &mut dev,
+        "ferry_orders",
+        json!({ "action": "show", "id": parser }),
+    );
+    let link = format!("ferry://{PROJECT}/order/{parser}");
+    assert_eq!(shown["order"]["link"], link.as_str(), "{shown}");
+    let body = dev.result("resources/read", json!({ "uri": link }));
+    assert!(
+        body["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains(PARSER_TITLE)),
+        "{body}"
+    );
+
+    // What to do after a claim, and where the order is in the catch-up.
+    let claimed = as_codex_shows_it(
+        &mut dev,
+        "ferry_orders",
+        json!({ "action": "claim", "id": parser }),
+    );
+    assert_eq!(
+        claimed["hint"], "work in the repo, report with progress, then submit a ref",
+        "{claimed}"
+    );
+    let digest = as_codex_shows_it(&mut dev, "ferry_catchup", json!({}));
+    assert_eq!(digest["mine"][0]["id"], parser.as_str(), "{digest}");
+    assert_eq!(digest["mine"][0]["link"], link.as_str(), "{digest}");
+
+    // A hand-in says how to submit it; an ask says how to hear back.
+    let handed = as_codex_shows_it(
+        &mut dev,
+        "ferry_orders",
+        json!({ "action": "handin", "id": parser, "ref": "dev/parser", "note": "lexer" }),
+    );
+    let handin = handed["handin"].as_str().unwrap();
+    assert_eq!(
+        handed["hint"],
+        format!("submit with ref {handin} when the order is done").as_str(),
+        "{handed}"
+    );
+    let raised = as_codex_shows_it(
+        &mut dev,
+        "ferry_ask_human",
+        json!({ "action": "raise", "title": "Merge now?", "recommendation": "yes" }),
+    );
+    let ask = raised["id"].as_str().unwrap();
+    assert_eq!(
+        raised["hint"],
+        format!("check back with status id {ask}").as_str(),
+        "{raised}"
+    );
+    dev.stop();
+}
+
+/// Every file under `root` and its bytes.
+fn every_byte(root: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                files.insert(path.clone(), Vec::new());
+                dirs.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Arguments that make a valid read of each tool of the read-only surface.
+fn a_read_of(tool: &str, order: &str) -> Value {
+    match tool {
+        "ferry_orders" => json!({ "action": "show", "id": order }),
+        "ferry_talk" => json!({ "action": "read" }),
+        "ferry_primary" | "ferry_ask_human" => json!({ "action": "status" }),
+        "get_task" => json!({ "id": order }),
+        "read_memory" => json!({ "file": "brief" }),
+        _ => json!({}),
+    }
+}
+
+#[test]
+fn a_read_only_server_driven_through_every_tool_it_serves_changes_no_byte_of_the_channel_or_the_state_folder()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let Fleet { home, parser, .. } = fleet(&dir);
+    ferry_cli(
+        &home,
+        &[
+            "talk",
+            "post",
+            "standup at 10",
+            "--as",
+            "lead",
+            "--to",
+            "dev",
+        ],
+    );
+    // Presence is due every quarter of the quiet period: at 8 s, after 2 s of silence.
+    ferry_cli(&home, &["primary", "quiet-period", "8s"]);
+    // The state folder and the channel folder are both under `dir`.
+    let before = every_byte(dir.path());
+    let surface = Surface::build(ferry_mcp_tools::READ_ONLY_DEFAULT, true).unwrap();
+    let read_only: Vec<&str> = surface
+        .tools()
+        .iter()
+        .map(|tool| tool.definition().name)
+        .collect();
+    assert_eq!(
+        read_only,
+        [
+            "channel_status",
+            "discover",
+            "ferry_ask_human",
+            "ferry_catchup",
+            "ferry_join",
+            "ferry_orders",
+            "ferry_primary",
+            "ferry_talk",
+            "get_task",
+            "list_engines",
+            "list_learnings",
+            "list_ledger",
+            "list_tasks",
+            "read_memory"
+        ]
+    );
+    thread::sleep(Duration::from_millis(2_100));
+    for args in [&["--as", "dev", "--read-only"][..], &[]] {
+        let surface = Surface::build(ferry_mcp_tools::READ_ONLY_DEFAULT, true).unwrap();
+        let mut dev =
+            Agent::start_serving(&home, "dev", Era::Initialize("2025-06-18"), args, surface);
+        dev.handshake_listing(&read_only);
+        for tool in &read_only {
+            let result = dev.tool_result(tool, a_read_of(tool, &parser));
+            // Nobody has raised an ask, and without --as there is no inbox: those reads say
+            // so (a tool error), and write nothing either.
+            let refused = *tool == "ferry_ask_human" || (args.is_empty() && *tool == "ferry_talk");
+            if !refused {
+                assert_ne!(result["isError"], true, "{args:?} {tool}: {result}");
+            }
+        }
+        // A second catch-up from the cursor, the whole messages, and an order's text.
+        let digest = dev.call("ferry_catchup", json!({}));
+        dev.call("ferry_catchup", json!({ "since": digest["next"] }));
+        if !args.is_empty() {
+            // Read again: the first was a peek, so the message is still there.
+            let messages = dev.call("ferry_talk", json!({ "action": "read" }));
+            assert_eq!(
+                messages["messages"][0]["text"], "standup at 10",
+                "{messages}"
+            );
+        }
+        dev.call("ferry_orders", json!({ "action": "list" }));
+        let link = format!("ferry://{PROJECT}/order/{parser}");
+        dev.result("resources/read", json!({ "uri": link }));
+        // A write is refused, and writes nothing either.
+        let claim = dev.refused("ferry_orders", json!({ "action": "claim", "id": parser }));
+        assert!(claim.contains("claim"), "{claim}");
+        dev.stop();
+        let after = every_byte(dir.path());
+        let changed: Vec<&PathBuf> = after
+            .iter()
+            .filter(|(path, bytes)| before.get(*path) != Some(bytes))
+            .map(|(path, _)| path)
+            .chain(before.keys().filter(|path| !after.contains_key(*path)))
+            .collect();
+        assert!(changed.is_empty(), "{args:?} changed {changed:?}");
+        assert_eq!(after, before, "{args:?}");
+    }
 }

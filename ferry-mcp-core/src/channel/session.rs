@@ -99,6 +99,8 @@ pub struct Session {
     looked_at: Timestamp,
     /// The master's checkpoint this session's first read started from (ADR 0023), if any.
     checkpoint: Option<(VerifiedEntry, MasterPos)>,
+    /// Opened by [`Session::open_read_only`]: it writes nothing, anywhere.
+    read_only: bool,
 }
 
 /// Reported when `genesis.json` names the channel the kept state was kept for, in other
@@ -243,17 +245,43 @@ impl Session {
         actor: Actor,
         now: Timestamp,
     ) -> Result<Self, OpsError> {
+        Self::open_kept(home, project, actor, now, true)
+    }
+
+    /// Opens the channel of `project` for `actor` to read only (`ferry mcp serve --read-only`,
+    /// or without `--as`): nothing is written, in the channel or the state folder. The kept
+    /// state is not opened (a SQLite open may create its journal files): the whole channel is
+    /// verified and folded in memory, the pins are compared and never written, and every
+    /// append is refused.
+    pub fn open_read_only(
+        home: &Home,
+        project: &ProjectId,
+        actor: Actor,
+        now: Timestamp,
+    ) -> Result<Self, OpsError> {
+        Self::open_kept(home, project, actor, now, false)
+    }
+
+    fn open_kept(
+        home: &Home,
+        project: &ProjectId,
+        actor: Actor,
+        now: Timestamp,
+        keep: bool,
+    ) -> Result<Self, OpsError> {
         let channel_dir = home.channel_dir(project)?;
         let mut local_problems = Vec::new();
-        let mut store = match Store::open(&home.verified_path(project)) {
-            Ok((store, rebuilt)) => {
+        let opened = keep.then(|| Store::open(&home.verified_path(project)));
+        let mut store = match opened {
+            Some(Ok((store, rebuilt))) => {
                 local_problems.extend(rebuilt.map(|why| why.to_string()));
                 Some(store)
             }
-            Err(why) => {
+            Some(Err(why)) => {
                 local_problems.push(why.to_string());
                 None
             }
+            None => None,
         };
         // What the first poll will stat, stat'ed on another core while the kept state is read.
         let looks = store.as_ref().map(Store::looks).unwrap_or_default();
@@ -322,6 +350,7 @@ impl Session {
             looked_for_operation: false,
             looked_at: now,
             checkpoint: None,
+            read_only: !keep,
         };
         if new_machine {
             session.start_from_checkpoint(now);
@@ -330,7 +359,11 @@ impl Session {
         if new_machine {
             session.hold_checkpoint_to_its_chains(now);
         }
-        session.pin(home)?;
+        if keep {
+            session.pin(home)?;
+        } else {
+            session.compare_pins(home)?;
+        }
         Ok(session)
     }
 
@@ -404,6 +437,43 @@ impl Session {
     /// started from one that held (ADR 0023).
     pub fn started_from_checkpoint(&self) -> Option<MasterPos> {
         self.checkpoint.as_ref().map(|(_, pos)| *pos)
+    }
+
+    /// What [`Session::pin`] checks, without writing the pins: a different genesis master
+    /// refuses to open, a seated name under another key than the one pinned is reported.
+    fn compare_pins(&mut self, home: &Home) -> Result<(), OpsError> {
+        let pins = match home.pins(&self.project) {
+            Ok(pins) => pins,
+            Err(err) => {
+                self.local_problems.push(format!(
+                    "{err} (keys are not pinned until it is fixed or removed)"
+                ));
+                return Ok(());
+            }
+        };
+        let master = self.channel.genesis_master().to_string();
+        if pins.master.as_ref().is_some_and(|pinned| *pinned != master) {
+            return Err(OpsError::MasterPinChanged {
+                project: self.project.clone(),
+            });
+        }
+        let identity = self.state.identity();
+        self.pin_changed = identity
+            .names()
+            .filter_map(|(name, _)| identity.holder(name).map(|key| (name, key)))
+            .filter(|(name, key)| {
+                pins.agents
+                    .get(name.as_str())
+                    .is_some_and(|pinned| *pinned != key.to_string())
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        Ok(())
+    }
+
+    /// Whether this session was opened to read only ([`Session::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Pins the genesis master and every seated name, reading and writing the pins once. A
@@ -791,7 +861,7 @@ impl Session {
 
     fn save_with(&mut self, background: bool) -> Result<(), OpsError> {
         self.settle_store();
-        if !self.dirty {
+        if !self.dirty || self.read_only {
             return Ok(());
         }
         let Some(store) = &mut self.store else {
@@ -915,6 +985,9 @@ impl Session {
         body: &B,
         now: Timestamp,
     ) -> Result<VerifiedEntry, OpsError> {
+        if self.read_only {
+            return Err(OpsError::ReadOnly);
+        }
         let mut body = body.to_entry();
         self.refresh(now);
         self.authorize(operation, scope, now)?;
@@ -962,6 +1035,9 @@ impl Session {
         body: Value,
         now: Timestamp,
     ) -> Result<VerifiedEntry, OpsError> {
+        if self.read_only {
+            return Err(OpsError::ReadOnly);
+        }
         let public = key.public_key();
         let reuse = self
             .writer
@@ -1179,6 +1255,8 @@ pub struct LazySession {
     saved_identity: Option<(u64, MasterPos)>,
     machine: Option<String>,
     policy: SavePolicy,
+    /// Opens with [`Session::open_read_only`]: the server writes nothing.
+    read_only: bool,
 }
 
 enum Slot {
@@ -1215,6 +1293,28 @@ impl LazySession {
             saved_identity: None,
             machine: None,
             policy: SavePolicy::default(),
+            read_only: false,
+        }
+    }
+
+    /// Opens the session to read only ([`Session::open_read_only`]): no presence, no read
+    /// marker, no kept state, no lock: nothing written anywhere.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    fn open_session(
+        home: &Home,
+        project: &ProjectId,
+        actor: Actor,
+        now: Timestamp,
+        read_only: bool,
+    ) -> Result<Session, OpsError> {
+        if read_only {
+            Session::open_read_only(home, project, actor, now)
+        } else {
+            Session::open(home, project, actor, now)
         }
     }
 
@@ -1243,13 +1343,14 @@ impl LazySession {
             return;
         }
         let (home, project, actor) = (self.home.clone(), self.project.clone(), self.actor.clone());
+        let read_only = self.read_only;
         let spawned = std::thread::Builder::new()
             .name("channel".into())
             .spawn(move || {
                 give_way_to_the_client();
                 // A server lives for hours while other processes save: it loads every fold
                 // now, from the snapshot it opened, rather than hours later (ADR 0011).
-                let mut session = Session::open(&home, &project, actor, now)?;
+                let mut session = Self::open_session(&home, &project, actor, now, read_only)?;
                 session.load(Sections::ALL, now);
                 Ok(session)
             });
@@ -1326,9 +1427,15 @@ impl LazySession {
             }
         }
         if let Slot::Closed = self.slot {
-            let mut session = Session::open(&self.home, &self.project, self.actor.clone(), now)
-                .map_err(|err| unavailable(&err))?
-                .for_one_operation();
+            let mut session = Self::open_session(
+                &self.home,
+                &self.project,
+                self.actor.clone(),
+                now,
+                self.read_only,
+            )
+            .map_err(|err| unavailable(&err))?
+            .for_one_operation();
             session.load(Sections::ALL, now);
             if let Some(machine) = &self.machine {
                 session.set_machine(machine.clone());

@@ -961,7 +961,7 @@ fn open_ids(digest: &Digest) -> Vec<&str> {
 }
 
 #[test]
-fn a_catchup_holds_at_most_5_decisions_and_6_open_orders_and_8_and_10_with_detail() {
+fn a_catchup_holds_at_most_5_decisions_and_5_open_orders_and_8_and_10_with_detail() {
     let (temp, ids) = led_fleet(12, 15);
     let mut mia = temp.agent_session("mia");
     let typical = fleet::catchup(&mut mia, None, DigestLimits::DEFAULT, temp.now()).unwrap();
@@ -984,7 +984,7 @@ fn a_catchup_holds_at_most_5_decisions_and_6_open_orders_and_8_and_10_with_detai
             "decision 8"
         ]
     );
-    assert_eq!(open_ids(&typical), ids[..6]);
+    assert_eq!(open_ids(&typical), ids[..5]);
     assert_eq!(decision_lines(&detail).len(), 8);
     assert_eq!(decision_lines(&detail)[7], "decision 5");
     assert_eq!(open_ids(&detail), ids[..10]);

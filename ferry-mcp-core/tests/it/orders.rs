@@ -1510,3 +1510,31 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     assert_eq!(master.board().awaiting_action().count(), awaiting - 1);
     check(&mut master, "after a cancel and an acceptance");
 }
+
+#[test]
+fn a_hand_in_or_submission_whose_ref_is_no_git_ref_is_refused_with_the_reason() {
+    let temp = TempChannel::with_each_level();
+    let id = issue_reviewed(&temp, "refs");
+    claim(&temp, "member", &id);
+    let mut member = temp.agent_session("member");
+    for bad in ["HEAD~1", "a..b", "-rf", "x.lock"] {
+        let handed = orders::hand_in(&mut member, &id, bad, "a start", temp.now());
+        assert_eq!(code(&handed), "not_a_git_ref", "{bad}");
+        let submitted = orders::submit(
+            &mut member,
+            &id,
+            &SubmitRequest {
+                handin: None,
+                git_ref: Some(bad.into()),
+                summary: "done".into(),
+            },
+            temp.now(),
+        );
+        let err = submitted.unwrap_err();
+        assert_eq!(err.code(), "not_a_git_ref", "{bad}");
+        assert!(err.to_string().contains("is not a git ref: "), "{err}");
+    }
+    for good in ["a1b2c3d", "dev/parser"] {
+        orders::hand_in(&mut member, &id, good, "a start", temp.now()).unwrap();
+    }
+}

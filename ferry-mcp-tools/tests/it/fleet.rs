@@ -719,11 +719,11 @@ fn a_capped_catch_up_says_how_many_orders_are_open_in_all_and_that_it_left_some_
     let mut bob = agent(&temp, "bob");
     let result = bob.call("ferry_catchup", json!({}));
     let out = &result["structuredContent"];
-    assert_eq!(out["open"].as_array().unwrap().len(), 6, "{out}");
+    assert_eq!(out["open"].as_array().unwrap().len(), 5, "{out}");
     assert_eq!(out["open_total"], 10, "{out}");
     assert_eq!(out["truncated"], true, "{out}");
     assert!(
-        summary(&result).starts_with("10 open (6 shown)"),
+        summary(&result).starts_with("10 open (5 shown)"),
         "{result}"
     );
     // Uncapped, no totals: they would only repeat the lengths.
@@ -758,4 +758,66 @@ fn a_reader_with_more_unread_messages_than_are_counted_is_told_more_than_that() 
         waiting.contains("more than 100 unread messages"),
         "{waiting}"
     );
+}
+
+#[test]
+fn a_refused_call_after_a_minute_of_silence_appends_no_presence() {
+    let temp = crate::support::fleet();
+    let mut bob = agent(&temp, "bob");
+    let joined = bob.call("ferry_join", json!({}));
+    assert_eq!(joined["structuredContent"]["level"], "member", "{joined}");
+    bob.advance(61_000);
+    let before = files(temp.channel_dir());
+    for (tool, args) in [
+        ("ferry_orders", json!({"action": "claim", "id": "m99"})),
+        (
+            "ferry_orders",
+            json!({"action": "review", "id": "m99", "verdict": "accept"}),
+        ),
+        (
+            "ferry_talk",
+            json!({"action": "post", "to": "nobody", "text": "hi"}),
+        ),
+        ("ferry_ask_human", json!({"action": "status", "id": "a99"})),
+        ("ferry_primary", json!({"action": "takeover"})),
+        ("ferry_catchup", json!({"since": "not-a-cursor"})),
+    ] {
+        let refused = bob.call(tool, args.clone());
+        assert_eq!(refused["isError"], true, "{tool} {args}: {refused}");
+        assert!(
+            files(temp.channel_dir()) == before,
+            "{tool} {args} was refused and still wrote"
+        );
+    }
+    // The same minute of silence and a call that works: presence is appended (the test sees it).
+    let listed = bob.call("ferry_orders", json!({"action": "list"}));
+    assert_ne!(listed["isError"], true, "{listed}");
+    assert!(
+        files(temp.channel_dir()) != before,
+        "no presence was written"
+    );
+}
+
+#[test]
+fn ferry_join_and_ferry_catchup_say_they_write_and_their_read_only_twins_that_they_do_not() {
+    for (tool, view) in [
+        (
+            &ferry_mcp_tools::join::FerryJoin as &dyn ferry_mcp_core::tool::Tool,
+            &ferry_mcp_tools::read_only::JoinView as &dyn ferry_mcp_core::tool::Tool,
+        ),
+        (
+            &ferry_mcp_tools::catchup::FerryCatchup,
+            &ferry_mcp_tools::read_only::CatchupView,
+        ),
+    ] {
+        let (written, read) = (tool.definition(), view.definition());
+        assert_eq!(written.name, read.name);
+        assert!(
+            !written.annotations.read_only,
+            "{}: it records presence",
+            written.name
+        );
+        assert!(!written.annotations.destructive && written.annotations.idempotent);
+        assert!(read.annotations.read_only, "{}", read.name);
+    }
 }

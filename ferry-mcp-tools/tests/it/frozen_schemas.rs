@@ -108,3 +108,45 @@ fn every_tool_of_every_group_has_its_schemas_checked() {
     let checked: Vec<&str> = CHECKS.iter().map(|(name, _)| *name).collect();
     assert_eq!(checked, served, "add the new tool's types to CHECKS");
 }
+
+#[test]
+fn every_frozen_schema_of_the_read_only_core_group_is_the_one_derived_from_its_types() {
+    use ferry_mcp_tools::read_only;
+    let checks: &[(&str, Check)] = &[
+        ("ferry_ask_human", |d| {
+            assert_input_frozen::<read_only::AskViewArgs>(d);
+            assert_output_frozen::<asks::AskOut>(d);
+        }),
+        ("ferry_catchup", |d| {
+            assert_input_frozen::<catchup::CatchupArgs>(d);
+            assert_output_frozen::<catchup::CatchupOut>(d);
+        }),
+        ("ferry_join", |d| {
+            assert_input_frozen::<join::JoinArgs>(d);
+            assert_output_frozen::<join::JoinOut>(d);
+        }),
+        ("ferry_orders", |d| {
+            assert_input_frozen::<read_only::OrdersViewArgs>(d);
+            assert_output_frozen::<orders::OrdersOut>(d);
+        }),
+        ("ferry_primary", |d| {
+            assert_input_frozen::<read_only::PrimaryViewArgs>(d);
+            assert_output_frozen::<primary::PrimaryOut>(d);
+        }),
+        ("ferry_talk", |d| {
+            assert_input_frozen::<read_only::TalkViewArgs>(d);
+            assert_output_frozen::<talk::TalkOut>(d);
+        }),
+    ];
+    let served: Vec<&ToolDefinition> = read_only::CORE_READ_ONLY
+        .tools
+        .iter()
+        .map(|tool| tool.definition())
+        .collect();
+    let names: Vec<&str> = served.iter().map(|d| d.name).collect();
+    let checked: Vec<&str> = checks.iter().map(|(name, _)| *name).collect();
+    assert_eq!(checked, names, "add the new tool's types here");
+    for ((_, check), definition) in checks.iter().zip(&served) {
+        check(definition);
+    }
+}

@@ -39,6 +39,11 @@ const ADMIN_TOOLS_LIST_CAP: usize = 600;
 /// built (1,284) and about 10% headroom.
 const LEGACY_TOOLS_LIST_CAP: usize = 1_420;
 
+/// The read-only surface's tools/list (opt-in: `--read-only` or no `--as`): the core tools'
+/// reads and the legacy group, what it measured when it was built (2,405) and about 10%
+/// headroom.
+const READ_ONLY_TOOLS_LIST_CAP: usize = 2_650;
+
 /// The typical-response cap of each tool (`docs/mcp-budgets.md`, "Per-tool caps").
 fn response_cap(tool: &str) -> usize {
     match tool {
@@ -296,6 +301,36 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
         }),
     );
 
+    // The read-only surface (`--read-only`, or no `--as`): the core tools' reads and the
+    // legacy group, with its own instructions, within T3.
+    let read_only = Surface::build(ferry_mcp_tools::READ_ONLY_DEFAULT, true).expect("read-only");
+    let read_only_model: usize = model_facing(&read_only).values().sum();
+    let read_only_instructions = estimate(read_only.instructions());
+    assert!(
+        read_only_instructions <= INSTRUCTIONS_CAP,
+        "{read_only_instructions}"
+    );
+    let mut read_only_session = Session::new(Server::new(config("demo"), read_only));
+    read_only_session.initialize("2025-11-25");
+    let read_only_wire = estimate(
+        &read_only_session
+            .result("tools/list", json!({}))
+            .to_string(),
+    );
+    assert!(
+        read_only_wire <= READ_ONLY_TOOLS_LIST_CAP,
+        "read-only tools/list is {read_only_wire}"
+    );
+    figures.insert(
+        "read_only_tools_list".into(),
+        json!({
+            "tokens": read_only_wire,
+            "cap": READ_ONLY_TOOLS_LIST_CAP,
+            "model_facing": read_only_model,
+            "instructions": read_only_instructions,
+        }),
+    );
+
     // T3: the instructions.
     let instructions = estimate(surface.instructions());
     assert!(
@@ -387,6 +422,11 @@ fn every_budget_holds_and_matches_the_committed_mcp_budget_json() {
         &mut agent,
     );
     assert!(catchup_first <= CATCHUP_CAP, "catch-up is {catchup_first}");
+    // The design's target for the first catch-up, links to the caller's orders included.
+    assert!(
+        catchup_first <= CATCHUP_TARGET,
+        "catch-up is {catchup_first}, over the target: {first}"
+    );
     // An almost empty answer when nothing changed.
     assert!(
         catchup_since <= 60,

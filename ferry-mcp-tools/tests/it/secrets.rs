@@ -150,3 +150,37 @@ fn the_talk_answers_of_an_agent_that_was_sent_a_secret_hold_no_trace_of_it() {
         );
     }
 }
+
+#[test]
+fn the_catch_up_tells_an_agent_a_secret_waits_by_name_and_sender_never_by_value() {
+    let temp = fleet();
+    let value = github_token();
+    let bob = TempChannel::agent("bob");
+    secrets::send(
+        &mut temp.master_session(),
+        "deploy-token",
+        &bob,
+        value.as_bytes(),
+        temp.now(),
+    )
+    .unwrap();
+    let mut server = agent(&temp, "bob");
+    let digest = server.call("ferry_catchup", json!({}));
+    let text = digest.to_string();
+    assert!(!text.contains(&value), "{text}");
+    let waiting: Vec<&str> = digest["structuredContent"]["waiting_on_you"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        waiting.contains(
+            &"secret deploy-token from master: open it with ferry channel secret get deploy-token"
+        ),
+        "{waiting:?}"
+    );
+    // Another agent is told nothing of it.
+    let carol = agent(&temp, "carol").call("ferry_catchup", json!({}));
+    assert!(!carol.to_string().contains("deploy-token"), "{carol}");
+}

@@ -40,6 +40,24 @@ fn the_tools_list_bytes_of_the_default_surface_are_frozen() {
 }
 
 #[test]
+fn the_tools_list_bytes_and_instructions_of_the_read_only_surface_are_frozen() {
+    let surface = Surface::build(ferry_mcp_tools::READ_ONLY_DEFAULT, true).expect("read-only");
+    let bytes = surface.tools_list_json();
+    assert!(!bytes.contains(['\n', '\r']), "one line: {bytes}");
+    assert!(
+        surface
+            .tools()
+            .iter()
+            .all(|tool| tool.definition().annotations.read_only)
+    );
+    assert_eq!(
+        surface.instructions(),
+        ferry_mcp_tools::read_only::READ_ONLY_INSTRUCTIONS
+    );
+    insta::assert_snapshot!("read_only_tools_list", bytes);
+}
+
+#[test]
 fn the_tools_list_bytes_of_the_legacy_group_are_frozen() {
     let surface = Surface::build(&[&ferry_mcp_tools::LEGACY], false).expect("the legacy group");
     let bytes = surface.tools_list_json();

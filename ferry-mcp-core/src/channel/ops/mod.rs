@@ -19,6 +19,7 @@ pub mod access;
 pub mod asks;
 pub mod checkpoint;
 pub mod fleet;
+pub mod git_ref;
 pub mod legacy;
 pub mod mastership;
 pub mod orders;

@@ -60,6 +60,14 @@ pub enum OrdersError {
     TitleNotOneLine,
     #[error("a ref is one word (a branch, tag or sha), never work content")]
     RefNotOneWord,
+    #[error(
+        "`{git_ref}` is not a git ref: {reason} (a commit id of 7-40 hex digits or a ref name)"
+    )]
+    NotAGitRef {
+        git_ref: String,
+        reason: &'static str,
+    },
+
     #[error("a submission names a hand-in or a git ref")]
     NoWork,
     #[error("order {0} names a bad blob")]
@@ -78,6 +86,7 @@ impl OrdersError {
             Self::DoesNotCount { .. } => "does_not_count",
             Self::OwnSubmission { .. } => "own_submission",
             Self::UnknownHandIn { .. } => "unknown_handin",
+            Self::NotAGitRef { .. } => "not_a_git_ref",
             Self::AgentsOnly { .. } => "agents_only",
             Self::HumanOnly { .. } => "master_only",
             Self::TitleNotOneLine | Self::RefNotOneWord | Self::NoWork | Self::BadBlob(_) => {
@@ -588,7 +597,10 @@ fn check_git_ref(git_ref: &str) -> Result<(), OrdersError> {
     if git_ref.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(OrdersError::RefNotOneWord);
     }
-    Ok(())
+    super::git_ref::judge(git_ref).map_err(|reason| OrdersError::NotAGitRef {
+        git_ref: git_ref.to_owned(),
+        reason,
+    })
 }
 
 /// What to submit: a hand-in or a git ref, and a summary of at most 500 characters.
