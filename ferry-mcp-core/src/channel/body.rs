@@ -23,6 +23,7 @@ use super::state::primary::{
     BriefBody, DecideBody, PrimaryReleaseBody, SettingsBody, StandbyBody, TakeBody,
     kinds as primary_kinds,
 };
+use super::state::releases::{ApproveBody, RevokeBody, kinds as release_kinds};
 use super::state::secrets::{SHARE, ShareBody};
 use super::state::talk::{MarkBody, PostBody, kinds as talk_kinds};
 
@@ -85,6 +86,8 @@ kinds! {
     BriefBody => primary_kinds::BRIEF_SET,
     DecideBody => primary_kinds::BRIEF_DECIDE,
     ShareBody => SHARE,
+    ApproveBody => release_kinds::APPROVE,
+    RevokeBody => release_kinds::REVOKE,
 }
 
 impl EntryBody for GrantBody {
