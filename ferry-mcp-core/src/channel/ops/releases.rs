@@ -18,7 +18,7 @@ use super::{OpsError, check_chars};
 use crate::channel::levels::{Operation, Refusal};
 use crate::channel::session::{Actor, Session};
 use crate::channel::state::releases::{
-    ApproveBody, Approval, Artifact, NotInstallable, ReleaseState, RevokeBody, Sha256, Source,
+    Approval, ApproveBody, Artifact, NotInstallable, ReleaseState, RevokeBody, Sha256, Source,
     parse_version,
 };
 use crate::channel::store::BlobId;
@@ -275,13 +275,19 @@ pub fn approve(
             ArtifactInput::Store(path) => {
                 let bytes = fs::read(path).map_err(artifact_error(path))?;
                 let blob = session.channel().put_blob(&bytes)?;
-                (Sha256::from_hex(&blob.to_hex()), Source::Blob(blob.to_hex()))
+                (
+                    Sha256::from_hex(&blob.to_hex()),
+                    Source::Blob(blob.to_hex()),
+                )
             }
             ArtifactInput::Path(path) => {
                 let path = fs::canonicalize(path).map_err(artifact_error(path))?;
                 let mut file = fs::File::open(&path).map_err(artifact_error(&path))?;
                 let found = install::hash(&mut file)?;
-                (Some(found), Source::Path(path.to_string_lossy().into_owned()))
+                (
+                    Some(found),
+                    Source::Path(path.to_string_lossy().into_owned()),
+                )
             }
             ArtifactInput::Url(url) => {
                 let found = match pin_given {
@@ -433,7 +439,8 @@ pub struct Applied {
 }
 
 /// What every apply's answer says.
-pub const RESTART: &str = "installed; the running server is unchanged: the app must restart it to run the new version";
+pub const RESTART: &str =
+    "installed; the running server is unchanged: the app must restart it to run the new version";
 
 /// Refuses while the machine is paused (for the human too: a paused machine changes nothing).
 fn refuse_if_paused(session: &Session, operation: Operation) -> Result<(), ReleasesError> {
@@ -477,20 +484,21 @@ pub fn apply(
                 triple: installed.triple.clone(),
             })?,
     };
-    let (approval, artifact, pin) = releases
-        .installable(&version, &installed.triple)
-        .map_err(|why| match why {
-            NotInstallable::NotApproved => ReleasesError::NotApproved(version.clone()),
-            NotInstallable::Revoked => ReleasesError::Revoked(version.clone()),
-            NotInstallable::NoArtifact => ReleasesError::NoArtifact {
-                version: version.clone(),
-                triple: installed.triple.clone(),
-            },
-            NotInstallable::NoPin => ReleasesError::NoPin {
-                version: version.clone(),
-                triple: installed.triple.clone(),
-            },
-        })?;
+    let (approval, artifact, pin) =
+        releases
+            .installable(&version, &installed.triple)
+            .map_err(|why| match why {
+                NotInstallable::NotApproved => ReleasesError::NotApproved(version.clone()),
+                NotInstallable::Revoked => ReleasesError::Revoked(version.clone()),
+                NotInstallable::NoArtifact => ReleasesError::NoArtifact {
+                    version: version.clone(),
+                    triple: installed.triple.clone(),
+                },
+                NotInstallable::NoPin => ReleasesError::NoPin {
+                    version: version.clone(),
+                    triple: installed.triple.clone(),
+                },
+            })?;
     if version == installed.version {
         return Err(ReleasesError::AlreadyRunning(version));
     }
