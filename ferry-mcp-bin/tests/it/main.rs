@@ -8,6 +8,7 @@ mod e2e;
 mod fleet;
 mod masking;
 mod orders;
+mod releases;
 mod saves;
 mod serve;
 mod talk;
