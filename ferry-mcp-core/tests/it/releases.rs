@@ -226,6 +226,44 @@ fn an_approval_without_a_pin_approves_nothing_for_its_platform() {
 }
 
 #[test]
+fn approvals_pinned_or_not_and_a_revocation_survive_a_save_of_the_kept_state() {
+    let temp = TempChannel::with_each_level();
+    let path = artifact(&temp, NEW);
+    approve(&temp, "1.0.0", ArtifactInput::Path(path.clone()));
+    let unpinned = ApproveBody {
+        version: "2.0.0".into(),
+        artifacts: [(
+            THIS_PLATFORM.to_owned(),
+            Artifact {
+                sha256: None,
+                source: Source::Path(path.to_string_lossy().into_owned()),
+            },
+        )]
+        .into(),
+        downgrade: true,
+        notes: Some("no pin".into()),
+        seen: None,
+    };
+    let mut human = temp.master_session();
+    human
+        .append(Operation::Approve, None, &unpinned, temp.now())
+        .unwrap();
+    releases::revoke(&mut human, "1.0.0", temp.now()).unwrap();
+    let before = releases::list(&mut human, temp.now()).unwrap();
+    human.save().unwrap();
+
+    let mut again = temp.master_session();
+    assert_eq!(
+        again.local_problems(),
+        &[] as &[String],
+        "the kept state decodes"
+    );
+    assert_eq!(releases::list(&mut again, temp.now()).unwrap(), before);
+    assert_eq!(before[0].artifacts[0].sha256, None);
+    assert_eq!(before[1].state, ReleaseState::Revoked);
+}
+
+#[test]
 fn an_approval_an_agent_signs_with_its_own_key_counts_for_nothing() {
     let temp = TempChannel::with_each_level();
     let binary = binary(&temp);

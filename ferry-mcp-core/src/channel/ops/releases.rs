@@ -273,6 +273,10 @@ pub fn approve(
         let pin_given = given.get(triple.as_str()).copied();
         let (sha256, source) = match input {
             ArtifactInput::Store(path) => {
+                let len = fs::metadata(path).map_err(artifact_error(path))?.len();
+                if len > install::MAX_ARTIFACT {
+                    return Err(InstallError::TooLarge.into());
+                }
                 let bytes = fs::read(path).map_err(artifact_error(path))?;
                 let blob = session.channel().put_blob(&bytes)?;
                 (

@@ -89,8 +89,9 @@ impl fmt::Display for Source {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
-    /// The pin: without it, the approval approves nothing for this platform.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The pin: without it, the approval approves nothing for this platform. Never skipped when
+    /// empty: the fold keeps this type in the kept state, whose format needs every field.
+    #[serde(default)]
     pub sha256: Option<Sha256>,
     pub source: Source,
 }
