@@ -167,10 +167,7 @@ pub fn run_release(command: ReleaseCommand) -> anyhow::Result<ExitCode> {
             };
             with_session(&acting, |session| {
                 let view = releases::approve(session, &request, now)?;
-                Ok((
-                    format!("approved {}", lines_of(&view)),
-                    serde_json::to_value(&view)?,
-                ))
+                Ok((lines_of(&view), serde_json::to_value(&view)?))
             })
         }
         ReleaseCommand::List { acting } => with_session(&acting, |session| {
@@ -188,10 +185,7 @@ pub fn run_release(command: ReleaseCommand) -> anyhow::Result<ExitCode> {
         }),
         ReleaseCommand::Revoke { version, acting } => with_session(&acting, |session| {
             let view = releases::revoke(session, &version, now)?;
-            Ok((
-                format!("revoked {}", lines_of(&view)),
-                serde_json::to_value(&view)?,
-            ))
+            Ok((lines_of(&view), serde_json::to_value(&view)?))
         }),
     }
 }

@@ -444,7 +444,7 @@ pub struct Applied {
 
 /// What every apply's answer says.
 pub const RESTART: &str =
-    "installed; the running server is unchanged: the app must restart it to run the new version";
+    "the running server is unchanged: the app must restart it to run the new version";
 
 /// Refuses while the machine is paused (for the human too: a paused machine changes nothing).
 fn refuse_if_paused(session: &Session, operation: Operation) -> Result<(), ReleasesError> {
