@@ -6,6 +6,7 @@ mod clients;
 mod connect;
 mod e2e;
 mod fleet;
+mod gateway;
 mod masking;
 mod orders;
 mod releases;
