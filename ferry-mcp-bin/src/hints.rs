@@ -9,6 +9,7 @@ use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::orders::OrdersError;
 use ferry_mcp_core::channel::ops::primary::PrimaryError;
 use ferry_mcp_core::channel::ops::project::ProjectError;
+use ferry_mcp_core::channel::ops::releases::ReleasesError;
 use ferry_mcp_core::channel::ops::search::SearchError;
 use ferry_mcp_core::channel::ops::secrets::SecretsError;
 use ferry_mcp_core::channel::ops::talk::TalkError;
@@ -69,6 +70,10 @@ fn pointer(err: &anyhow::Error) -> Option<Pointer> {
             })
             .or_else(|| {
                 err.downcast_ref::<ProjectError>()
+                    .and_then(OperationError::common)
+            })
+            .or_else(|| {
+                err.downcast_ref::<ReleasesError>()
                     .and_then(OperationError::common)
             });
         match common {

@@ -13,6 +13,7 @@ mod mcp;
 mod orders;
 mod passphrase;
 mod paths;
+mod releases;
 mod search;
 mod secrets;
 mod snifrig;
@@ -67,6 +68,16 @@ enum Command {
     Join(fleet::JoinArgs),
     /// Find order titles, decisions and messages that hold a phrase.
     Search(search::SearchArgs),
+    /// Releases the master approves: approve, list, show, revoke.
+    Release {
+        #[command(subcommand)]
+        command: releases::ReleaseCommand,
+    },
+    /// Install a release the master approved over this binary: check, apply, rollback.
+    Update {
+        #[command(subcommand)]
+        command: releases::UpdateCommand,
+    },
     /// Hand work in for an order.
     Work {
         #[command(subcommand)]
@@ -120,6 +131,8 @@ fn main() -> std::process::ExitCode {
         Command::Join(args) => fleet::run_join(args),
         Command::Search(args) => search::run(args),
         Command::Work { command } => orders::run_work(command),
+        Command::Release { command } => releases::run_release(command),
+        Command::Update { command } => releases::run_update(command),
         Command::Admin(cmd) => admin::run(cmd),
     };
     match result {

@@ -19,6 +19,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use ferry_mcp_core::channel::levels::Operation;
 use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::releases::Installed;
 use ferry_mcp_core::channel::session::{Actor, LazySession, Session};
 use ferry_mcp_core::port::HeavyQueue;
 use ferry_mcp_core::port::{self, ChannelAccess, Unavailable};
@@ -204,6 +205,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_machine(machine_name());
     if read_only {
         lazy = lazy.read_only();
+    }
+    // `ferry_update apply` replaces the file this server runs from (ADR 0020).
+    if let Ok(exe) = std::env::current_exe() {
+        lazy = lazy.with_installed(Installed::at(exe));
     }
     lazy.prefetch(now);
     let config = ServerConfig {

@@ -21,7 +21,7 @@ use ferry_mcp_core::channel::ops::talk::{
 use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_core::channel::state::since::Since;
 use ferry_mcp_core::port::{
-    Asks, Channel, ChannelAccess, Fleet, Orders, Primary, Seat, Talk, Unavailable,
+    Asks, Channel, ChannelAccess, Fleet, Orders, Primary, Seat, Talk, Unavailable, Updates,
 };
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::{Registry, Selection};
@@ -142,6 +142,7 @@ impl Talk for InMemory {
 impl Primary for InMemory {}
 impl Asks for InMemory {}
 impl Fleet for InMemory {}
+impl Updates for InMemory {}
 
 /// The server reaches the channel through the port only.
 struct Embedded(InMemory);

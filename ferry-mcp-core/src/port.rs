@@ -23,6 +23,7 @@ use crate::channel::ops::orders::{
     ClaimOutcome, ListRequest, OrderDetail, OrderList, OrdersError, SubmitRequest,
 };
 use crate::channel::ops::primary::{Liveness, PrimaryError, PrimaryStatus, Takeover};
+use crate::channel::ops::releases::{Applied, ReleasesError, UpdateCheck};
 use crate::channel::ops::search::{SearchError, SearchPage, SearchRequest};
 use crate::channel::ops::status::Status;
 use crate::channel::ops::talk::{MessageView, PostRequest, ReadRequest, ReadResult, TalkError};
@@ -90,9 +91,9 @@ pub trait HeavyQueue {
 ///
 /// Every operation but the seat's has a default that answers `unsupported`, so an embedder
 /// implements what its channel serves and a new operation does not break old implementers.
-pub trait Channel: Seat + Orders + Talk + Primary + Asks + Fleet {}
+pub trait Channel: Seat + Orders + Talk + Primary + Asks + Fleet + Updates {}
 
-impl<T: Seat + Orders + Talk + Primary + Asks + Fleet> Channel for T {}
+impl<T: Seat + Orders + Talk + Primary + Asks + Fleet + Updates> Channel for T {}
 
 /// Who acts, and what every tool does before its operation.
 pub trait Seat {
@@ -315,5 +316,23 @@ pub trait Fleet {
     }
     fn status(&mut self, now: Timestamp) -> Result<Status, OpsError> {
         Err(OpsError::Unsupported("status"))
+    }
+}
+
+/// Releases the master approved, and installing one (ADR 0020).
+#[allow(unused_variables, reason = "a default serves nothing")]
+pub trait Updates {
+    /// What is approved for this platform, what runs, whether it is newer.
+    fn update_check(&mut self, now: Timestamp) -> Result<UpdateCheck, ReleasesError> {
+        Err(OpsError::Unsupported("update_check").into())
+    }
+    /// Installs `version` (else the newest approved) over the binary; the running process is
+    /// unchanged.
+    fn update_apply(
+        &mut self,
+        version: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Applied, ReleasesError> {
+        Err(OpsError::Unsupported("update_apply").into())
     }
 }

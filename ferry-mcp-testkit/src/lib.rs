@@ -7,6 +7,7 @@
 
 pub mod bulk;
 pub mod clock;
+pub mod http;
 pub mod plant;
 pub mod schema;
 pub mod session;

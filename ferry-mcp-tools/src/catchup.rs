@@ -113,6 +113,9 @@ pub struct CatchupOut {
     pub reset: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub redacted: bool,
+    /// A newer release the master approved for this platform: tell the human.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<String>,
 }
 
 pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
@@ -121,7 +124,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "A short digest: primary, brief, decisions, open orders, yours, your asks, what waits on you. Pass next back as since for only what changed.",
     input_schema: r#"{"type":"object","properties":{"since":{"type":"string"},"detail":{"type":"boolean"}},"additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"open_total":{"type":"integer"},"mine_total":{"type":"integer"},"truncated":{"type":"boolean"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"}},"required":["next"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"primary":{"type":"object"},"brief":{"type":"object"},"decisions":{"type":"array"},"open":{"type":"array"},"mine":{"type":"array"},"open_total":{"type":"integer"},"mine_total":{"type":"integer"},"truncated":{"type":"boolean"},"asks":{"type":"array"},"waiting_on_you":{"type":"array"},"next":{"type":"string"},"reset":{"type":"boolean"},"redacted":{"type":"boolean"},"update":{"type":"string"}},"required":["next"],"additionalProperties":false}"#,
     ),
     // It records the agent's presence (an append), as `ferry_join` does.
     annotations: Annotations {
@@ -245,6 +248,7 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
         next: digest.next.to_string(),
         reset: digest.reset,
         redacted,
+        update: digest.update.as_ref().map(crate::update::note),
     };
     let changed = out.primary.is_some()
         || out.brief.is_some()
@@ -269,6 +273,10 @@ fn shape(digest: &Digest, project: &str, detail: bool) -> ToolOutcome {
                 .map(|primary| format!("; primary {} ({})", primary.name, primary.state))
                 .unwrap_or_default()
         )
+    };
+    let summary = match &out.update {
+        Some(update) => format!("{summary}; update {update}: tell the human"),
+        None => summary,
     };
     let mut outcome = ToolOutcome::ok(facade::structured(&out), summary);
     for link in links {

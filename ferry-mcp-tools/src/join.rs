@@ -65,6 +65,9 @@ pub struct JoinOut {
     pub alive: Vec<AliveOut>,
     pub mine_open: usize,
     pub queue: QueueOut,
+    /// A newer release the master approved for this platform: tell the human.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update: Option<String>,
     pub next: String,
 }
 
@@ -74,7 +77,7 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
     description: "Call first: who you are in this fleet, your level, who is primary and alive, your open orders.",
     input_schema: r#"{"type":"object","additionalProperties":false}"#,
     output_schema: Some(
-        r#"{"type":"object","properties":{"agent":{"type":"string"},"project":{"type":"string"},"machine":{"type":"string"},"level":{"type":"string"},"granted":{"type":"boolean"},"locked":{"type":"boolean"},"fix":{"type":"string"},"primary":{"type":"object"},"alive":{"type":"array"},"mine_open":{"type":"integer"},"queue":{"type":"object"},"next":{"type":"string"}},"required":["agent","project","machine","level","granted","alive","mine_open","queue","next"],"additionalProperties":false}"#,
+        r#"{"type":"object","properties":{"agent":{"type":"string"},"project":{"type":"string"},"machine":{"type":"string"},"level":{"type":"string"},"granted":{"type":"boolean"},"locked":{"type":"boolean"},"fix":{"type":"string"},"primary":{"type":"object"},"alive":{"type":"array"},"mine_open":{"type":"integer"},"queue":{"type":"object"},"update":{"type":"string"},"next":{"type":"string"}},"required":["agent","project","machine","level","granted","alive","mine_open","queue","next"],"additionalProperties":false}"#,
     ),
     // It records the agent's presence (an append), so it is not read-only; a second call
     // adds nothing the first did not.
@@ -137,6 +140,11 @@ impl Tool for FerryJoin {
                 joined.project
             ),
         };
+        let update = joined.update.as_ref().map(crate::update::note);
+        let summary = match &update {
+            Some(update) => format!("{summary}; update {update}: tell the human"),
+            None => summary,
+        };
         let out = JoinOut {
             agent,
             project: joined.project.to_string(),
@@ -161,6 +169,7 @@ impl Tool for FerryJoin {
                 .collect(),
             mine_open: joined.mine_open,
             queue: QueueOut { snifrig },
+            update,
             next: "ferry_catchup".to_owned(),
         };
         ToolOutcome::ok(facade::structured(&out), summary)

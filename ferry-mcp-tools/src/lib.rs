@@ -1,5 +1,5 @@
 //! The ferry MCP tool groups: `core` (the agent tools) and the opt-in `admin` (`ferry_get`,
-//! `ferry_search`, `ferry_status`) and `legacy` (the original server's eight read tools, over
+//! `ferry_search`, `ferry_status`, `ferry_update`) and `legacy` (the original server's eight read tools, over
 //! this channel: ADR 0019).
 //!
 //! Each tool is a small facade: it parses its arguments, calls one channel operation and
@@ -32,6 +32,7 @@ pub mod orders;
 pub mod primary;
 pub mod read_only;
 pub mod talk;
+pub mod update;
 
 use ferry_mcp_core::registry::Group;
 
@@ -53,12 +54,18 @@ pub static CORE: Group = Group {
 
 /// What the instructions say when the admin group is served.
 pub const ADMIN_INSTRUCTIONS: &str = "\
-Admin tools: ferry_get reads a ferry:// link when you cannot read resources; ferry_search finds orders, decisions and messages; ferry_status shows agents and problems.";
+Admin tools: ferry_get reads a ferry:// link when you cannot read resources; ferry_search finds orders, decisions and messages; ferry_status shows agents and problems.
+An update in join or catch-up: tell the human; never ferry_update apply mid-order.";
 
 /// Opt-in (`--tools admin`): never in the default list (T2).
 pub static ADMIN: Group = Group {
     name: "admin",
-    tools: &[&admin::FerryGet, &admin::FerrySearch, &admin::FerryStatus],
+    tools: &[
+        &admin::FerryGet,
+        &admin::FerrySearch,
+        &admin::FerryStatus,
+        &update::FerryUpdate,
+    ],
     resources: &[],
     instructions: ADMIN_INSTRUCTIONS,
 };

@@ -10,6 +10,7 @@ mod gateway;
 mod masking;
 mod orders;
 mod paging;
+mod releases;
 mod saves;
 mod serve;
 mod talk;

@@ -24,6 +24,7 @@ use super::state::primary::{
     BriefBody, DecideBody, PrimaryReleaseBody, SettingsBody, StandbyBody, TakeBody,
     kinds as primary_kinds,
 };
+use super::state::releases::{ApproveBody, RevokeBody, kinds as release_kinds};
 use super::state::secrets::{SHARE, ShareBody};
 use super::state::talk::{MarkBody, PostBody, kinds as talk_kinds};
 
@@ -87,6 +88,8 @@ kinds! {
     DecideBody => primary_kinds::BRIEF_DECIDE,
     ShareBody => SHARE,
     CheckpointBody => checkpoint::KIND,
+    ApproveBody => release_kinds::APPROVE,
+    RevokeBody => release_kinds::REVOKE,
 }
 
 impl EntryBody for GrantBody {

@@ -86,6 +86,9 @@ pub struct Session {
     pinned: Option<Pinned>,
     /// This machine's name, as the binary found it (for `ferry_join`).
     machine: String,
+    /// What runs here, for release approvals: the version, the platform, the binary an update
+    /// replaces (ADR 0020).
+    installed: super::ops::releases::Installed,
     /// The machine's kept state of this project (none when its path was refused).
     store: Option<Store>,
     /// When a watched session last looked at every log (see [`Session::watch_channel`]).
@@ -344,6 +347,7 @@ impl Session {
             pin_changed: Vec::new(),
             pinned: kept.pinned,
             machine: "this-machine".to_owned(),
+            installed: super::ops::releases::Installed::this_build(),
             store,
             looked_everywhere: None,
             written_len: None,
@@ -536,6 +540,16 @@ impl Session {
     /// Names this machine (the binary reads its host name).
     pub fn set_machine(&mut self, name: impl Into<String>) {
         self.machine = name.into();
+    }
+
+    /// What runs here (the binary names the file it runs from).
+    pub fn installed(&self) -> &super::ops::releases::Installed {
+        &self.installed
+    }
+
+    /// Says what runs here: the binary passes the file it runs from, a test a copy.
+    pub fn set_installed(&mut self, installed: super::ops::releases::Installed) {
+        self.installed = installed;
     }
 
     pub fn home(&self) -> &Home {
@@ -1254,6 +1268,7 @@ pub struct LazySession {
     /// The identity's marks at the last save ([`identity_marks`]).
     saved_identity: Option<(u64, MasterPos)>,
     machine: Option<String>,
+    installed: Option<super::ops::releases::Installed>,
     policy: SavePolicy,
     /// Opens with [`Session::open_read_only`]: the server writes nothing.
     read_only: bool,
@@ -1292,6 +1307,7 @@ impl LazySession {
             saved_len: 0,
             saved_identity: None,
             machine: None,
+            installed: None,
             policy: SavePolicy::default(),
             read_only: false,
         }
@@ -1321,6 +1337,15 @@ impl LazySession {
     /// When it writes the kept state (else [`SavePolicy::default`]).
     pub fn with_save_policy(mut self, policy: SavePolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// What runs here, for the session once it is open (else [`Installed::this_build`]
+    /// with no binary to replace).
+    ///
+    /// [`Installed::this_build`]: super::ops::releases::Installed::this_build
+    pub fn with_installed(mut self, installed: super::ops::releases::Installed) -> Self {
+        self.installed = Some(installed);
         self
     }
 
@@ -1419,6 +1444,9 @@ impl LazySession {
                     if let Some(machine) = &self.machine {
                         session.set_machine(machine.clone());
                     }
+                    if let Some(installed) = &self.installed {
+                        session.set_installed(installed.clone());
+                    }
                     session.watch_channel();
                     self.slot = Slot::Open(Box::new(session));
                 }
@@ -1439,6 +1467,9 @@ impl LazySession {
             session.load(Sections::ALL, now);
             if let Some(machine) = &self.machine {
                 session.set_machine(machine.clone());
+            }
+            if let Some(installed) = &self.installed {
+                session.set_installed(installed.clone());
             }
             session.watch_channel();
             self.slot = Slot::Open(Box::new(session));

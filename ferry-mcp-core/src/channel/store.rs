@@ -375,6 +375,25 @@ impl Channel {
         Ok(id)
     }
 
+    /// Opens a blob to be read as a stream (a release artifact may be larger than
+    /// [`MAX_BLOB_LEN`]): the caller checks the hash of what it reads. A symbolic link or other
+    /// non-regular file in its place is refused unopened, as by [`Channel::get_blob`].
+    pub fn open_blob(&self, id: &BlobId) -> Result<fs::File, StoreError> {
+        self.check_own_folders()?;
+        let path = self.dir.join(BLOBS_DIR).join(id.to_hex());
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if !meta.file_type().is_file() => return Err(StoreError::BlobCorrupt(*id)),
+            _ => {}
+        }
+        durable::open_regular(&path, fs::OpenOptions::new().read(true)).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                StoreError::BlobMissing(*id)
+            } else {
+                StoreError::io(&path)(e)
+            }
+        })
+    }
+
     /// Reads a blob and checks that its bytes still hash to its id. A symbolic link or other
     /// non-regular file in its place is refused unread: it could point outside the channel
     /// (or at an endless device).

@@ -23,6 +23,7 @@ mod protocol_bad_input;
 mod protocol_fuzz;
 mod registry;
 mod registry_schemas;
+mod releases;
 mod saves;
 mod search;
 mod shape;

@@ -5,7 +5,7 @@
 
 use ferry_mcp_core::tool::ToolDefinition;
 use ferry_mcp_testkit::schema::{assert_input_frozen, assert_output_frozen};
-use ferry_mcp_tools::{admin, asks, catchup, join, legacy, orders, primary, talk};
+use ferry_mcp_tools::{admin, asks, catchup, join, legacy, orders, primary, talk, update};
 
 /// Holds one tool's two frozen schemas to the ones derived from its types.
 type Check = fn(&ToolDefinition);
@@ -55,6 +55,10 @@ const CHECKS: &[(&str, Check)] = &[
     ("ferry_talk", |d| {
         assert_input_frozen::<talk::TalkArgs>(d);
         assert_output_frozen::<talk::TalkOut>(d);
+    }),
+    ("ferry_update", |d| {
+        assert_input_frozen::<update::UpdateArgs>(d);
+        assert_output_frozen::<update::UpdateOut>(d);
     }),
     ("get_task", |d| {
         assert_input_frozen::<legacy::GetTaskArgs>(d);

@@ -14,3 +14,4 @@ mod support;
 mod surface;
 mod talk;
 mod talk_session;
+mod update;

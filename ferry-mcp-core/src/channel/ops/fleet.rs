@@ -66,6 +66,8 @@ pub struct Joined {
     pub alive: Vec<AliveAgent>,
     /// Orders the caller holds or that are offered to it.
     pub mine_open: usize,
+    /// A newer release the master approved for this platform (ADR 0020), if any.
+    pub update: Option<super::releases::UpdateNote>,
 }
 
 /// Unread messages are counted up to this many.
@@ -146,6 +148,7 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
         primary,
         alive,
         mine_open,
+        update: super::releases::update_note(session),
     })
 }
 
@@ -215,6 +218,9 @@ pub struct Digest {
     pub next: Since,
     /// The `since` given was from another machine or state: this is the full digest.
     pub reset: bool,
+    /// A newer release the master approved for this platform (ADR 0020): in every digest while
+    /// it is newer than what runs, so an agent mentions it to the human.
+    pub update: Option<super::releases::UpdateNote>,
 }
 
 /// How large a digest is.
@@ -463,5 +469,6 @@ pub fn catchup(
             counter: state.last_change(),
         },
         reset,
+        update: super::releases::update_note(session),
     })
 }

@@ -7,7 +7,9 @@
 //! - [`mastership`]: hand mastership on;
 //! - [`status`]: what a project looks like from this machine;
 //! - [`search`]: order titles, decisions and messages that hold a word;
-//! - [`orders`]: issue, claim, progress, hand in, submit, review, release, cancel.
+//! - [`orders`]: issue, claim, progress, hand in, submit, review, release, cancel;
+//! - [`releases`]: approve and revoke releases, check for and apply an update ([`install`]
+//!   puts an artifact in place of the binary).
 //!
 //! Each operation goes through a [`Session`](super::session::Session) (read what is new,
 //! authorize, append) and returns a typed value; nothing here prints. Each domain has its
@@ -20,12 +22,14 @@ pub mod asks;
 pub mod checkpoint;
 pub mod fleet;
 pub mod git_ref;
+pub mod install;
 pub mod legacy;
 pub mod mastership;
 pub mod orders;
 mod port;
 pub mod primary;
 pub mod project;
+pub mod releases;
 pub mod search;
 pub mod seats;
 pub mod secrets;

@@ -14,6 +14,7 @@ use super::orders::{
     ClaimOutcome, ListRequest, OrderDetail, OrderList, OrdersError, SubmitRequest,
 };
 use super::primary::{Liveness, PrimaryError, PrimaryStatus, Takeover};
+use super::releases::{self, Applied, ReleasesError, UpdateCheck};
 use super::search::{SearchError, SearchPage, SearchRequest};
 use super::status::Status;
 use super::talk::{MessageView, PostRequest, ReadRequest, ReadResult, TalkError};
@@ -222,5 +223,18 @@ impl port::Fleet for Session {
     }
     fn status(&mut self, now: Timestamp) -> Result<Status, OpsError> {
         status::status_of(self, now)
+    }
+}
+
+impl port::Updates for Session {
+    fn update_check(&mut self, now: Timestamp) -> Result<UpdateCheck, ReleasesError> {
+        releases::check(self, now)
+    }
+    fn update_apply(
+        &mut self,
+        version: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Applied, ReleasesError> {
+        releases::apply(self, version, now)
     }
 }

@@ -18,6 +18,7 @@ pub mod lazy;
 pub mod orders;
 pub mod primary;
 pub mod race;
+pub mod releases;
 pub mod secrets;
 pub mod since;
 pub mod talk;
@@ -150,6 +151,8 @@ pub struct ChannelState {
     pub secrets: secrets::Secrets,
     pub leadership: primary::Leadership,
     pub asks: asks::Asks,
+    /// The master's release approvals and revocations (ADR 0020).
+    pub releases: releases::Releases,
     /// When each agent was last heard from here (ADR 0005: the earlier of its entry's own time
     /// and when this machine first folded it). Liveness only: nothing else reads it.
     heard: BTreeMap<AgentName, Timestamp>,
@@ -174,6 +177,7 @@ impl ChannelState {
             secrets: secrets::Secrets::default(),
             leadership: primary::Leadership::default(),
             asks: asks::Asks::default(),
+            releases: releases::Releases::default(),
             heard: BTreeMap::new(),
             problems: Vec::new(),
             dropped_problems: 0,
@@ -429,6 +433,7 @@ impl ChannelState {
         all.extend(self.secrets.problems());
         all.extend(self.leadership.problems());
         all.extend(self.asks.problems());
+        all.extend(self.releases.problems());
         for (log, held) in &self.held {
             all.push(FoldProblem {
                 author: log.author.clone(),
@@ -582,6 +587,7 @@ impl ChannelState {
         self.leadership
             .feed(&acted, &self.identity, &mut self.changes);
         self.asks.feed(&acted, &self.identity, &mut self.changes);
+        self.releases.feed(&acted);
         if !acted.by_master && self.identity.admits(entry) {
             let at = entry.time().min(arrived);
             let heard = self.heard.entry(entry.author().clone()).or_default();
