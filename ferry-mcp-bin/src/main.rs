@@ -6,6 +6,7 @@
 mod admin;
 mod clock;
 mod common;
+mod dashboard;
 mod display;
 mod fleet;
 mod hints;
@@ -67,6 +68,8 @@ enum Command {
         #[command(subcommand)]
         command: orders::WorkCommand,
     },
+    /// The human's page: a local web page for the fleet (loopback only, a one-time link).
+    Dashboard(dashboard::DashboardArgs),
     #[command(flatten)]
     Admin(admin::AdminCommand),
 }
@@ -96,6 +99,13 @@ fn main() -> std::process::ExitCode {
         Command::Ask { command } => fleet::run_ask(command),
         Command::Search(args) => search::run(args),
         Command::Work { command } => orders::run_work(command),
+        Command::Dashboard(args) => dashboard::run(
+            args,
+            dashboard::Wiring {
+                connector: std::sync::Arc::new(mcp::connect::PageConnector),
+                demo: mcp::demo::ensure,
+            },
+        ),
         Command::Admin(cmd) => admin::run(cmd),
     };
     match result {

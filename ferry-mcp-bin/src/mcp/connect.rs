@@ -677,27 +677,49 @@ fn keeping(others: usize) -> String {
 
 pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
-    let now = clock::now();
+    let text = connect(
+        &home,
+        clock::now(),
+        args.app,
+        args.name,
+        args.project,
+        args.write,
+        args.config.as_deref(),
+    )?;
+    let mut out = io::stdout().lock();
+    write!(out, "{text}").context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `ferry mcp connect` does and says: with `write`, seats the agent and merges the entry
+/// into the app's config (`config`, else where the app keeps it here); without, describes it.
+/// The dashboard's "Connect an AI app" calls this too ([`PageConnector`]).
+fn connect(
+    home: &Home,
+    now: Timestamp,
+    app: App,
+    name: AgentName,
+    project: ProjectId,
+    write: bool,
+    config: Option<&Path>,
+) -> anyhow::Result<String> {
     // An unknown project is the first thing to say.
-    let seat = standing(&home, &args.project, &args.name, now)?;
-    let entry = Entry::new(&args.name, &args.project)?;
-    let default = match &args.config {
-        Some(_) => default_config(args.app).ok(),
-        None => Some(default_config(args.app)?),
+    let seat = standing(home, &project, &name, now)?;
+    let entry = Entry::new(&name, &project)?;
+    let default = match config {
+        Some(_) => default_config(app).ok(),
+        None => Some(default_config(app)?),
     };
-    let path = match args.config.as_ref().or(default.as_ref()) {
+    let path = match config.or(default.as_deref()) {
         Some(path) => {
             std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))?
         }
-        None => bail!(
-            "cannot find {}'s config: pass --config PATH",
-            args.app.title()
-        ),
+        None => bail!("cannot find {}'s config: pass --config PATH", app.title()),
     };
     let request = Request {
-        app: args.app,
-        name: args.name,
-        project: args.project,
+        app,
+        name,
+        project,
         path,
         default,
     };
@@ -705,16 +727,43 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
         let merged = merge(request.app, file.text.as_deref(), &entry)?;
         Ok((file, merged))
     });
-    let text = if args.write {
+    if write {
         let (file, merged) =
             read.with_context(|| format!("not changing {}", request.path.display()))?;
-        apply(&home, now, &request, &file, &merged)?
+        apply(home, now, &request, &file, &merged)
     } else {
-        preview(&request, &entry, read.map(|(_, merged)| merged), seat)?
-    };
-    let mut out = io::stdout().lock();
-    write!(out, "{text}").context("writing to stdout")?;
-    Ok(ExitCode::SUCCESS)
+        preview(&request, &entry, read.map(|(_, merged)| merged), seat)
+    }
+}
+
+/// `ferry mcp connect` for the dashboard's "Connect an AI app (beta)": the same function,
+/// with the app's own config path.
+#[derive(Debug)]
+pub struct PageConnector;
+
+impl ferry_mcp_dashboard::Connector for PageConnector {
+    fn connect(
+        &self,
+        home: &Home,
+        request: &ferry_mcp_dashboard::ConnectRequest,
+        now: Timestamp,
+    ) -> Result<String, String> {
+        let app = match request.app {
+            ferry_mcp_dashboard::AiApp::ClaudeDesktop => App::ClaudeDesktop,
+            ferry_mcp_dashboard::AiApp::ClaudeCode => App::ClaudeCode,
+            ferry_mcp_dashboard::AiApp::Codex => App::Codex,
+        };
+        connect(
+            home,
+            now,
+            app,
+            request.name.clone(),
+            request.project.clone(),
+            request.write,
+            None,
+        )
+        .map_err(|err| format!("{err:#}"))
+    }
 }
 
 /// Without `--write`: where the file is, the entry, and what `--write` would do. Nothing is
