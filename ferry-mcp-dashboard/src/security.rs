@@ -246,7 +246,9 @@ impl Gate {
 }
 
 /// The headers every answer carries: nothing loads from outside, nothing frames the page,
-/// no referrer leaves it, nothing is cached.
+/// no referrer leaves it, nothing is cached. The referrer policy is `same-origin`, not
+/// `no-referrer`: under the latter a browser sends `Origin: null` with a form's POST, and the
+/// Origin check would refuse the page's own forms (the browser test found it).
 pub const HEADERS: [(&str, &str); 8] = [
     (
         "Content-Security-Policy",
@@ -255,7 +257,7 @@ pub const HEADERS: [(&str, &str); 8] = [
     ),
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),
-    ("Referrer-Policy", "no-referrer"),
+    ("Referrer-Policy", "same-origin"),
     ("Cache-Control", "no-store"),
     ("Cross-Origin-Opener-Policy", "same-origin"),
     ("Cross-Origin-Resource-Policy", "same-origin"),

@@ -87,7 +87,7 @@ pub(super) fn board(visit: &Visit<'_>, fields: &Fields) -> Markup {
         }
         section aria-labelledby="h-issue" {
             h2 id="h-issue" { "Issue an order" }
-            form method="post" action=(format!("{base}orders")) {
+            form #issue method="post" action=(format!("{base}orders")) {
                 (csrf(visit))
                 label for="o-title" { "Title" }
                 input id="o-title" name="title" required maxlength="200";

@@ -42,7 +42,7 @@ fn the_served_page_sends_the_strict_headers_refuses_a_foreign_host_and_streams_c
     for header in [
         "Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         "X-Frame-Options: DENY",
-        "Referrer-Policy: no-referrer",
+        "Referrer-Policy: same-origin",
         "X-Content-Type-Options: nosniff",
     ] {
         assert!(answer.contains(header), "{header} in {answer}");
