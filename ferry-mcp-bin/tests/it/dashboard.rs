@@ -338,7 +338,7 @@ fn the_human_approves_an_ask_issues_an_order_and_connects_an_app_in_a_real_brows
             std::env::var("CI").as_deref() != Ok("true"),
             "chromedriver is not on PATH under CI=true: run .ci/install-browser"
         );
-        println!(
+        eprintln!(
             "skipped: chromedriver is not on PATH (run .ci/install-browser to install chromium and chromium-driver)"
         );
         return;
