@@ -9,7 +9,10 @@
   function swap() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch(location.href, { credentials: "same-origin", cache: "no-store" })
+    // `live=1`: this look leaves the line the last change left for the next page load.
+    var url = new URL(location.href);
+    url.searchParams.set("live", "1");
+    fetch(url, { credentials: "same-origin", cache: "no-store" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (text) {
         if (!text) return;

@@ -194,7 +194,9 @@ impl App {
         let visit = Visit {
             app: self,
             project,
-            flash: if request.method == Method::Get && rest != "events" {
+            // The page's script refetches with `live=1`: that look is not the visitor's,
+            // and must not take the line left for the page the browser is about to load.
+            flash: if request.method == Method::Get && rest != "events" && !fields.checked("live") {
                 self.gate.take_flash(cookie)
             } else {
                 None

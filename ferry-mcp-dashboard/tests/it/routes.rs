@@ -386,3 +386,23 @@ fn a_sealed_master_key_not_opened_at_start_signs_only_with_the_passphrase_typed_
         .collect();
     assert_eq!(texts, ["with the key"]);
 }
+
+#[test]
+fn a_live_refetch_leaves_the_line_of_the_last_change_for_the_page_the_browser_loads() {
+    let page = Page::new();
+    let body = format!("csrf={}&reason=lunch", page.csrf());
+    let post = ferry_mcp_dashboard::Request::post("/p/demo/pause", crate::fixture::PORT, &body)
+        .with_cookie(&page.cookie);
+    assert_eq!(page.send(post).status, 303);
+    // The page's script refetches on the change the POST made, before the redirect loads.
+    let live = page.get("/p/demo/?live=1").text();
+    assert!(
+        !live.contains("This machine is paused: its agents stop writing"),
+        "{live}"
+    );
+    let loaded = page.get("/p/demo/").text();
+    assert!(
+        loaded.contains("This machine is paused: its agents stop writing"),
+        "{loaded}"
+    );
+}
