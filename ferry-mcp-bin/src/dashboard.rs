@@ -54,6 +54,7 @@ impl std::fmt::Debug for Wiring {
 
 pub fn run(args: DashboardArgs, wiring: Wiring) -> anyhow::Result<ExitCode> {
     // Nothing of the same user may read this process's memory (the master key is there).
+    #[cfg(target_os = "linux")]
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let asking = Arc::new(AtomicBool::new(true));
     let home = paths::home()?.unsealing_with(passphrase::unsealer_at_start(

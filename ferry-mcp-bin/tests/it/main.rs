@@ -7,6 +7,7 @@ mod connect;
 mod dashboard;
 mod e2e;
 mod fleet;
+mod gateway;
 mod masking;
 mod orders;
 mod saves;

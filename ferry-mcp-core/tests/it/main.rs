@@ -4,6 +4,7 @@ mod attacks;
 mod authority;
 mod causal;
 mod channel_log;
+mod client;
 mod concurrency;
 mod fleet;
 mod guard;
