@@ -173,3 +173,15 @@ pub fn page_limit(all: bool, limit: Option<u32>) -> usize {
         (false, None) => PAGE,
     }
 }
+
+/// This machine's name: its host name where the system tells it, else `this-machine`.
+pub(crate) fn machine_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| display::escape(&name).into_owned())
+        .unwrap_or_else(|| "this-machine".to_owned())
+}

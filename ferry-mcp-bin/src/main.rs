@@ -6,6 +6,7 @@
 mod admin;
 mod clock;
 mod common;
+mod dashboard;
 mod display;
 mod fleet;
 mod hints;
@@ -83,6 +84,8 @@ enum Command {
         #[command(subcommand)]
         command: orders::WorkCommand,
     },
+    /// The human's page: a local web page for the fleet (loopback only, a one-time link).
+    Dashboard(dashboard::DashboardArgs),
     #[command(flatten)]
     Admin(admin::AdminCommand),
 }
@@ -133,6 +136,13 @@ fn main() -> std::process::ExitCode {
         Command::Work { command } => orders::run_work(command),
         Command::Release { command } => releases::run_release(command),
         Command::Update { command } => releases::run_update(command),
+        Command::Dashboard(args) => dashboard::run(
+            args,
+            dashboard::Wiring {
+                connector: std::sync::Arc::new(mcp::connect::PageConnector),
+                demo: mcp::demo::ensure,
+            },
+        ),
         Command::Admin(cmd) => admin::run(cmd),
     };
     match result {

@@ -4,8 +4,8 @@
 //! state machine and runs the stdio loop ([`stdio`]). Everything the protocol decides lives
 //! in `ferry_mcp_core::protocol`; this module only turns arguments into a surface.
 
-mod connect;
-mod demo;
+pub(crate) mod connect;
+pub(crate) mod demo;
 mod gateway;
 mod gateway_cancel;
 mod gateway_process;
@@ -202,7 +202,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let queue = Snifrig::find(home.root(), std::env::var_os("PATH").as_deref());
     let mut lazy = LazySession::new(home, project.clone(), actor)
         .with_queue(Box::new(queue))
-        .with_machine(machine_name());
+        .with_machine(common::machine_name());
     if read_only {
         lazy = lazy.read_only();
     }
@@ -286,18 +286,6 @@ impl Drop for Announced {
         };
         eprintln!("ferry mcp serve: {}", display::escape(&line));
     }
-}
-
-/// This machine's name: its host name where the system tells it, else `this-machine`.
-fn machine_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|name| display::escape(&name).into_owned())
-        .unwrap_or_else(|| "this-machine".to_owned())
 }
 
 /// One line for stderr saying whom this server speaks for and whether it can act.

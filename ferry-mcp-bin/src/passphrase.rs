@@ -12,6 +12,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::FileTypeExt as _;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ferry_mcp_core::channel::home::Unsealer;
 use zeroize::Zeroizing;
@@ -27,6 +29,26 @@ pub fn unsealer(fd: Option<i32>) -> Unsealer {
             fd,
             &format!(
                 "ferry: passphrase of the master key of {project} (this command signs as the human): "
+            ),
+        )
+    })
+}
+
+/// An unsealer for a process that lives on (`ferry dashboard`): it asks for the passphrase
+/// (from the pipe `fd`, else the terminal) only while `asking` holds, that is while the
+/// process starts; later the key it opened then is the only one it has, and a page that wants
+/// another carries its own passphrase for one action.
+pub fn unsealer_at_start(fd: Option<i32>, asking: Arc<AtomicBool>) -> Unsealer {
+    Unsealer::new(move |project| {
+        if !asking.load(Ordering::SeqCst) {
+            return Err(
+                "the master key was not opened when the dashboard started: type its passphrase in the page".into(),
+            );
+        }
+        read(
+            fd,
+            &format!(
+                "ferry: passphrase of the master key of {project} (the page signs as the human; press Enter alone to type it in the page instead): "
             ),
         )
     })

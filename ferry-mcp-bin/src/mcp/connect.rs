@@ -706,54 +706,109 @@ fn default_name(app: App, machine: &str) -> anyhow::Result<AgentName> {
 
 pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     let home = paths::home()?;
-    let now = clock::now();
-    let mut args = args;
-    let name = match args.name.take() {
+    let name = match args.name {
         Some(name) => name,
-        None => default_name(args.app, &super::machine_name())?,
+        None => default_name(args.app, &crate::common::machine_name())?,
     };
+    let level = if args.work_only {
+        Level::Worker
+    } else {
+        Level::Member
+    };
+    let text = connect(
+        &home,
+        clock::now(),
+        args.app,
+        name,
+        args.project,
+        args.write,
+        args.config.as_deref(),
+        level,
+    )?;
+    let mut out = io::stdout().lock();
+    write!(out, "{text}").context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `ferry mcp connect` does and says: with `write`, seats the agent at `level` and merges
+/// the entry into the app's config (`config`, else where the app keeps it here); without,
+/// describes it. The dashboard's "Connect an AI app" calls this too ([`PageConnector`]).
+#[allow(clippy::too_many_arguments)]
+fn connect(
+    home: &Home,
+    now: Timestamp,
+    app: App,
+    name: AgentName,
+    project: ProjectId,
+    write: bool,
+    config: Option<&Path>,
+    level: Level,
+) -> anyhow::Result<String> {
     // An unknown project is the first thing to say.
-    let seat = standing(&home, &args.project, &name, now)?;
-    let entry = Entry::new(&name, &args.project)?;
-    let default = match &args.config {
-        Some(_) => default_config(args.app).ok(),
-        None => Some(default_config(args.app)?),
+    let seat = standing(home, &project, &name, now)?;
+    let entry = Entry::new(&name, &project)?;
+    let default = match config {
+        Some(_) => default_config(app).ok(),
+        None => Some(default_config(app)?),
     };
-    let path = match args.config.as_ref().or(default.as_ref()) {
+    let path = match config.or(default.as_deref()) {
         Some(path) => {
             std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))?
         }
-        None => bail!(
-            "cannot find {}'s config: pass --config PATH",
-            args.app.title()
-        ),
+        None => bail!("cannot find {}'s config: pass --config PATH", app.title()),
     };
     let request = Request {
-        app: args.app,
+        app,
         name,
-        project: args.project,
+        project,
         path,
         default,
-        level: if args.work_only {
-            Level::Worker
-        } else {
-            Level::Member
-        },
+        level,
     };
     let read = read_config(&request.path).and_then(|file| {
         let merged = merge(request.app, file.text.as_deref(), &entry)?;
         Ok((file, merged))
     });
-    let text = if args.write {
+    if write {
         let (file, merged) =
             read.with_context(|| format!("not changing {}", request.path.display()))?;
-        apply(&home, now, &request, &file, &merged)?
+        apply(home, now, &request, &file, &merged)
     } else {
-        preview(&request, &entry, read.map(|(_, merged)| merged), seat)?
-    };
-    let mut out = io::stdout().lock();
-    write!(out, "{text}").context("writing to stdout")?;
-    Ok(ExitCode::SUCCESS)
+        preview(&request, &entry, read.map(|(_, merged)| merged), seat)
+    }
+}
+
+/// `ferry mcp connect` for the dashboard's "Connect an AI app (beta)": the same function,
+/// with the app's own config path.
+#[derive(Debug)]
+pub struct PageConnector;
+
+impl ferry_mcp_dashboard::Connector for PageConnector {
+    fn connect(
+        &self,
+        home: &Home,
+        request: &ferry_mcp_dashboard::ConnectRequest,
+        now: Timestamp,
+    ) -> Result<String, String> {
+        let app = match request.app {
+            ferry_mcp_dashboard::AiApp::ClaudeDesktop => App::ClaudeDesktop,
+            ferry_mcp_dashboard::AiApp::ClaudeCode => App::ClaudeCode,
+            ferry_mcp_dashboard::AiApp::Codex => App::Codex,
+        };
+        connect(
+            home,
+            now,
+            app,
+            request.name.clone(),
+            request.project.clone(),
+            request.write,
+            None,
+            // The page seats a Worker: granting more needs the master key, which the page's
+            // own forms unlock for one action (Agents), never a passphrase read here.
+            Level::Worker,
+        )
+        .map_err(|err| format!("{err:#}"))
+    }
 }
 
 /// Without `--write`: where the file is, the entry, and what `--write` would do. Nothing is
@@ -852,7 +907,9 @@ fn apply(
         let master = home
             .clone()
             .unsealing_with(crate::passphrase::unsealer(None));
-        if let Err(err) = ops::access_set(&master, project, name, &grant, now).map(crate::common::kept) {
+        if let Err(err) =
+            ops::access_set(&master, project, name, &grant, now).map(crate::common::kept)
+        {
             eprintln!(
                 "ferry: {name} stays a worker: {}",
                 crate::display::escape(&err.to_string())

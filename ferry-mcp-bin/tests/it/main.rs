@@ -4,6 +4,7 @@ mod admin;
 mod attacks;
 mod clients;
 mod connect;
+mod dashboard;
 mod e2e;
 mod fleet;
 mod gateway;

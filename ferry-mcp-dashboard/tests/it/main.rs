@@ -1,0 +1,6 @@
+//! The dashboard's tests: every route through the gate, the refusals, the live stream.
+
+mod fixture;
+mod live;
+mod refusals;
+mod routes;
