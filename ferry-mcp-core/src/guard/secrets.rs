@@ -468,11 +468,12 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::AwsAccessKeyId,
         check: Check::AwsId,
-        trigger: "A3T|AKIA|ASIA|ABIA|ACCA",
+        trigger: "A3T|AKIA|ASIA|ABIA|ACCA|a3t|akia|asia|abia|acca",
         scope: Scope::Text,
         pattern: concat!(
             b!(),
-            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+            // Or folded to lower case, as a name is (`ferry channel join --as akia…`).
+            r"(?:(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}|(?:a3t[a-z0-9]|akia|asia|abia|acca)[a-z2-7]{16})",
             b!()
         ),
     },
@@ -1264,7 +1265,7 @@ struct Compiled {
     /// may sit inside another, `sk-` in `sk-ant-`), without regard to case.
     literals: AhoCorasick,
     /// The rules each literal triggers, by the literal's index in `literals`.
-    triggered: Vec<Vec<usize>>,
+    triggered: Vec<Vec<Trigger>>,
     each: Vec<Regex>,
     /// A 40-character AWS secret candidate (checked for boundaries by hand).
     aws_secret: Regex,
@@ -1272,17 +1273,60 @@ struct Compiled {
     hex32: Regex,
 }
 
+/// One rule a literal triggers, and what the text must hold where the literal was found.
+struct Trigger {
+    rule: usize,
+    /// The literal as the rule's pattern spells it, when the pattern heeds case: `ac` in
+    /// `each` is no Twilio sid's `AC`, and a look at it would cost a pass for nothing.
+    exact: Option<&'static [u8]>,
+    /// Token characters needed right before and after the literal (see [`GATES`]).
+    run: (usize, usize),
+}
+
+/// Literals too common in prose for each to cost its rule a look (`.` ends every sentence):
+/// the rule looks only where the literal sits between runs of token characters this long, as
+/// it does in the format (a Discord token's `.` after its 24-character id, a Telegram token's
+/// `:A` after its bot id's digits).
+const GATES: &[(&str, usize, usize)] = &[(".", 23, 6), (":A", 8, 34)];
+
+/// Whether the literal found at `found` has the runs of token characters its gate asks for.
+fn gated_in(bytes: &[u8], found: Range<usize>, (before, after): (usize, usize)) -> bool {
+    let token = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+    bytes[..found.start]
+        .iter()
+        .rev()
+        .take(before)
+        .filter(|b| token(b))
+        .count()
+        == before
+        && bytes[found.end..]
+            .iter()
+            .take(after)
+            .filter(|b| token(b))
+            .count()
+            == after
+}
+
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let mut triggered: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut triggered: HashMap<String, Vec<Trigger>> = HashMap::new();
     for (i, rule) in RULES.iter().enumerate() {
+        let heeds_case = !rule.pattern.contains("(?i");
         for literal in rule.trigger.split('|').filter(|l| !l.is_empty()) {
+            let run = GATES
+                .iter()
+                .find(|(gated, _, _)| *gated == literal)
+                .map_or((0, 0), |&(_, before, after)| (before, after));
             triggered
                 .entry(literal.to_ascii_lowercase())
                 .or_default()
-                .push(i);
+                .push(Trigger {
+                    rule: i,
+                    exact: heeds_case.then_some(literal.as_bytes()),
+                    run,
+                });
         }
     }
-    let (literals, triggered): (Vec<String>, Vec<Vec<usize>>) = triggered.into_iter().unzip();
+    let (literals, triggered): (Vec<String>, Vec<Vec<Trigger>>) = triggered.into_iter().unzip();
     Compiled {
         literals: AhoCorasick::builder()
             .ascii_case_insensitive(true)
@@ -1331,8 +1375,17 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
     let compiled = &*COMPILED;
     let mut whole = vec![false; RULES.len()];
     let mut parts: Vec<(usize, Range<usize>)> = Vec::new();
+    let bytes = text.as_bytes();
     for m in compiled.literals.find_overlapping_iter(text) {
-        for &i in &compiled.triggered[m.pattern().as_usize()] {
+        for trigger in &compiled.triggered[m.pattern().as_usize()] {
+            if trigger
+                .exact
+                .is_some_and(|exact| &bytes[m.start()..m.end()] != exact)
+                || (trigger.run != (0, 0) && !gated_in(bytes, m.start()..m.end(), trigger.run))
+            {
+                continue;
+            }
+            let i = trigger.rule;
             match RULES[i].scope {
                 Scope::Text => whole[i] = true,
                 Scope::Assignment(separators) => {
@@ -1464,7 +1517,7 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
                 None
             }
             Check::AwsId => {
-                if !whole.as_str().contains("EXAMPLE") {
+                if aws_id(whole.as_str()) {
                     found.push(SecretMatch {
                         kind: rule.kind,
                         range: whole.range(),
@@ -1555,6 +1608,14 @@ fn near<'t>(
         let outside = range.end <= anchor.start || range.start >= anchor.end;
         (outside && keep(m.as_str(), range.clone())).then_some(range)
     })
+}
+
+/// An AWS access key id, not AWS's documented example; folded to lower case it must hold a
+/// digit, which no English word of its length does.
+fn aws_id(id: &str) -> bool {
+    !id.contains("EXAMPLE")
+        && (id.bytes().any(|b| b.is_ascii_uppercase())
+            || (!id.contains("example") && id[4..].bytes().any(|b| b.is_ascii_digit())))
 }
 
 /// An AWS secret stands alone: no base64 character right before or after it.
