@@ -261,3 +261,21 @@ fn no_command_prints_a_secret_planted_in_any_text_it_reads_back_in_text_or_json(
         assert!(out.contains("[redacted: "), "{args:?}: {out}");
     }
 }
+
+#[test]
+fn a_mixed_case_token_given_as_a_name_is_refused_before_it_is_folded() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    // Folded to lower case, the token's checksum no longer holds: only the name as typed
+    // shows what it is.
+    assert!(ferry_mcp_core::guard::check_name(&TOKEN.to_ascii_lowercase()).is_ok());
+    let refused = super::admin::run_err(&home, &join_args(TOKEN));
+    assert!(refused.contains("github token"), "{refused}");
+    let status = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    assert!(
+        !status
+            .to_ascii_lowercase()
+            .contains(&TOKEN[4..20].to_ascii_lowercase()),
+        "{status}"
+    );
+}
