@@ -891,10 +891,10 @@ impl Session {
             .map(|message| (message.time, message.text.clone()))
     }
 
-    /// What `author` sent last, oldest first, for [`Session::guard_seam`] before a post or a
-    /// summary: its latest message that counts and its latest progress line on an order it
-    /// holds (a progress line then a post is a seam like two posts). Only the orders it holds
-    /// are paged in: an agent holds a few.
+    /// What `author` sent last, oldest first, for [`Session::guard_seam`] before a summary
+    /// (whose hand-in reads the board anyway): its latest message that counts and its latest
+    /// progress line on an order it holds. Only the orders it holds are paged in: an agent
+    /// holds a few. A post does not use it: a post never reads the board.
     pub fn last_texts_of(&mut self, author: &AgentName) -> Vec<String> {
         let mut last: Vec<(Timestamp, String)> = self.last_post_of(author).into_iter().collect();
         let held: Vec<EntryId> = self

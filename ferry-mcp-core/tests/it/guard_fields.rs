@@ -186,7 +186,7 @@ fn a_token_split_across_a_post_and_a_progress_line_is_refused() {
 }
 
 #[test]
-fn a_token_split_across_a_progress_line_and_then_a_post_is_refused() {
+fn a_token_split_across_a_progress_line_and_then_a_summary_is_refused() {
     let temp = fleet();
     let id = orders::issue(
         &mut temp.master_session(),
@@ -209,10 +209,23 @@ fn a_token_split_across_a_progress_line_and_then_a_post_is_refused() {
     .unwrap();
     // In a new session too: the line is read from the order, not remembered by the session.
     let mut alice = temp.agent_session("alice");
-    let err = post(&mut alice, &temp, SECOND_HALF).unwrap_err();
+    let err = orders::hand_in(
+        &mut alice,
+        &id,
+        "refs/heads/rotate",
+        SECOND_HALF,
+        temp.now(),
+    )
+    .unwrap_err();
     assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
-    // A post on another subject after the line passes.
-    post(&mut alice, &temp, "lunch at noon").unwrap();
+    orders::hand_in(
+        &mut alice,
+        &id,
+        "refs/heads/rotate",
+        "the keys are rotated",
+        temp.now(),
+    )
+    .unwrap();
 }
 
 #[test]
