@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use crate::common::{agent_name, print, print_raw, project_id};
+use crate::common::{agent_name, kept, print, print_raw, project_id};
 use crate::{display, passphrase, paths};
 use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::keys::{PublicKey, Signature};
@@ -133,6 +133,15 @@ pub enum ChannelCommand {
         project: ProjectId,
         #[arg(long)]
         json: bool,
+    },
+    /// Sign a checkpoint of every agent's log verified here (the master's): a new machine
+    /// then reads the history up to it without checking each signature again (ADR 0023).
+    Checkpoint {
+        #[arg(long, value_parser = project_id)]
+        project: ProjectId,
+        /// Read the passphrase from this file descriptor (a pipe), not the terminal.
+        #[arg(long, value_name = "N")]
+        passphrase_fd: Option<i32>,
     },
 }
 
@@ -362,6 +371,9 @@ impl AdminCommand {
             }
             | AdminCommand::Master {
                 command: MasterCommand::Handover { passphrase_fd, .. },
+            }
+            | AdminCommand::Channel {
+                command: ChannelCommand::Checkpoint { passphrase_fd, .. },
             } => *passphrase_fd,
             _ => None,
         }
@@ -394,7 +406,13 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 seal,
             } => {
                 let passphrase = seal_passphrase(seal)?;
-                let (joined, key) = ops::join(&home, &project, &name, sealing(&passphrase), now)?;
+                let (joined, key) = kept(ops::join(
+                    &home,
+                    &project,
+                    &name,
+                    sealing(&passphrase),
+                    now,
+                )?);
                 let what = match joined {
                     Joined::Seated => "seated",
                     Joined::AlreadySeated => "already seated",
@@ -419,10 +437,20 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     print(&status_text(&status))?;
                 }
             }
+            ChannelCommand::Checkpoint {
+                project,
+                passphrase_fd: _,
+            } => {
+                let written = ops::checkpoint::checkpoint(&home, &project, now)?;
+                print(&format!(
+                    "checkpoint #{} of {project}: {} entries in {} agents' logs vouched for",
+                    written.seq, written.entries, written.logs
+                ))?;
+            }
         },
         AdminCommand::Access { command } => match command {
             AccessCommand::Show { name, project } => {
-                let rows = ops::access_show(&home, &project, name.as_ref(), now)?;
+                let rows = kept(ops::access_show(&home, &project, name.as_ref(), now)?);
                 print(&table(&rows))?;
             }
             AccessCommand::Set {
@@ -440,7 +468,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                     expires: expires_in.map(|secs| after_seconds(now, secs)),
                     key: key.map(|key| *key),
                 };
-                let grant = ops::access_set(&home, &project, &name, &request, now)?;
+                let grant = kept(ops::access_set(&home, &project, &name, &request, now)?);
                 let mut said = format!("{} is now {}", grant.agent, grant.level);
                 if !grant.scopes.is_empty() {
                     said.push_str(&format!(" in {}", shown(grant.scopes.join(", "))));
@@ -463,7 +491,7 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
                 project,
                 passphrase_fd: _,
             } => {
-                let former = ops::master_handover(&home, &project, &to, &proof, now)?;
+                let former = kept(ops::master_handover(&home, &project, &to, &proof, now)?);
                 print(&format!(
                     "handed mastership of {project} on to {to} (this machine's key {former} is now a former master's)"
                 ))?;

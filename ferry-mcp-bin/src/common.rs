@@ -99,12 +99,25 @@ pub(crate) fn with_session(
 /// twice). The kept state is a cache: the next command reads what this one could not keep.
 pub(crate) fn save_or_warn(session: &mut Session) {
     if let Err(err) = session.save() {
-        eprintln!(
-            "ferry: warning: this machine's kept state could not be saved ({}); what the command \
-             wrote stands, and the next command reads it again",
-            display::escape(&err.to_string())
-        );
+        warn_unsaved(&err);
     }
+}
+
+/// What an operation that saved its own session did, with the same warning as
+/// [`save_or_warn`] when it could not keep its state.
+pub(crate) fn kept<T>(saved: ferry_mcp_core::channel::ops::Saved<T>) -> T {
+    if let Some(err) = &saved.unsaved {
+        warn_unsaved(err);
+    }
+    saved.into_inner()
+}
+
+fn warn_unsaved(err: &dyn std::fmt::Display) {
+    eprintln!(
+        "ferry: warning: this machine's kept state could not be saved ({}); what the command \
+         wrote stands, and the next command reads it again",
+        display::escape(&err.to_string())
+    );
 }
 
 /// Prints `text` and a newline; its lines are built from escaped parts, and any control
@@ -117,4 +130,17 @@ pub(crate) fn print(text: &str) -> anyhow::Result<()> {
 pub(crate) fn print_raw(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").context("writing to stdout")
+}
+
+/// The rows a listing command shows by default: a page as the tools give (`docs/mcp-budgets.md`),
+/// so that a long history costs a command what one page costs.
+pub const PAGE: usize = 20;
+
+/// How many rows a listing command asks for: every row with `--all`, else `--limit` or a page.
+pub fn page_limit(all: bool, limit: Option<u32>) -> usize {
+    match (all, limit) {
+        (true, _) => usize::MAX,
+        (false, Some(limit)) => limit as usize,
+        (false, None) => PAGE,
+    }
 }

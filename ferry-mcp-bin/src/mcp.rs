@@ -6,6 +6,10 @@
 
 mod connect;
 mod demo;
+mod gateway;
+mod gateway_cancel;
+mod gateway_process;
+mod gateway_tools;
 mod lines;
 mod stdio;
 
@@ -40,6 +44,20 @@ enum McpCommand {
     Serve(ServeArgs),
     /// Put this server into an AI app's config (prints it; `--write` merges it).
     Connect(connect::ConnectArgs),
+    /// Configure an external MCP server on this machine, served as NAME_TOOL by
+    /// `serve --tools NAME` (or `--tools gateway`): `ferry mcp add NAME -- COMMAND [ARGS...]`.
+    Add(gateway::AddArgs),
+    /// Remove an external MCP server from this machine's configuration.
+    Remove(gateway::RemoveArgs),
+    /// The external MCP servers configured for a project.
+    Servers(gateway::ServersArgs),
+    /// Start each external MCP server and list its tools.
+    List(gateway::ServersArgs),
+    /// Call one tool of an external MCP server and print its (marked) result.
+    Call(gateway::CallArgs),
+    /// What a gateway's child runs first (not for people).
+    #[command(hide = true)]
+    GatewayExec(gateway::ExecArgs),
 }
 
 #[derive(Debug, Args)]
@@ -50,7 +68,8 @@ struct ServeArgs {
     /// The project whose channel this server serves.
     #[arg(long, value_name = "ID", required_unless_present = "demo")]
     project: Option<String>,
-    /// Tool groups to serve, comma-separated: admin and legacy add to the core tools (an
+    /// Tool groups to serve, comma-separated: admin, legacy, gateway (every external MCP
+    /// server configured with `ferry mcp add`) or a server's name add to the core tools (an
     /// unknown name lists the known ones).
     #[arg(
         long,
@@ -100,11 +119,27 @@ pub fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         McpCommand::Serve(args) => serve(args),
         McpCommand::Connect(args) => connect::run(args),
+        McpCommand::Add(args) => gateway::add(args),
+        McpCommand::Remove(args) => gateway::remove(args),
+        McpCommand::Servers(args) => gateway::servers(args),
+        McpCommand::List(args) => gateway::list(args),
+        McpCommand::Call(args) => gateway::call(args),
+        McpCommand::GatewayExec(args) => gateway::exec(args),
     }
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let surface = assemble(&args.tools, args.read_only, &selectable_groups())?;
+    let built_in = selectable_groups();
+    let built_in_names: Vec<&str> = built_in.iter().map(|entry| entry.group.name).collect();
+    // Built-in groups are checked before anything is read; the gateway's are read from this
+    // machine's configuration of the project (ADR 0021).
+    if args
+        .tools
+        .iter()
+        .all(|name| built_in_names.contains(&name.trim()))
+    {
+        assemble(&args.tools, args.read_only, &built_in)?;
+    }
     let home = paths::home()?;
     let now = clock::now();
     let (project, agent) = if args.demo {
@@ -121,6 +156,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .transpose()?;
         (project, agent)
     };
+    let (names, gateway) = gateway::for_serve(&project, &args.tools, &built_in_names)?;
+    let mut catalog = built_in;
+    catalog.extend(gateway.groups.iter().map(|group| Selectable {
+        group,
+        hidden: false,
+    }));
+    catalog.sort_by_key(|entry| entry.group.name);
+    let surface = assemble(&names, args.read_only, &catalog)?;
     // The server starts whatever the channel's state: an app shows a server that exits as a
     // bare failure, while a running one can tell the agent what to do (ADR 0003; `ferry_join` says what to do).
     // Nothing here reads the channel: it is opened in the background, and the first tool call
@@ -149,7 +192,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         project: project.to_string(),
     };
     let mut server = Server::new(config, surface).with_channel(Box::new(Announced::new(lazy)));
-    stdio::serve_stdio(&mut server)?;
+    let served = stdio::serve_stdio(&mut server, gateway.cancels());
+    // Every child is killed and reaped however serving ended (one that outlives a crash of
+    // this process is killed by the kernel: `ferry mcp gateway-exec`).
+    gateway.shutdown();
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

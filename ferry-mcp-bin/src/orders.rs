@@ -28,11 +28,18 @@ pub enum OrderCommand {
     List {
         #[command(flatten)]
         acting: Acting,
+        /// Every order, done ones too, in one list (no page).
         #[arg(long)]
         all: bool,
         /// Only orders that changed after this cursor (the `next` of an earlier list).
         #[arg(long)]
         since: Option<String>,
+        /// At most this many orders (default: a page of 20, as the tools give).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "all")]
+        limit: Option<u32>,
+        /// Go on after an earlier page (the cursor it printed after `more:`).
+        #[arg(long, conflicts_with = "since")]
+        after: Option<String>,
     },
     /// One order in full, and how it would run on this machine.
     Show {
@@ -253,17 +260,28 @@ fn detail_json(detail: &OrderDetail) -> serde_json::Value {
 pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
     let now = clock::now();
     match cmd {
-        OrderCommand::List { acting, all, since } => with_session(&acting, |session| {
+        OrderCommand::List {
+            acting,
+            all,
+            since,
+            limit,
+            after,
+        } => with_session(&acting, |session| {
             let request = ListRequest {
                 all,
-                since,
-                limit: usize::MAX,
+                since: after.or(since),
+                limit: crate::common::page_limit(all, limit),
             };
             let list = ops::list(session, &request, now)?;
             let next = list.next(list.rows.len()).to_string();
             let rows: Vec<_> = list.rows.iter().map(|listed| &listed.row).collect();
-            let json = json!({"orders": rows, "next": next, "reset": list.reset});
-            Ok((format!("{}\nnext: {next}", board_text(&list.rows)), json))
+            let json =
+                json!({"orders": rows, "next": next, "more": list.more, "reset": list.reset});
+            let mut text = format!("{}\nnext: {next}", board_text(&list.rows));
+            if list.more {
+                text.push_str(&format!("\nmore: --after {next}"));
+            }
+            Ok((text, json))
         }),
         OrderCommand::Show { id, acting } => with_session(&acting, |session| {
             let home = paths::home()?;

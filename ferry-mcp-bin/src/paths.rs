@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+use ferry_mcp_core::channel::names::ProjectId;
+
 use anyhow::bail;
 use ferry_mcp_core::channel::home::Home;
 
@@ -41,4 +43,13 @@ pub fn home() -> anyhow::Result<Home> {
         Some(runtime) => Home::with_runtime(root, runtime.join("ferry")),
         None => Home::at(root),
     })
+}
+
+/// Where the gateway's configuration of `project` is (ADR 0021): beside the project's keys and
+/// kept state in the state folder (`Home`'s `projects/<id>/`), never in the channel.
+pub fn gateway_config(home: &Home, project: &ProjectId) -> PathBuf {
+    home.root()
+        .join("projects")
+        .join(project.as_str())
+        .join("gateway.json")
 }

@@ -35,6 +35,15 @@ pub enum TalkCommand {
         /// Every message after this cursor, read or not.
         #[arg(long)]
         since: Option<String>,
+        /// At most this many messages (default: a page of 20, as the tools give).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "all")]
+        limit: Option<u32>,
+        /// Every message in one read (no page).
+        #[arg(long)]
+        all: bool,
+        /// Go on after an earlier page (the cursor it printed after `more:`).
+        #[arg(long, conflicts_with = "since")]
+        after: Option<String>,
     },
 }
 
@@ -55,11 +64,14 @@ pub fn run(cmd: TalkCommand) -> anyhow::Result<ExitCode> {
             acting,
             peek,
             since,
+            limit,
+            all,
+            after,
         } => with_session(&acting, |session| {
             let request = ReadRequest {
                 peek,
-                since,
-                limit: usize::MAX,
+                since: after.or(since),
+                limit: crate::common::page_limit(all, limit),
                 receipts: 5,
             };
             let result = ops::read(session, &request, &mut |_| true, now)?;
@@ -95,6 +107,9 @@ pub fn run(cmd: TalkCommand) -> anyhow::Result<ExitCode> {
                 lines.push(format!("(left unread: {why})"));
             }
             lines.push(format!("next: {}", result.next));
+            if result.more {
+                lines.push(format!("more: --after {}", result.next));
+            }
             let json = serde_json::to_value(&result).expect("a read serializes");
             Ok((lines.join("\n"), json))
         }),

@@ -1,13 +1,15 @@
-//! The first open of a channel that a folder writer filled with junk from a key that holds no
-//! name (issue 17, finding 8): `primary.take` lines, void claims on one order, and asks, each
-//! in one log signed by a fresh key under a held name. Every open here is a first open (no
-//! kept state): the whole history is read, verified and folded.
+//! The first open of a channel filled with junk (issue 17, finding 8): `primary.take` lines,
+//! void claims on one order, and asks, each in one log. The first three shapes are signed by a
+//! fresh key under a held name (a folder writer's); the seated ones by the key that holds its
+//! name (a seated Worker's takes, a seated Member's claims that lose to its first, a seated
+//! Worker's asks). Every open here is a first open (no kept state): the whole history is read,
+//! verified and folded.
 //!
 //! Target: each fold step costs O(log n) in what it has folded, so the first open grows
 //! linearly with the junk, and nothing of the junk is kept.
 //!
 //! Under `cargo test --benches` (no `--bench` flag) each shape holds 200 lines and is measured
-//! once; with `--bench`, 8,000 takes, 8,000 claims and 50,000 asks, each opened once outside
+//! once; with `--bench`, 8,000 takes, 8,000 claims and 50,000 asks of each signer, each opened once outside
 //! criterion (a first open of the junk on main took seconds), and criterion measures the
 //! 1,000-line shapes.
 
@@ -30,6 +32,9 @@ enum Shape {
     Takes,
     Claims,
     Asks,
+    SeatedTakes,
+    SeatedClaims,
+    SeatedAsks,
 }
 
 impl Shape {
@@ -38,15 +43,30 @@ impl Shape {
             Self::Takes => "primary_takes",
             Self::Claims => "void_claims_on_one_order",
             Self::Asks => "asks",
+            Self::SeatedTakes => "seated_worker_takes",
+            Self::SeatedClaims => "seated_member_claims_on_one_order",
+            Self::SeatedAsks => "seated_worker_asks",
+        }
+    }
+
+    /// The seated agent that signs the junk, or `None` for a fresh key under `lead`.
+    fn seated(self) -> Option<&'static str> {
+        match self {
+            Self::Takes | Self::Claims | Self::Asks => None,
+            Self::SeatedTakes | Self::SeatedAsks => Some("worker"),
+            Self::SeatedClaims => Some("member"),
         }
     }
 }
 
-/// A channel with an Orchestrator `lead` and one order, and `lines` junk lines of `shape` by a
-/// fresh key signing as `lead`.
+/// A channel with an Orchestrator `lead`, a Member `member`, a Worker `worker` and one order,
+/// and `lines` junk lines of `shape` by a fresh key signing as `lead`, or by the seated agent's
+/// own key.
 fn junk(shape: Shape, lines: u64) -> TempChannel {
     let temp = TempChannel::builder()
         .agent("lead", Level::Orchestrator)
+        .agent("member", Level::Member)
+        .agent("worker", Level::Worker)
         .build()
         .expect("a channel");
     let mut master = temp.master_session();
@@ -63,17 +83,22 @@ fn junk(shape: Shape, lines: u64) -> TempChannel {
     let issue = master.order(&id).expect("issued").issue.hash;
     let seen = master.identity().master_position();
     drop(master);
-    let key = SecretKey::generate().expect("a key");
+    let (signer, key) = match shape.seated() {
+        Some(name) => (name, temp.agent_key(name)),
+        None => ("lead", SecretKey::generate().expect("a key")),
+    };
     let session = temp.view();
     let mut writer = session
         .channel()
-        .writer(&TempChannel::agent("lead"), &key)
+        .writer(&TempChannel::agent(signer), &key)
         .expect("a writer");
     for n in 0..lines {
         let (kind, mut body): (&str, Value) = match shape {
-            Shape::Takes => (primary_kinds::TAKE, json!({"after": ROOT})),
-            Shape::Claims => (order_kinds::CLAIM, json!({"order": order, "after": issue})),
-            Shape::Asks => (
+            Shape::Takes | Shape::SeatedTakes => (primary_kinds::TAKE, json!({"after": ROOT})),
+            Shape::Claims | Shape::SeatedClaims => {
+                (order_kinds::CLAIM, json!({"order": order, "after": issue}))
+            }
+            Shape::Asks | Shape::SeatedAsks => (
                 "ask.raise",
                 json!({"title": format!("ask {n}"), "recommendation": "approve it"}),
             ),
@@ -98,7 +123,14 @@ fn first_open(temp: &TempChannel) -> Duration {
 
 fn main() {
     let bench_mode = std::env::args().any(|a| a == "--bench");
-    let shapes = [Shape::Takes, Shape::Claims, Shape::Asks];
+    let shapes = [
+        Shape::Takes,
+        Shape::Claims,
+        Shape::Asks,
+        Shape::SeatedTakes,
+        Shape::SeatedClaims,
+        Shape::SeatedAsks,
+    ];
 
     let small: Vec<(Shape, TempChannel)> = shapes
         .iter()
@@ -117,10 +149,10 @@ fn main() {
     }
     criterion.final_summary();
 
-    let sizes: [u64; 3] = if bench_mode {
-        [8_000, 8_000, 50_000]
+    let sizes: [u64; 6] = if bench_mode {
+        [8_000, 8_000, 50_000, 8_000, 8_000, 50_000]
     } else {
-        [200, 200, 200]
+        [200; 6]
     };
     for (&shape, lines) in shapes.iter().zip(sizes) {
         let temp = junk(shape, lines);
@@ -139,8 +171,11 @@ fn main() {
             .map(|meta| meta.len())
             .sum();
         eprintln!(
-            "junk {} ({lines} lines by a key that holds no name): first open {open:.2?}, kept state {kept} bytes",
-            shape.label()
+            "junk {} ({lines} lines by {}): first open {open:.2?}, kept state {kept} bytes",
+            shape.label(),
+            shape
+                .seated()
+                .map_or("a key that holds no name", |name| name)
         );
     }
 }

@@ -318,10 +318,12 @@ impl Surface {
         for tool in &tools {
             let definition = tool.definition();
             let input = parse_schema(definition, "inputSchema", definition.input_schema)?;
-            arguments.push(
+            arguments.push(if tool.checks_own_arguments() {
+                ArgumentSchema::any_object()
+            } else {
                 ArgumentSchema::read(&input)
-                    .map_err(|reason| bad_schema(definition, "inputSchema", reason))?,
-            );
+                    .map_err(|reason| bad_schema(definition, "inputSchema", reason))?
+            });
             if let Some(output) = definition.output_schema {
                 parse_schema(definition, "outputSchema", output)?;
             }

@@ -27,6 +27,13 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// `resource_link` content blocks after the summary.
     pub links: Vec<ResourceLink>,
+    /// Text blocks after the summary, kept as written (several lines allowed): what a gateway
+    /// relays of an external server's answer.
+    pub texts: Vec<String>,
+    /// The result's `_meta` (an object), when the tool has something to say about the result
+    /// itself (a gateway marks third-party data there). Boxed: every tool's error path returns
+    /// an outcome by value, and it stays small.
+    pub meta: Option<Box<Value>>,
 }
 
 impl ToolOutcome {
@@ -37,6 +44,8 @@ impl ToolOutcome {
             summary: one_line(summary.into()),
             is_error: false,
             links: Vec::new(),
+            texts: Vec::new(),
+            meta: None,
         }
     }
 
@@ -47,6 +56,8 @@ impl ToolOutcome {
             summary: one_line(summary.into()),
             is_error: false,
             links: Vec::new(),
+            texts: Vec::new(),
+            meta: None,
         }
     }
 
@@ -57,7 +68,21 @@ impl ToolOutcome {
             summary: one_line(text.into()),
             is_error: true,
             links: Vec::new(),
+            texts: Vec::new(),
+            meta: None,
         }
+    }
+
+    /// Adds a text block after the summary, kept as written.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.texts.push(text.into());
+        self
+    }
+
+    /// Sets the result's `_meta` object.
+    pub fn with_meta(mut self, meta: Value) -> Self {
+        self.meta = Some(Box::new(meta));
+        self
     }
 
     /// Adds a `resource_link` content block.

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::port::ChannelAccess;
+use crate::protocol::wire::Id;
 use crate::shape::{ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
 
@@ -56,6 +57,9 @@ pub struct ToolDefinition {
 /// What a call may use besides its arguments. Time is passed in; the core reads no clock.
 pub struct CallContext<'a> {
     pub now: Timestamp,
+    /// The JSON-RPC id of the request being served (a gateway's call watches for its
+    /// cancellation).
+    pub request: &'a Id,
     /// The project this server is scoped to; used to build `ferry://<project>/...` links.
     pub project: &'a str,
     /// Reports progress; a no-op unless the request carried a progress token.
@@ -84,6 +88,12 @@ pub struct Progress {
 /// A tool of some group.
 pub trait Tool: Send + Sync {
     fn definition(&self) -> &'static ToolDefinition;
+    /// Whether the tool checks its own arguments, so the registry's compact-schema check is
+    /// skipped and its input schema may use any keyword: a gateway's tool, whose arguments the
+    /// external server that defines them checks (ADR 0021). First-party tools never do.
+    fn checks_own_arguments(&self) -> bool {
+        false
+    }
     /// Runs the tool. `args` has already been validated against the input schema.
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome;
 }

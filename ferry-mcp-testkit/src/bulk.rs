@@ -26,6 +26,7 @@ use std::ops::Deref;
 use std::path::PathBuf;
 
 use ferry_mcp_core::channel::body::{EntryBody, JoinBody};
+use ferry_mcp_core::channel::checkpoint::{CheckpointBody, Tip};
 use ferry_mcp_core::channel::entry::{Entry, EntryHash};
 use ferry_mcp_core::channel::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::identity::GrantBody;
@@ -38,6 +39,7 @@ use ferry_mcp_core::channel::state::orders::{
     CancelBody, ClaimBody, HandInBody, Hints, IssueBody, ProgressBody, ReleaseBody, ReviewBody,
     SubmitBody, Verdict, kinds,
 };
+use ferry_mcp_core::channel::state::talk::PostBody;
 use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -126,6 +128,8 @@ pub fn builder() -> BulkBuilder {
         names: 0,
         agents: None,
         orders: None,
+        talk_percent: 0,
+        checkpoint: false,
     }
 }
 
@@ -162,6 +166,8 @@ pub fn busy() -> BulkChannel {
         lives,
         entries: 200,
         names: 0,
+        talk: 0,
+        checkpoint: false,
     }
     .build()
 }
@@ -188,9 +194,26 @@ pub struct BulkBuilder {
     names: u64,
     agents: Option<u32>,
     orders: Option<u64>,
+    talk_percent: u8,
+    checkpoint: bool,
 }
 
 impl BulkBuilder {
+    /// This share of the entries (in percent) are posts between the agents, spread over the
+    /// history; the rest is order work (default 0: order work only).
+    pub fn talk_percent(mut self, percent: u8) -> Self {
+        assert!(percent < 100, "a bulk channel keeps some order work");
+        self.talk_percent = percent;
+        self
+    }
+
+    /// Ends the history with the master's checkpoint of every agent's log (ADR 0023), one
+    /// entry more than asked for.
+    pub fn checkpoint(mut self) -> Self {
+        self.checkpoint = true;
+        self
+    }
+
     /// Entries of fleet work (default 0).
     pub fn entries(mut self, entries: u64) -> Self {
         self.entries = entries;
@@ -230,6 +253,8 @@ impl BulkBuilder {
                 lives: Vec::new(),
                 entries: 0,
                 names: self.names,
+                talk: 0,
+                checkpoint: self.checkpoint,
             }
             .build();
         }
@@ -246,11 +271,12 @@ impl BulkBuilder {
             members: agents - orchestrators - workers,
             orchestrators,
         };
-        let budget = self
-            .entries
+        let talk = self.entries * u64::from(self.talk_percent) / 100;
+        let work = self.entries - talk;
+        let budget = work
             .checked_sub(fleet.header())
             .expect("more entries than the fleet's roster entries and grants");
-        let mut orders = self.orders.unwrap_or(self.entries / 10);
+        let mut orders = self.orders.unwrap_or(work / 10);
         let lives = loop {
             let lives: Vec<Life> = (0..orders)
                 .map(|i| CYCLE[(i % CYCLE.len() as u64) as usize])
@@ -266,6 +292,8 @@ impl BulkBuilder {
             lives,
             entries: self.entries,
             names: self.names,
+            talk,
+            checkpoint: self.checkpoint,
         }
         .build()
     }
@@ -363,9 +391,13 @@ struct Plan {
     project: String,
     fleet: Fleet,
     lives: Vec<Life>,
-    /// Entries of fleet work, exactly.
+    /// Entries in all (order work and talk), exactly.
     entries: u64,
     names: u64,
+    /// Of `entries`, how many are posts.
+    talk: u64,
+    /// Whether the master's checkpoint ends the history.
+    checkpoint: bool,
 }
 
 impl Plan {
@@ -423,8 +455,7 @@ impl Plan {
         }
         // Progress lines fill the plan up to exactly `entries`.
         let fixed = self.fleet.header() + self.lives.iter().map(|l| l.min_entries()).sum::<u64>();
-        let extra = self
-            .entries
+        let extra = (self.entries - self.talk)
             .checked_sub(fixed)
             .expect("the plan fits its entries");
         let capable = self.lives.iter().filter(|l| l.takes_progress()).count() as u64;
@@ -433,7 +464,9 @@ impl Plan {
             "no order to put {extra} progress lines on"
         );
         let mut given = 0u64;
-        for life in &self.lives {
+        let mut posted = 0u64;
+        let lives = self.lives.len() as u64;
+        for (done, life) in self.lives.iter().enumerate() {
             let progress = if life.takes_progress() {
                 let share = extra / capable + u64::from(given < extra % capable);
                 given += 1;
@@ -442,17 +475,30 @@ impl Plan {
                 0
             };
             board.live(*life, progress);
+            // Posts spread over the history: after each order, its share of them.
+            let due = self.talk * (done as u64 + 1) / lives.max(1);
+            while posted < due {
+                board.post(posted);
+                posted += 1;
+            }
+        }
+        while posted < self.talk {
+            board.post(posted);
+            posted += 1;
         }
         for i in 0..self.names {
             let index = agents.len() as u64 + i;
             let name = agent_name(index as usize, "n");
             board.seat(name, agent_key(index), Level::Worker);
         }
+        if self.checkpoint {
+            board.checkpoint();
+        }
         board.writer.flush();
         let written = board.writer.written;
         assert_eq!(
             written,
-            self.entries + self.names,
+            self.entries + self.names + u64::from(self.checkpoint),
             "the plan wrote what it said"
         );
         let end = Timestamp::from_millis(board.writer.time + 60_000);
@@ -682,6 +728,44 @@ impl Board {
                 (hash, format!("{}-{}", state.author, state.seq))
             }
         }
+    }
+
+    /// `talk.post` (as `ops::talk::post` writes it): the `n`th post, from an acting agent to
+    /// the fleet or to another agent.
+    fn post(&mut self, n: u64) {
+        let from = (n as usize) % self.agents.len();
+        let to = if n.is_multiple_of(3) {
+            "all".to_owned()
+        } else {
+            let other = self.agents[(from + 1) % self.agents.len()].log;
+            self.writer.logs[other].author.to_string()
+        };
+        let body = PostBody {
+            to,
+            text: format!(
+                "note {n}: the header form is settled; the parser follows the spec's grammar"
+            ),
+            blob: None,
+            reply_to: None,
+            takeover: None,
+            seen: None,
+        };
+        self.append(By::Agent(from), &body);
+    }
+
+    /// The master's `channel.checkpoint` of every agent's log as written so far (as `ferry
+    /// channel checkpoint` writes it on a machine that verified them).
+    fn checkpoint(&mut self) {
+        let tips = self.writer.logs.iter().filter_map(|log| {
+            Some(Tip {
+                author: log.author.clone(),
+                key: log.public,
+                seq: log.seq,
+                hash: log.prev?,
+            })
+        });
+        let body = CheckpointBody::of_tips(tips);
+        self.append(By::Master, &body);
     }
 
     fn next(&mut self, level: Level) -> usize {

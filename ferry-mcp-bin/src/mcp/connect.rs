@@ -641,7 +641,7 @@ fn standing(
     now: Timestamp,
 ) -> anyhow::Result<Option<AgentRow>> {
     match ops::access_show(home, project, Some(name), now) {
-        Ok(rows) => Ok(rows.into_iter().next()),
+        Ok(rows) => Ok(crate::common::kept(rows).into_iter().next()),
         Err(AccessError::Ops(OpsError::NotSeated { .. })) => Ok(None),
         Err(err) => Err(err.into()),
     }
@@ -799,7 +799,7 @@ fn apply(
     let Request {
         app, name, project, ..
     } = request;
-    let (joined, _key) = ops::join(home, project, name, None, now)?;
+    let (joined, _key) = crate::common::kept(ops::join(home, project, name, None, now)?);
     let row = standing(home, project, name, now)?
         .ok_or_else(|| anyhow!("{name} is not seated in {project} after joining"))?;
     let mut out = String::new();

@@ -42,8 +42,9 @@ pub fn ensure(home: &Home, now: Timestamp) -> anyhow::Result<(ProjectId, AgentNa
             created.channel.display()
         );
     }
-    let (joined, _) =
-        ops::join(home, &project, &agent, None, now).context("cannot seat the demo agent")?;
+    let (joined, _) = crate::common::kept(
+        ops::join(home, &project, &agent, None, now).context("cannot seat the demo agent")?,
+    );
     if joined == Joined::Seated {
         grant(home, &project, &agent, Level::Member, now)?;
         eprintln!("ferry: seated {agent} in {project} as a member");
@@ -68,8 +69,10 @@ fn grant(
         expires: None,
         key: None,
     };
-    ops::access_set(home, project, agent, &request, now)
-        .with_context(|| format!("cannot grant {agent} the {level} level"))?;
+    crate::common::kept(
+        ops::access_set(home, project, agent, &request, now)
+            .with_context(|| format!("cannot grant {agent} the {level} level"))?,
+    );
     Ok(())
 }
 
@@ -93,7 +96,7 @@ fn fleet(home: &Home, project: &ProjectId, me: &AgentName, now: Timestamp) -> an
     let lead = name("lead")?;
     let builder = name("builder")?;
     for (agent, level) in [(&lead, Level::Orchestrator), (&builder, Level::Member)] {
-        ops::join(home, project, agent, None, now)?;
+        crate::common::kept(ops::join(home, project, agent, None, now)?);
         grant(home, project, agent, level, now)?;
     }
     with(home, project, Actor::Agent(lead.clone()), now, |session| {

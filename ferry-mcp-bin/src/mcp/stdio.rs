@@ -8,6 +8,7 @@
 //! answers what it has read and returns.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 
@@ -15,6 +16,7 @@ use anyhow::Context as _;
 use ferry_mcp_core::protocol::{MAX_LINE_BYTES, Server};
 use ferry_mcp_core::time::Timestamp;
 
+use super::gateway_cancel::Cancels;
 use super::lines::{CappedLines, Line};
 
 /// Lines read ahead of the core at most; with the line cap this bounds memory to ~16 MiB.
@@ -25,12 +27,13 @@ const MAX_BATCH_LINES: usize = 256;
 const MAX_BATCH_BYTES: usize = MAX_LINE_BYTES;
 
 /// Serves stdin to stdout until end of input. A closed stdout (the client went away) ends
-/// serving quietly: nobody is left to answer.
-pub fn serve_stdio(server: &mut Server) -> anyhow::Result<()> {
+/// serving quietly: nobody is left to answer. `cancels` learns of each
+/// `notifications/cancelled` as soon as it is read, for a gateway call still waiting.
+pub fn serve_stdio(server: &mut Server, cancels: Arc<Cancels>) -> anyhow::Result<()> {
     let (sender, receiver) = mpsc::sync_channel(READ_AHEAD_LINES);
     let reader = thread::Builder::new()
         .name("stdin".into())
-        .spawn(move || read_lines(io::stdin().lock(), sender))
+        .spawn(move || read_lines_noting(io::stdin().lock(), sender, &cancels))
         .context("cannot start the stdin reader")?;
     let stdout = io::stdout();
     match answer_batches(server, &receiver, &mut stdout.lock(), wall_clock) {
@@ -49,9 +52,22 @@ pub fn serve_stdio(server: &mut Server) -> anyhow::Result<()> {
 }
 
 /// Reads lines until end of input or until the receiving side is gone.
+#[cfg(test)]
 pub fn read_lines(input: impl io::BufRead, sender: SyncSender<Line>) -> io::Result<()> {
+    read_lines_noting(input, sender, &Cancels::default())
+}
+
+/// [`read_lines`], telling `cancels` of each cancellation it reads.
+fn read_lines_noting(
+    input: impl io::BufRead,
+    sender: SyncSender<Line>,
+    cancels: &Cancels,
+) -> io::Result<()> {
     let mut lines = CappedLines::new(input, MAX_LINE_BYTES);
     while let Some(line) = lines.next_line()? {
+        if let Line::Complete(bytes) = &line {
+            cancels.note(bytes);
+        }
         if sender.send(line).is_err() {
             break;
         }

@@ -1072,3 +1072,24 @@ fn a_bad_scope_or_key_for_a_grant_is_a_one_line_error() {
     // Nothing was granted.
     assert_eq!(status_json(&home)["agents"][0]["grant"], "none");
 }
+
+#[test]
+fn the_master_signs_a_checkpoint_of_every_agents_log_and_another_machine_opens_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("fang"));
+    run_ok(&home, &join_args("bolt"));
+    let said = run_ok(&home, &["channel", "checkpoint", "--project", "demo"]);
+    insta::assert_snapshot!(said.trim_end(), @"checkpoint #1 of demo: 2 entries in 2 agents' logs vouched for");
+    let other = dir.path().join("other");
+    run_ok(&other, &add_args(&dir.path().join("channel")));
+    let status = run_ok(
+        &other,
+        &["channel", "status", "--project", "demo", "--json"],
+    );
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["problems"], serde_json::json!([]), "{status}");
+    // An agent cannot write one: the command is the master's.
+    let err = run_err(&other, &["channel", "checkpoint", "--project", "demo"]);
+    assert!(err.contains("master"), "{err}");
+}

@@ -13,6 +13,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::checkpoint::{self, CheckpointBody};
 use super::identity::{AcceptBody, GrantBody, HandoverBody, kinds as identity_kinds};
 use super::state::asks::{AnswerBody, RaiseBody, kinds as ask_kinds};
 use super::state::orders::{
@@ -85,6 +86,7 @@ kinds! {
     BriefBody => primary_kinds::BRIEF_SET,
     DecideBody => primary_kinds::BRIEF_DECIDE,
     ShareBody => SHARE,
+    CheckpointBody => checkpoint::KIND,
 }
 
 impl EntryBody for GrantBody {

@@ -277,7 +277,8 @@ pub struct SignedLine {
 
 /// An entry whose line parsed and whose signature verified with the key it names.
 ///
-/// Only [`decode_line`] and [`Entry::sign`] make one. The reader adds the checks that need
+/// Only [`decode_line`] and [`Entry::sign`] make one, and the reader from a line a master's
+/// checkpoint vouches for (ADR 0023: its chain up to the checkpoint's tip). The reader adds the checks that need
 /// context (path, project, chain) before handing it out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerifiedEntry {
@@ -367,6 +368,17 @@ impl ParsedLine {
             hash: self.hash,
             signature: self.signature,
         })
+    }
+
+    /// The entry taken without its signature checked, for the reader alone: a master's
+    /// checkpoint vouches for it, and the reader holds it to the checkpoint's hash chain
+    /// (ADR 0023) before anything it folded from it may stand.
+    pub(crate) fn vouched(self) -> VerifiedEntry {
+        VerifiedEntry {
+            entry: self.entry,
+            hash: self.hash,
+            signature: self.signature,
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! specified in `docs/channel-format.md`.
 
 pub mod body;
+pub mod checkpoint;
 pub mod entry;
 pub mod home;
 pub mod identity;

@@ -269,6 +269,54 @@ impl Reader {
         &mut self,
         on_entry: &mut dyn FnMut(VerifiedEntry),
     ) -> Vec<IntegrityProblem> {
+        self.poll_logs(on_entry, &[true, false])
+    }
+
+    /// Reads only the master's logs, from a full listing (every log is then known to the
+    /// reader): what a new machine reads first, to find the checkpoint it may start from
+    /// (ADR 0023). The next poll reads the rest.
+    pub fn poll_masters(
+        &mut self,
+        on_entry: &mut dyn FnMut(VerifiedEntry),
+    ) -> Vec<IntegrityProblem> {
+        self.poll_logs(on_entry, &[true])
+    }
+
+    /// Takes a checkpoint's tips for the next poll: each named log this reader has not read
+    /// yet is read without checking the signatures up to its tip, which its chain must reach
+    /// intact ([`Reader::take_vouch_outcome`] says whether it did). A log not there vouches
+    /// for nothing and costs nothing: none of its entries is read unchecked.
+    pub fn vouch(&mut self, vouches: &crate::channel::checkpoint::Vouches) {
+        for (id, (seq, hash)) in vouches {
+            if let Some(state) = self.logs.get_mut(id)
+                && !id.author.is_master()
+            {
+                state.set_vouch(Some(log::Vouch::new(*seq, *hash)));
+            }
+        }
+    }
+
+    /// Where a checkpoint's tips taken by [`Reader::vouch`] did not hold, after the poll that
+    /// read them: each log whose chain broke or ended before its tip, and why. Any such log
+    /// means entries were read unchecked that nothing vouches for. The tips are dropped.
+    pub fn take_vouch_outcome(&mut self) -> Vec<String> {
+        let mut broken = Vec::new();
+        for state in self.logs.values_mut() {
+            if let Some(vouch) = state.take_vouch()
+                && let Err(why) = vouch.outcome()
+            {
+                broken.push(format!("{}: {why}", state.rel_path().display()));
+            }
+        }
+        broken
+    }
+
+    /// Reads the logs whose master-ness is in `masters`, the master's logs first.
+    fn poll_logs(
+        &mut self,
+        on_entry: &mut dyn FnMut(VerifiedEntry),
+        passes: &[bool],
+    ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
         let keys = &mut self.keys;
         let folder = ChannelFolder::open(&self.dir).with_ahead(self.ahead.take());
@@ -288,7 +336,7 @@ impl Reader {
         };
         // The master's logs first: agents' entries name master positions (`seen`); read
         // before them, an agent's entries would wait and its log be read and verified again.
-        for masters in [true, false] {
+        for &masters in passes {
             for (id, state) in &mut self.logs {
                 if id.author.is_master() != masters {
                     continue;
@@ -500,6 +548,24 @@ impl Reader {
                 needs_newline: file_len > 0 && !ends_with_newline,
             },
         }
+    }
+
+    /// The tip of every agent's log this reader read without a gap: what a master's
+    /// checkpoint vouches for (ADR 0023). A log with entries missing is left out (a new
+    /// machine checks its signatures), so one bad log costs the others nothing.
+    pub fn tips(&self) -> Vec<crate::channel::checkpoint::Tip> {
+        self.logs
+            .iter()
+            .filter(|(id, state)| !id.author.is_master() && !state.has_gaps())
+            .filter_map(|(id, state)| {
+                Some(crate::channel::checkpoint::Tip {
+                    author: id.author.clone(),
+                    key: id.key,
+                    seq: state.last_seq(),
+                    hash: state.last_hash()?,
+                })
+            })
+            .collect()
     }
 
     /// Every log seen so far with the last seq accepted from it.

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::body::EntryBody;
+use super::checkpoint;
 use super::entry::VerifiedEntry;
 use super::home::{Home, HomeError, KeyHolder, PinOutcome};
 use super::identity::{AcceptBody, Identity, MasterEntry, MasterPos};
@@ -24,7 +25,7 @@ use super::keys::{PublicKey, SecretKey};
 use super::levels::{self, Level, LocalKey, Operation, Request};
 use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
-use super::reader::{Cleared, IntegrityProblem, LogId, Prelook, Reader};
+use super::reader::{Cleared, IntegrityProblem, LogId, Prelook, Reader, ReaderState};
 use super::stamp::FileStamp;
 use super::state::{self, ChannelState, EntryId, SEEN_FIELD, Sections};
 use super::store::{Channel, LogWriter};
@@ -96,12 +97,18 @@ pub struct Session {
     /// When this session last read the channel (what a fold folded again after a failed load
     /// is dated).
     looked_at: Timestamp,
+    /// The master's checkpoint this session's first read started from (ADR 0023), if any.
+    checkpoint: Option<(VerifiedEntry, MasterPos)>,
 }
 
 /// Reported when `genesis.json` names the channel the kept state was kept for, in other
 /// bytes than it was kept with: a rewritten file (a leading space, CRLF line ends) still
 /// verifies, and is taken for tampering, never for a new channel (the witness stands).
 pub const REWRITTEN_GENESIS: &str = "genesis.json was rewritten since this machine kept its state (other bytes, signed for the same channel): possible tampering; the kept state stays this machine's witness (restore the file to clear this)";
+
+/// Reported (with the reason) when a new machine's checkpoint did not hold and the channel
+/// was read again with every signature checked (ADR 0023).
+pub const CHECKPOINT_DID_NOT_HOLD: &str = "the master's checkpoint did not hold";
 
 /// What a fold of the new entries found.
 struct Folded {
@@ -164,15 +171,34 @@ impl Pager<'_> {
 /// Why a fold could not be paged in: the session keeps nothing (its path was refused).
 const NOTHING_KEPT: &str = "the kept state's folds are not there; rebuilt from the channel";
 
+/// Which logs a look reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Every log (what the watch says changed, for a watched reader).
+    Everything,
+    /// The master's logs only, from a full listing: a new machine's first look, to find the
+    /// checkpoint it may start from (ADR 0023).
+    Masters,
+}
+
 /// Reads what is new through `reader` and folds it into `state`, with the replays and the
-/// refold it causes, loading through `pager` what each step needs.
+/// refold it causes, loading through `pager` what each step needs; `seen` is shown every
+/// entry read (a replayed one too) before it is folded.
 fn fold_new(
     reader: &mut Reader,
     state: &mut ChannelState,
     pager: &mut Pager<'_>,
-    now: Timestamp,
+    (now, look): (Timestamp, Look),
+    seen: &mut dyn FnMut(&VerifiedEntry),
 ) -> Folded {
-    let problems = reader.poll_with(&mut |entry| pager.feed(state, &entry, now));
+    let mut feed = |entry: VerifiedEntry| {
+        seen(&entry);
+        pager.feed(state, &entry, now);
+    };
+    let problems = match look {
+        Look::Everything => reader.poll_with(&mut feed),
+        Look::Masters => reader.poll_masters(&mut feed),
+    };
     let refolded = state.take_refold();
     if refolded {
         refold_all(reader, state, now);
@@ -186,6 +212,7 @@ fn fold_new(
             let from = replay.from_seq;
             reader.replay_log(&replay.log, &mut |entry| {
                 if entry.seq() >= from {
+                    seen(&entry);
                     pager.feed(state, &entry, now);
                 }
             });
@@ -253,6 +280,9 @@ impl Session {
         let loaded = store
             .as_mut()
             .map_or(Loaded::Missing, |store| store.load(&identity, &genesis));
+        // Only a machine that kept nothing starts from a checkpoint: one that verified more
+        // never trusts less (ADR 0023).
+        let new_machine = !matches!(loaded, Loaded::Kept(_));
         let kept = match loaded {
             Loaded::Kept(kept) => {
                 if kept.genesis != genesis {
@@ -291,10 +321,89 @@ impl Session {
             written_len: None,
             looked_for_operation: false,
             looked_at: now,
+            checkpoint: None,
         };
+        if new_machine {
+            session.start_from_checkpoint(now);
+        }
         session.refresh(now);
+        if new_machine {
+            session.hold_checkpoint_to_its_chains(now);
+        }
         session.pin(home)?;
         Ok(session)
+    }
+
+    /// A new machine's first look (ADR 0023): the master's logs, every signature checked and
+    /// folded, then the latest checkpoint among them that counts by the fold's master rules;
+    /// its tips are handed to the reader, which reads the agents' logs up to them without
+    /// checking signatures, holding each to its hash chain.
+    fn start_from_checkpoint(&mut self, now: Timestamp) {
+        let mut candidates = Vec::new();
+        self.refresh_with((now, Look::Masters), &mut |entry| {
+            if checkpoint::is_candidate(entry) {
+                candidates.push(entry.clone());
+            }
+        });
+        let Some((entry, pos)) = checkpoint::latest_counted(self.state.identity(), &candidates)
+        else {
+            return;
+        };
+        match checkpoint::body_of(entry).and_then(|body| body.vouches()) {
+            Ok(vouches) => {
+                self.reader.vouch(&vouches);
+                self.checkpoint = Some((entry.clone(), pos));
+            }
+            Err(why) => self.local_problems.push(format!(
+                "checkpoint {}.{} vouches for nothing: {why}; every signature was checked",
+                pos.0, pos.1
+            )),
+        }
+    }
+
+    /// After the first read of a new machine that started from a checkpoint: where a chain
+    /// did not reach its tip intact, or the checkpoint no longer counts once everything is
+    /// folded, nothing read unchecked may stand. The state is dropped and the channel read
+    /// again with every signature checked, and the reason reported.
+    fn hold_checkpoint_to_its_chains(&mut self, now: Timestamp) {
+        let broken = self.reader.take_vouch_outcome();
+        let Some((entry, pos)) = &self.checkpoint else {
+            return;
+        };
+        let counts = matches!(
+            self.state.identity().master_entry(entry),
+            MasterEntry::Counts(_)
+        );
+        if broken.is_empty() && counts {
+            return;
+        }
+        let why = if counts {
+            broken.join("; ")
+        } else {
+            "it does not count once everything is folded".to_owned()
+        };
+        self.local_problems.push(format!(
+            "{CHECKPOINT_DID_NOT_HOLD} (checkpoint {}.{}: {why}); every signature was checked instead",
+            pos.0, pos.1
+        ));
+        self.checkpoint = None;
+        self.reader = Reader::restore(&self.channel, ReaderState::default());
+        self.state = ChannelState::new(self.project.clone(), *self.channel.genesis_master());
+        self.problems.clear();
+        self.problem_set.clear();
+        self.dropped_problems = 0;
+        self.refresh(now);
+    }
+
+    /// The tip of every agent's log this session read (for a checkpoint, ADR 0023).
+    pub fn verified_tips(&self) -> Vec<checkpoint::Tip> {
+        self.reader.tips()
+    }
+
+    /// The master position of the checkpoint this session's first read started from, if it
+    /// started from one that held (ADR 0023).
+    pub fn started_from_checkpoint(&self) -> Option<MasterPos> {
+        self.checkpoint.as_ref().map(|(_, pos)| *pos)
     }
 
     /// Pins the genesis master and every seated name, reading and writing the pins once. A
@@ -524,6 +633,15 @@ impl Session {
         if std::mem::take(&mut self.looked_for_operation) {
             return 0;
         }
+        self.refresh_with((now, Look::Everything), &mut |_| {})
+    }
+
+    /// [`Session::refresh`] of the logs `look` names, showing `seen` every entry read.
+    fn refresh_with(
+        &mut self,
+        (now, look): (Timestamp, Look),
+        seen: &mut dyn FnMut(&VerifiedEntry),
+    ) -> u64 {
         self.looked_at = now;
         if self.reader.is_watching() {
             let due = self
@@ -540,7 +658,13 @@ impl Session {
             store: self.store.as_mut(),
             failures: &mut failures,
         };
-        let folded = fold_new(&mut self.reader, &mut self.state, &mut pager, now);
+        let folded = fold_new(
+            &mut self.reader,
+            &mut self.state,
+            &mut pager,
+            (now, look),
+            seen,
+        );
         if self.state.take_unpaged() && failures.is_empty() {
             failures.push("a fold step found a fold not loaded; rebuilt from the channel".into());
         }
@@ -636,6 +760,37 @@ impl Session {
     /// time on the next open, so the caller may report it and go on. A kept state whose path
     /// was refused at open (reported then) is not written.
     pub fn save(&mut self) -> Result<(), OpsError> {
+        self.save_with(false)
+    }
+
+    /// As [`Session::save`], but the rows are written on a thread of their own (ADR 0024): a
+    /// server's next call does not wait for them. This session's own reads of the kept state
+    /// wait for that write first, and one that failed is reported and rebuilt from the
+    /// channel. Dropping the session waits for it too.
+    pub fn save_in_background(&mut self) -> Result<(), OpsError> {
+        self.save_with(true)
+    }
+
+    /// Waits for a save being written in the background (tests and benches that read the
+    /// database from elsewhere). One that failed is reported and rebuilt from the channel.
+    pub fn wait_for_save(&mut self) {
+        self.settle_store();
+    }
+
+    /// Takes the outcome of a background save: a failed one left rows unwritten whose folds
+    /// this state no longer holds whole, so everything is folded again (reported).
+    fn settle_store(&mut self) {
+        let Some(store) = &mut self.store else {
+            return;
+        };
+        if let Err(why) = store.settle() {
+            let now = self.loaded_at();
+            self.rebuild_after(vec![why], now);
+        }
+    }
+
+    fn save_with(&mut self, background: bool) -> Result<(), OpsError> {
+        self.settle_store();
         if !self.dirty {
             return Ok(());
         }
@@ -653,12 +808,15 @@ impl Session {
             dropped_problems: self.dropped_problems,
             pinned: &self.pinned,
         };
-        let written = store
-            .save(&kept, &mut self.state)
-            .map_err(|why| HomeError::Io {
-                path: self.home.verified_path(&self.project),
-                cause: std::io::Error::other(why),
-            })?;
+        let saved = if background {
+            store.save_in_background(&kept, &mut self.state)
+        } else {
+            store.save(&kept, &mut self.state)
+        };
+        let written = saved.map_err(|why| HomeError::Io {
+            path: self.home.verified_path(&self.project),
+            cause: std::io::Error::other(why),
+        })?;
         self.dirty = false;
         self.written_len = Some(written);
         Ok(())
@@ -996,15 +1154,19 @@ pub struct SavePolicy {
     /// allows whatever its size: the save lets the board drop them from memory (a handover,
     /// which reads every record, would otherwise hold them all until the next save).
     pub resident_orders: usize,
+    /// Whether the rows are written on a thread of their own, so the next call does not wait
+    /// for them (ADR 0024); else on the answering thread, as before that ADR (for A/B benches).
+    pub in_background: bool,
 }
 
 impl Default for SavePolicy {
-    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole.
+    /// Every 2 s at most, 100 KB/s on average, 1,000 orders whole; written in the background.
     fn default() -> Self {
         Self {
             every_ms: 2_000,
             bytes_per_ms: 100,
             resident_orders: 1_000,
+            in_background: true,
         }
     }
 }
@@ -1153,7 +1315,12 @@ impl LazySession {
 
     fn save(&mut self, now: Timestamp) {
         if let Slot::Open(session) = &mut self.slot {
-            match session.save() {
+            let saved = if self.policy.in_background {
+                session.save_in_background()
+            } else {
+                session.save()
+            };
+            match saved {
                 Ok(()) => {
                     self.saved_len = session.written_len.unwrap_or(self.saved_len);
                     self.saved_identity = Some(identity_marks(session));
@@ -1216,7 +1383,16 @@ impl LazySession {
         }
     }
 
-    /// Keeps what was verified when the save policy says it is due.
+    /// Waits for a save being written in the background (tests that read the kept state
+    /// from another connection right after a flush).
+    pub fn wait_for_save(&mut self) {
+        if let Slot::Open(session) = &mut self.slot {
+            session.wait_for_save();
+        }
+    }
+
+    /// Keeps what was verified when the save policy says it is due. The rows are written on
+    /// a thread of their own: the next call does not wait for them (ADR 0024).
     pub fn flush(&mut self, now: Timestamp) {
         let due = match self.saved_at {
             None => true,

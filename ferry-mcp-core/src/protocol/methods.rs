@@ -47,6 +47,7 @@ impl Server {
     /// that precede the answer.
     pub(super) fn serve(
         &mut self,
+        id: &Id,
         method: &str,
         params: Option<&Value>,
         progress_token: Option<&Id>,
@@ -76,7 +77,7 @@ impl Server {
             }
             "tools/list" => (self.tools_list(params)?, Some(Cache::Public(STATIC_TTL_MS))),
             "tools/call" => (
-                self.tools_call(params, progress_token, era, now, out)?,
+                self.tools_call(id, params, progress_token, era, now, out)?,
                 None,
             ),
             "resources/list" => (resources_list(params)?, Some(Cache::Private(STATIC_TTL_MS))),
@@ -177,6 +178,7 @@ impl Server {
 
     fn tools_call(
         &mut self,
+        id: &Id,
         params: Option<&Value>,
         progress_token: Option<&Id>,
         era: Era,
@@ -221,6 +223,7 @@ impl Server {
         };
         let mut cx = CallContext {
             now,
+            request: id,
             project: &self.config.project,
             progress: &mut report,
             channel: self.channel.as_mut(),
@@ -315,6 +318,9 @@ fn stateless_result(result: &str, cache: Option<Cache>) -> String {
 /// The `tools/call` result of an outcome: the summary line, the links, structuredContent.
 fn call_result(outcome: &ToolOutcome, version: ProtocolVersion) -> String {
     let mut content = vec![json!({ "type": "text", "text": outcome.summary })];
+    for text in &outcome.texts {
+        content.push(json!({ "type": "text", "text": text }));
+    }
     for link in &outcome.links {
         if version.has_resource_links() {
             content.push(link.to_content());
@@ -329,6 +335,9 @@ fn call_result(outcome: &ToolOutcome, version: ProtocolVersion) -> String {
     }
     if outcome.is_error {
         result.insert("isError".into(), Value::Bool(true));
+    }
+    if let Some(meta) = &outcome.meta {
+        result.insert("_meta".into(), Value::clone(meta));
     }
     Value::Object(result).to_string()
 }

@@ -10,6 +10,7 @@
 //! Decisions (versions, batches, the size cap, the answer to each bad input) are in
 //! `docs/protocol.md`.
 
+pub mod client;
 mod message;
 mod methods;
 pub mod version;
@@ -314,10 +315,20 @@ impl Server {
         now: Timestamp,
         out: &mut Vec<String>,
     ) -> String {
-        match self.serve(method, params, progress_token, now, out) {
+        match self.serve(id, method, params, progress_token, now, out) {
             Ok(result) => wire::result_line(id, &result),
             Err(error) => wire::error_line(id, &error),
         }
+    }
+}
+
+/// The request a line cancels, when it is a `notifications/cancelled`: for a transport that
+/// must learn of a cancellation while a call still runs (the gateway's, ADR 0021), since the
+/// core sees the line only once the call is over.
+pub fn cancelled_request(line: &[u8]) -> Option<Id> {
+    match message::parse_line(line) {
+        Incoming::Notification { cancels, .. } => cancels,
+        _ => None,
     }
 }
 

@@ -108,6 +108,16 @@ pub struct ArgumentSchema {
 }
 
 impl ArgumentSchema {
+    /// Admits any object: for a tool that checks its own arguments
+    /// (`Tool::checks_own_arguments`).
+    pub fn any_object() -> Self {
+        Self {
+            properties: Vec::new(),
+            required: Vec::new(),
+            closed: false,
+        }
+    }
+
     /// Reads an input schema of the compact subset; the error names the first keyword or
     /// value outside it.
     pub fn read(schema: &Value) -> Result<Self, String> {

@@ -1499,7 +1499,9 @@ fn rerun_init(home: &Home, channel: &Path, key: &SecretKey) -> Channel {
         key.public_key()
     );
     assert_eq!(session.integrity_problems().0, &[] as &[IntegrityProblem]);
-    let (joined, _) = ops::join(home, &project, &name("fang"), None, now).unwrap();
+    let (joined, _) = ops::join(home, &project, &name("fang"), None, now)
+        .unwrap()
+        .value;
     assert_eq!(joined, ops::Joined::Seated);
     opened
 }

@@ -257,6 +257,138 @@ fn a_hand_signed_take_one_second_after_the_primary_s_post_does_not_count_on_any_
 }
 
 #[test]
+fn primary_status_never_says_take_over_while_the_fold_would_refuse_the_take() {
+    let temp = orchestrators(&["olga", "oscar"]);
+    primary::takeover(&mut temp.agent_session("olga"), temp.now()).unwrap();
+    // Olga posts an entry dated 100 s ahead; oscar's machine folds it now, so it heard olga
+    // now, while the logs prove olga active 100 s later.
+    let start = temp.now();
+    let ahead = Timestamp::from_millis(start.as_millis() + 100_000);
+    let request = ops::talk::PostRequest {
+        to: "all".into(),
+        text: "still here".into(),
+        reply_to: None,
+    };
+    ops::talk::post(&mut temp.agent_session("olga"), &request, ahead).unwrap();
+    let mut oscar = temp.agent_session("oscar");
+    let at = |secs: u64| Timestamp::from_millis(start.as_millis() + secs * 1000);
+
+    // Past the quiet period since oscar heard olga, not since her last entry: silent here, yet
+    // a take would not count.
+    let status = primary::status(&mut oscar, at(301)).unwrap();
+    eprintln!("at +301 s: {}", status.rule);
+    assert!(!status.rule.contains("may take over"), "{}", status.rule);
+    assert!(matches!(
+        primary::takeover(&mut oscar, at(301)),
+        Err(primary::PrimaryError::DoesNotCount {
+            reason: PrimaryVoid::PrimaryActive { .. }
+        })
+    ));
+    // Once the quiet period has passed since her last entry, both agree.
+    let status = primary::status(&mut oscar, at(401)).unwrap();
+    assert!(status.rule.contains("may take over"), "{}", status.rule);
+    assert_eq!(
+        primary::takeover(&mut oscar, at(401)).unwrap(),
+        Takeover::TookOver {
+            from: Some(name("olga"))
+        }
+    );
+}
+
+// ---- finding 8: junk from a key that holds its name ----
+
+#[test]
+fn a_seated_worker_s_takes_and_a_seated_member_s_repeated_claims_change_nothing_and_fold_as_a_full_walk_does()
+ {
+    let temp = TempChannel::builder()
+        .agent("olga", Level::Orchestrator)
+        .agent("mia", Level::Member)
+        .agent("wes", Level::Worker)
+        .build()
+        .unwrap();
+    primary::takeover(&mut temp.agent_session("olga"), temp.now()).unwrap();
+    let mut master = temp.master_session();
+    let order = ops::orders::issue(
+        &mut master,
+        &ops::orders::IssueRequest {
+            title: "the one order".into(),
+            ..Default::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let id = order.parse().unwrap();
+    let issue = master.order(&id).unwrap().issue.hash;
+    drop(master);
+    ops::orders::claim(&mut temp.agent_session("mia"), &order, temp.now()).unwrap();
+    let tip = temp.view().state().leadership.view().tip;
+    // The Worker takes after the root and after the tip; the Member claims again and again
+    // after the issue, each a little later, each by its own key.
+    let seen = temp.view().identity().master_position();
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let mut wes = channel
+        .writer(&name("wes"), &temp.agent_key("wes"))
+        .unwrap();
+    let mut mia = channel
+        .writer(&name("mia"), &temp.agent_key("mia"))
+        .unwrap();
+    for n in 0..150 {
+        let at = temp.clock().advance_secs(1);
+        let after = if n % 2 == 0 { tip } else { EntryHash::ZERO };
+        let take = TakeBody {
+            after,
+            seen: Some(seen),
+        };
+        wes.append(kinds::TAKE, serde_json::to_value(take).unwrap(), at)
+            .unwrap();
+        let claim = serde_json::json!({"order": order, "after": issue, "seen": [seen.0, seen.1]});
+        mia.append("order.claim", claim, at).unwrap();
+    }
+    let fresh = fresh_machine(&temp, "fresh");
+    let mut views = Vec::new();
+    for (machine, home) in [("this", temp.home()), ("fresh", &fresh)] {
+        let mut session = Session::open(home, temp.project(), Actor::Observer, temp.now()).unwrap();
+        let leadership = session.state().leadership.view().clone();
+        assert_eq!(leadership.primary, Some(name("olga")), "{machine}");
+        assert_eq!(leadership.voided.len(), 8, "{machine}");
+        assert!(
+            leadership
+                .voided
+                .iter()
+                .all(|(_, by, reason)| *by == name("wes")
+                    && matches!(
+                        reason,
+                        PrimaryVoid::LevelTooLow { .. } | PrimaryVoid::FollowsVoid
+                    )),
+            "{machine}: {:?}",
+            leadership.voided
+        );
+        let view = session.order(&id).unwrap().view().clone();
+        assert_eq!(view.holder, Some(name("mia")), "{machine}");
+        assert_eq!(view.voided.len(), 8, "{machine}");
+        assert!(view.voided.iter().all(|void| void.lost_race()), "{machine}");
+        views.push((leadership, view));
+    }
+    assert_eq!(views[0], views[1], "both machines fold the same");
+    // A seat that changes walks every chain again: the views folded one event at a time are
+    // the ones a full walk gives.
+    ops::join(
+        temp.home(),
+        temp.project(),
+        &name("newcomer"),
+        None,
+        temp.now(),
+    )
+    .unwrap();
+    let mut session = temp.view();
+    let walked = (
+        session.state().leadership.view().clone(),
+        session.order(&id).unwrap().view().clone(),
+    );
+    assert_eq!(walked, views[0]);
+}
+
+#[test]
 fn a_take_dated_in_the_future_does_not_count_until_its_time() {
     let temp = orchestrators(&["olga", "oscar"]);
     primary::takeover(&mut temp.agent_session("olga"), temp.now()).unwrap();

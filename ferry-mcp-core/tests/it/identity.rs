@@ -104,8 +104,12 @@ fn grant_body(agent: &str, key: &SecretKey, level: Level) -> serde_json::Value {
 fn joining_twice_with_the_same_key_is_idempotent() {
     let temp = TempChannel::builder().build().unwrap();
     let fang = name("fang");
-    let (first, key) = ops::join(temp.home(), temp.project(), &fang, None, temp.now()).unwrap();
-    let (second, again) = ops::join(temp.home(), temp.project(), &fang, None, temp.now()).unwrap();
+    let (first, key) = ops::join(temp.home(), temp.project(), &fang, None, temp.now())
+        .unwrap()
+        .value;
+    let (second, again) = ops::join(temp.home(), temp.project(), &fang, None, temp.now())
+        .unwrap()
+        .value;
     assert_eq!((first, second), (Joined::Seated, Joined::AlreadySeated));
     assert_eq!(key, again);
     assert_eq!(temp.view().identity().seat(&fang), Seat::Seated(&key));

@@ -4,6 +4,8 @@ mod attacks;
 mod authority;
 mod causal;
 mod channel_log;
+mod checkpoints;
+mod client;
 mod concurrency;
 mod fleet;
 mod guard;

@@ -145,8 +145,10 @@ fn every_fixture_result_validates_against_its_output_schema() {
         assert!(input.is_valid(&args), "{name} sample arguments are invalid");
         let mut ignore = |_: Progress| {};
         let mut no_channel = NoChannel;
+        let request = ferry_mcp_core::protocol::wire::Id::parse("1").unwrap();
         let mut cx = CallContext {
             now: START,
+            request: &request,
             project: "demo",
             progress: &mut ignore,
             channel: &mut no_channel,

@@ -85,3 +85,104 @@ fn titles(temp: &TempChannel) -> Vec<String> {
     master.save().expect("a save after a list");
     list.rows.into_iter().map(|row| row.row.title).collect()
 }
+
+// ---- an operation that saves its own session succeeds when the save fails ----
+
+/// Makes every save of the kept state fail (a trigger in its own database refuses every
+/// write to its meta table, which works whoever runs the tests: root ignores a read-only
+/// file), after a first save made the database.
+fn refuse_saves(temp: &TempChannel) {
+    save_view(temp);
+    assert!(temp.home().verified_path(temp.project()).is_file());
+    let conn = rusqlite::Connection::open(temp.home().verified_path(temp.project())).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER refuse_insert BEFORE INSERT ON meta
+             BEGIN SELECT RAISE(ABORT, 'simulated: the disk refuses every write'); END;
+         CREATE TRIGGER refuse_update BEFORE UPDATE ON meta
+             BEGIN SELECT RAISE(ABORT, 'simulated: the disk refuses every write'); END;",
+    )
+    .unwrap();
+}
+
+fn says_simulated(unsaved: Option<&ops::OpsError>) {
+    let why = unsaved.map(ToString::to_string).unwrap_or_default();
+    assert!(why.contains("simulated"), "says what was not kept: {why:?}");
+}
+
+fn member() -> GrantRequest {
+    GrantRequest {
+        level: Level::Member,
+        scopes: Vec::new(),
+        expires: None,
+        key: None,
+    }
+}
+
+#[test]
+fn a_join_whose_save_fails_succeeds_once_and_says_what_was_not_kept() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    refuse_saves(&temp);
+    let gus = TempChannel::agent("gus");
+    let joined = ops::join(temp.home(), temp.project(), &gus, None, temp.now()).unwrap();
+    assert_eq!(joined.0, ops::Joined::Seated);
+    says_simulated(joined.unsaved.as_ref());
+    let again = ops::join(temp.home(), temp.project(), &gus, None, temp.now()).unwrap();
+    assert_eq!(again.0, ops::Joined::AlreadySeated, "seated once");
+}
+
+#[test]
+fn a_grant_whose_save_fails_succeeds_and_says_what_was_not_kept() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    refuse_saves(&temp);
+    let fang = TempChannel::agent("fang");
+    let grant = ops::access_set(temp.home(), temp.project(), &fang, &member(), temp.now()).unwrap();
+    assert_eq!(grant.level, Level::Member);
+    says_simulated(grant.unsaved.as_ref());
+    assert_eq!(
+        temp.view().identity().standing(&fang, temp.now()).level,
+        Level::Member
+    );
+}
+
+#[test]
+fn a_handover_whose_save_fails_succeeds_and_says_what_was_not_kept() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    let next = ferry_mcp_core::channel::home::Home::at(temp.root().join("next"));
+    ops::add_existing(&next, temp.project(), temp.channel_dir()).unwrap();
+    let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
+    refuse_saves(&temp);
+    let former = ops::master_handover(
+        temp.home(),
+        temp.project(),
+        &new_key.key,
+        &new_key.proof,
+        temp.now(),
+    )
+    .unwrap();
+    says_simulated(former.unsaved.as_ref());
+    assert_eq!(temp.view().identity().master(), &new_key.key);
+}
+
+#[test]
+fn a_level_shown_while_its_save_fails_is_shown_and_says_what_was_not_kept() {
+    let temp = TempChannel::builder()
+        .agent("fang", Level::Worker)
+        .build()
+        .unwrap();
+    refuse_saves(&temp);
+    // Something new to keep since the last save.
+    let gus = TempChannel::agent("gus");
+    let _ = ops::join(temp.home(), temp.project(), &gus, None, temp.now()).unwrap();
+    let rows = ops::access_show(temp.home(), temp.project(), None, temp.now()).unwrap();
+    assert_eq!(rows.len(), 2, "{:?}", *rows);
+    says_simulated(rows.unsaved.as_ref());
+}

@@ -295,6 +295,7 @@ fn small_policy() -> ferry_mcp_core::channel::session::SavePolicy {
         every_ms: 2_000,
         bytes_per_ms: 1,
         resident_orders: 10,
+        in_background: true,
     }
 }
 
@@ -360,6 +361,9 @@ impl Served {
         let at = self.at(ms);
         self.session(ms).refresh(at);
         self.server.flush(at);
+        // The rows are written on a thread of their own: what was written is read once
+        // they are.
+        self.server.wait_for_save();
     }
 
     /// An agent writes an entry; the server folds it at `ms` and flushes.
@@ -448,4 +452,131 @@ fn an_operation_on_a_session_opened_for_it_takes_the_open_s_look_and_the_refresh
     );
     assert_eq!(for_one.refresh(temp.now()), 1);
     assert_eq!(kept_open.refresh(temp.now()), 1);
+}
+
+#[test]
+fn a_save_a_server_writes_beside_its_calls_is_kept_for_the_next_open_once_the_server_stops() {
+    use ferry_mcp_core::channel::session::LazySession;
+    let temp = TempChannel::with_each_level();
+    let now = temp.now();
+    let mut server = LazySession::new(
+        temp.home().clone(),
+        temp.project().clone(),
+        Actor::Agent(agent("member")),
+    );
+    // Its first call takes the open's look; the next one folds what landed since.
+    server.session(now).unwrap().refresh(now);
+    append(&temp, "worker", 1);
+    assert_eq!(server.session(now).unwrap().refresh(now), 1);
+    server.flush(now);
+    // Stopping waits for the save under way.
+    drop(server);
+    let mut reopened = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(
+        reopened.refresh(now),
+        0,
+        "the entry was kept: nothing to fold again"
+    );
+    assert!(
+        reopened.local_problems().is_empty(),
+        "{:?}",
+        reopened.local_problems()
+    );
+}
+
+#[test]
+fn a_call_right_after_a_server_s_save_reads_the_orders_that_save_took_out_of_memory() {
+    use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome, IssueRequest};
+    use ferry_mcp_core::channel::session::LazySession;
+    let temp = TempChannel::with_each_level();
+    let now = temp.now();
+    let request = IssueRequest {
+        title: "an order".into(),
+        ..IssueRequest::default()
+    };
+    let id = orders::issue(&mut temp.master_session(), &request, now).unwrap();
+    let mut server = LazySession::new(
+        temp.home().clone(),
+        temp.project().clone(),
+        Actor::Agent(agent("member")),
+    );
+    let session = server.session(now).unwrap();
+    assert!(session.order(&id.parse().unwrap()).is_some());
+    server.flush(now);
+    // The save dropped the order whole from memory; its record may still be being written.
+    let session = server.session(now).unwrap();
+    assert_eq!(session.board().resident(), 0);
+    let claimed = orders::claim(session, &id, now).unwrap();
+    assert!(
+        matches!(claimed, ClaimOutcome::Claimed { .. }),
+        "{claimed:?}"
+    );
+    assert!(
+        session.local_problems().is_empty(),
+        "{:?}",
+        session.local_problems()
+    );
+}
+
+#[test]
+fn a_server_s_save_that_fails_beside_its_calls_is_reported_and_the_next_one_keeps_everything() {
+    use ferry_mcp_core::channel::session::{LazySession, SavePolicy};
+    let temp = TempChannel::with_each_level();
+    let now = temp.now();
+    let every_time = SavePolicy {
+        every_ms: 0,
+        bytes_per_ms: u64::MAX,
+        ..SavePolicy::default()
+    };
+    let mut server = LazySession::new(
+        temp.home().clone(),
+        temp.project().clone(),
+        Actor::Agent(agent("member")),
+    )
+    .with_save_policy(every_time);
+    server.session(now).unwrap().refresh(now);
+    server.flush(now);
+    server.wait_for_save();
+    let db = temp.home().verified_path(temp.project());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // Every write to the kept state fails (root ignores a read-only file).
+    conn.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON meta
+             BEGIN SELECT RAISE(ABORT, 'simulated: the disk refuses every write'); END;",
+    )
+    .unwrap();
+    append(&temp, "worker", 1);
+    assert_eq!(server.session(now).unwrap().refresh(now), 1);
+    server.flush(now);
+    server.wait_for_save();
+    let problems = server.session(now).unwrap().local_problems().to_vec();
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem.contains("the kept state was not written")),
+        "{problems:?}"
+    );
+    conn.execute_batch("DROP TRIGGER refuse;").unwrap();
+    append(&temp, "worker", 2);
+    server.session(now).unwrap().refresh(now);
+    server.flush(now);
+    drop(server);
+    let mut reopened = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(reopened.refresh(now), 0, "both entries were kept");
+    assert!(
+        reopened.local_problems().is_empty(),
+        "{:?}",
+        reopened.local_problems()
+    );
+    let kept = reopened.state().counter();
+    drop(reopened);
+    // What a fold of the whole channel counts.
+    drop(conn);
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = db.clone().into_os_string();
+        path.push(suffix);
+        let _ = fs::remove_file(path);
+    }
+    let cold = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(kept, cold.state().counter());
 }

@@ -8,6 +8,7 @@
 //! the orders' records a fold step or a reader needs before it feeds or hands out the state,
 //! and saves through it.
 
+mod batch;
 mod db;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use super::reader::{IntegrityProblem, ReaderState};
 use super::stamp::FileStamp;
 use super::state::lazy;
 use super::state::{ChannelState, EntryId, RecordSink, Sections};
+use batch::Batch;
 
 pub use db::FORMAT;
 
@@ -130,6 +132,8 @@ pub struct Store {
     /// The digest of each lazy fold's row as of the core the session loaded (or last saved):
     /// the row read when the fold is first needed, even if another process saved since.
     snapshot: std::collections::HashMap<&'static str, [u8; 32]>,
+    /// A save being written on a thread of its own, with the connection (ADR 0024).
+    pending: batch::Pending,
 }
 
 /// The device and inode of the file at `path`, not following a link.
@@ -176,6 +180,7 @@ impl Store {
                 written: Default::default(),
                 replace: false,
                 snapshot: Default::default(),
+                pending: Default::default(),
             },
             why,
         ))
@@ -253,6 +258,7 @@ impl Store {
         if !missing.any() {
             return Ok(());
         }
+        self.settle()?;
         let Some(db) = self.db.as_ref() else {
             return Err("the kept state's folds are not there".into());
         };
@@ -314,6 +320,9 @@ impl Store {
     /// the board names and decoded. One that does not read stands as gone (it does not count)
     /// and its reason is returned: the caller reports it and folds everything again.
     pub fn page_orders(&mut self, state: &mut ChannelState, ids: &[EntryId]) -> Result<(), String> {
+        if ids.iter().any(|id| state.record_to_page(id).is_some()) {
+            self.settle()?;
+        }
         let mut failure = None;
         for id in ids {
             let Some(digest) = state.record_to_page(id) else {
@@ -349,6 +358,65 @@ impl Store {
     /// last read or wrote them, and the records of the orders in memory that changed. Returns
     /// the bytes written. Afterwards the board keeps no order whole.
     pub fn save(&mut self, kept: &KeptRef<'_>, state: &mut ChannelState) -> Result<u64, String> {
+        let batch = self.prepare(kept, state)?;
+        let db = self.db.as_mut().expect("opened by prepare");
+        let written = batch::write(db, &batch)?;
+        self.wrote(written.digests);
+        Ok(written.bytes)
+    }
+
+    /// As [`Store::save`], but the transaction is written on a thread of its own (ADR 0024):
+    /// the caller goes on at once, and whatever reads or writes this store next waits for it.
+    /// Returns the bytes the save holds. A write that fails is returned by the next call that
+    /// reads or writes (the caller then rebuilds from the channel).
+    pub fn save_in_background(
+        &mut self,
+        kept: &KeptRef<'_>,
+        state: &mut ChannelState,
+    ) -> Result<u64, String> {
+        let batch = self.prepare(kept, state)?;
+        let len = batch.len();
+        let db = self.db.take().expect("opened by prepare");
+        self.pending.start(db, batch);
+        Ok(len)
+    }
+
+    /// Waits for a save being written in the background, if any. `Err` when it failed: what
+    /// it held is in no row (the board dropped those orders whole), so the caller folds the
+    /// channel again; the next save then writes everything anew.
+    pub fn settle(&mut self) -> Result<(), String> {
+        let Some((db, written)) = self.pending.settle() else {
+            return Ok(());
+        };
+        self.db = db;
+        match written {
+            Ok(written) => {
+                self.wrote(written.digests);
+                Ok(())
+            }
+            Err(why) => {
+                self.replace = true;
+                Err(format!(
+                    "the kept state was not written ({why}); rebuilt from the channel"
+                ))
+            }
+        }
+    }
+
+    /// Remembers the digests of the rows a save wrote (or found unchanged).
+    fn wrote(&mut self, digests: Vec<(&'static str, [u8; 32])>) {
+        for (name, digest) in &digests {
+            if *name != db::CORE && *name != db::LOOKS {
+                self.snapshot.insert(name, *digest);
+            }
+        }
+        self.written.extend(digests);
+    }
+
+    /// Encodes what a save of `kept` and `state` writes (see [`Store::save`]) and marks it
+    /// kept in `state`; afterwards the store has a connection to write it through.
+    fn prepare(&mut self, kept: &KeptRef<'_>, state: &mut ChannelState) -> Result<Batch, String> {
+        self.settle()?;
         // Removed or replaced under this session (a database it never had is made now).
         let moved = self.file_id.is_some() && file_id(&self.path) != self.file_id;
         if moved || self.replace {
@@ -381,11 +449,9 @@ impl Store {
             self.stale_sections()
         };
         self.load_sections(state, stale)?;
-        let db = self.db.as_mut().expect("opened above");
-        let mut save = db.begin(replace)?;
-        save.meta(kept.genesis, kept.channel, kept.generation)?;
+        let mut records = Records::default();
         // The records first: the board's row names them.
-        state.put_order_records(&mut save)?;
+        state.put_order_records(&mut records)?;
         let core = postcard::to_stdvec(&CoreRef {
             reader: kept.reader,
             state,
@@ -395,51 +461,38 @@ impl Store {
         })
         .map_err(|e| e.to_string())?;
         let looks = kept.reader.look_paths().join("\n").into_bytes();
-        let mut rows: Vec<(&'static str, Vec<u8>)> = vec![(db::CORE, core), (db::LOOKS, looks)];
+        let mut rows: Vec<(&'static str, Vec<u8>, bool)> =
+            vec![(db::CORE, core, false), (db::LOOKS, looks, false)];
         // A fold not loaded is as it was kept: its row stands (a database replaced whole has
         // every fold loaded, above).
         let encode = |value: &dyn erased::Encode| value.encode();
         if let Some(board) = state.orders_lazy().get()
             && (replace || stale.board || state.orders_lazy().changed())
         {
-            rows.push((db::BOARD, encode(board)?));
+            rows.push((db::BOARD, encode(board)?, stale.board));
         }
         if let Some(talk) = state.talk_lazy().get()
             && (replace || stale.talk || state.talk_lazy().changed())
         {
-            rows.push((db::TALK, encode(talk)?));
+            rows.push((db::TALK, encode(talk)?, stale.talk));
         }
         let times = state.identity().master_times_lazy();
         if let Some(master_times) = times.get()
             && (replace || stale.times || times.changed())
         {
-            rows.push((db::TIMES, encode(master_times)?));
+            rows.push((db::TIMES, encode(master_times)?, stale.times));
         }
-        let mut digests = Vec::with_capacity(rows.len());
-        for (name, bytes) in &rows {
-            let digest = db::digest(bytes);
-            digests.push((*name, digest));
-            let forced = match *name {
-                db::BOARD => stale.board,
-                db::TALK => stale.talk,
-                db::TIMES => stale.times,
-                _ => false,
-            };
-            if !replace && !forced && self.written.get(name) == Some(&digest) {
-                continue;
-            }
-            save.section(name, &digest, bytes)?;
-        }
-        let bytes = save.commit()?;
-        for (name, digest) in &digests {
-            if *name != db::CORE && *name != db::LOOKS {
-                self.snapshot.insert(name, *digest);
-            }
-        }
-        self.written.extend(digests);
         self.replace = false;
         state.saved();
-        Ok(bytes)
+        Ok(Batch {
+            replace,
+            genesis: *kept.genesis,
+            channel: *kept.channel,
+            generation: kept.generation,
+            records: records.0,
+            rows,
+            written: self.written.clone(),
+        })
     }
 
     /// Writes a whole kept state (for tests and tools that keep one made elsewhere).
@@ -496,9 +549,14 @@ pub fn encode(kept: &Kept) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-impl RecordSink for db::Save<'_> {
+/// The records a save writes, gathered before it is written.
+#[derive(Default)]
+struct Records(Vec<(String, [u8; 32], Vec<u8>)>);
+
+impl RecordSink for Records {
     fn put(&mut self, id: &EntryId, digest: &[u8; 32], bytes: &[u8]) -> Result<(), String> {
-        self.record(&id.to_string(), digest, bytes)
+        self.0.push((id.to_string(), *digest, bytes.to_vec()));
+        Ok(())
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::OpsError;
+use super::{OpsError, Saved};
 use crate::channel::home::{Home, KeyHolder};
 use crate::channel::identity::{GrantBody, GrantStanding, Seat};
 use crate::channel::keys::PublicKey;
@@ -193,11 +193,10 @@ pub fn access_show(
     project: &ProjectId,
     name: Option<&AgentName>,
     now: Timestamp,
-) -> Result<Vec<AgentRow>, AccessError> {
+) -> Result<Saved<Vec<AgentRow>>, AccessError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
-    let rows = agent_rows(&session, name, now, &mut Vec::new());
-    session.save()?;
-    Ok(rows?)
+    let rows = agent_rows(&session, name, now, &mut Vec::new())?;
+    Ok(Saved::after(&mut session, rows))
 }
 
 /// Whether `new` lets its key do less than `previous` did: a lower level (scopes make a
@@ -239,7 +238,7 @@ pub fn access_set(
     name: &AgentName,
     request: &GrantRequest,
     now: Timestamp,
-) -> Result<GrantBody, AccessError> {
+) -> Result<Saved<GrantBody>, AccessError> {
     let mut session = Session::open(home, project, Actor::Master, now)?;
     session.master_key(now)?;
     let key = match (session.identity().seat(name), &request.key) {
@@ -284,6 +283,5 @@ pub fn access_set(
         body.after_seq = Some(session.log_seq(name, &key));
     }
     session.append(Operation::Approve, None, &body, now)?;
-    session.save()?;
-    Ok(body)
+    Ok(Saved::after(&mut session, body))
 }

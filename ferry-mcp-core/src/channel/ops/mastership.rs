@@ -8,7 +8,7 @@
 use super::access::AccessError;
 use serde::Serialize;
 
-use super::generate_key;
+use super::{Saved, generate_key};
 use crate::channel::home::{Home, KeyHolder, SealCost};
 use crate::channel::identity::{self, HandoverBody};
 use crate::channel::keys::{PublicKey, Signature};
@@ -33,7 +33,7 @@ pub fn master_handover(
     to: &PublicKey,
     proof: &Signature,
     now: Timestamp,
-) -> Result<PublicKey, AccessError> {
+) -> Result<Saved<PublicKey>, AccessError> {
     let mut session = Session::open(home, project, Actor::Master, now)?;
     let master = session.master_key(now)?;
     if session.identity().masters().contains(to) {
@@ -46,8 +46,7 @@ pub fn master_handover(
     identity::check_handover(project, &body)
         .map_err(|err| AccessError::BadHandover(err.to_string()))?;
     session.append(Operation::Approve, None, &body, now)?;
-    session.save()?;
-    Ok(master.public_key())
+    Ok(Saved::after(&mut session, master.public_key()))
 }
 
 /// Creates a master key on this machine for a registered project whose master will hand

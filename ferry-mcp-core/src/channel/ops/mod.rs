@@ -17,6 +17,7 @@
 
 pub mod access;
 pub mod asks;
+pub mod checkpoint;
 pub mod fleet;
 pub mod legacy;
 pub mod mastership;
@@ -42,6 +43,39 @@ pub use mastership::{NewMasterKey, master_handover, new_master_key};
 pub use project::{Created, add_existing, init, pause, resume};
 pub use seats::{Joined, join};
 pub use status::{Status, status};
+
+/// What an operation that opens its own session did, and what this machine could not keep
+/// (issue 17, finding 9): once its entry is appended and synced (or what it read is read) the
+/// operation succeeded, so a kept state that could not be saved is said, never its failure (a
+/// command that said it failed would be run again: a grant or a seat written twice). The kept
+/// state is a cache: the next open reads again what this one could not keep.
+#[derive(Debug)]
+pub struct Saved<T> {
+    pub value: T,
+    /// Why the kept state was not saved, if it was not.
+    pub unsaved: Option<OpsError>,
+}
+
+impl<T> Saved<T> {
+    /// `value`, after saving `session`'s kept state.
+    pub(crate) fn after(session: &mut super::session::Session, value: T) -> Self {
+        Self {
+            value,
+            unsaved: session.save().err(),
+        }
+    }
+
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+impl<T> std::ops::Deref for Saved<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
 
 /// What any operation can fail with, whatever its domain: the session's causes (the machine's
 /// state, the channel's IO, a refusal of the level check, a read-only session, the master

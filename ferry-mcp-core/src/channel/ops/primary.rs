@@ -159,7 +159,15 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Pr
         .as_ref()
         .and_then(|primary| liveness(session, primary, now));
     let me = me(session);
-    let may_take = session.authorize(Operation::TakeOver, None, now).is_ok();
+    // "You may take over" only when a take written now would count: the fold's own judgement
+    // (the quiet period after the primary's proven activity), never this machine's liveness.
+    let refused = match &me {
+        Some(me) if session.authorize(Operation::TakeOver, None, now).is_ok() => {
+            session.state().leadership.judge(true, me, now).err()
+        }
+        _ => Some(PrimaryVoid::FollowsVoid),
+    };
+    let may_take = refused.is_none();
     let rule = match (&view.primary, live) {
         (Some(primary), _) if Some(primary) == me.as_ref() => {
             "you are primary: keep your brief current (`ferry brief set|decide`), release when you stop".to_owned()
@@ -170,6 +178,14 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Pr
         (None, _) => "there is no primary: work your orders; an Orchestrator may take over".to_owned(),
         (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) if may_take => {
             format!("{primary} is silent: you may take over (action takeover)")
+        }
+        (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None)
+            if matches!(refused, Some(PrimaryVoid::PrimaryActive { .. })) =>
+        {
+            let reason = refused.as_ref().map(ToString::to_string).unwrap_or_default();
+            format!(
+                "{primary} is silent here, but a take would not count yet ({reason}): standby, work your orders, poll ferry_catchup"
+            )
         }
         (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) => format!(
             "{primary} is silent: tell the human (ferry_ask_human) or an Orchestrator; keep working your orders"

@@ -3,7 +3,7 @@
 use super::access::AccessError;
 use serde::Serialize;
 
-use super::generate_key;
+use super::{Saved, generate_key};
 use crate::channel::body::JoinBody;
 use crate::channel::home::{Home, KeyHolder, SealCost};
 use crate::channel::identity::Seat;
@@ -32,11 +32,15 @@ pub fn join(
     name: &AgentName,
     passphrase: Option<(&[u8], SealCost)>,
     now: Timestamp,
-) -> Result<(Joined, PublicKey), AccessError> {
+) -> Result<Saved<(Joined, PublicKey)>, AccessError> {
     let mut session = Session::open(home, project, Actor::Observer, now)?;
     let result = join_in(&mut session, name, passphrase, now);
-    session.save()?;
-    result
+    // What was read is kept even when the join was refused.
+    let saved = Saved::after(&mut session, ());
+    Ok(Saved {
+        value: result?,
+        unsaved: saved.unsaved,
+    })
 }
 
 fn join_in(

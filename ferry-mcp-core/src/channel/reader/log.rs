@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::folder::{ChannelFolder, Kind};
 use super::problem::{Cleared, IntegrityProblem, ProblemKind};
-use crate::channel::entry::{self, EntryHash, LineError, ParsedLine, VerifiedEntry};
+use crate::channel::entry::{self, EntryHash, LineError, VerifiedEntry};
 use crate::channel::keys::{PublicKey, Verifier};
 use crate::channel::names::{AgentName, ProjectId};
 use crate::channel::stamp::FileStamp;
@@ -86,6 +86,44 @@ pub struct LogState {
     unreadable_reported: bool,
     /// Whether the poll running now found the log's file listed.
     present: bool,
+    /// A checkpoint's tip for this log (ADR 0023), for the one poll of a new machine that
+    /// starts from it: never kept.
+    vouch: Option<Vouch>,
+}
+
+/// What a checkpoint vouches for in one log: the entries up to `seq`, the last of which
+/// hashes to `hash`. Their signatures are not checked; the chain must reach the tip intact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Vouch {
+    seq: u64,
+    hash: EntryHash,
+    /// Why the chain does not hold up to the tip, once that is known.
+    broken: Option<String>,
+    /// Whether the entry at the tip was read, with the tip's hash.
+    reached: bool,
+}
+
+impl Vouch {
+    pub(super) fn new(seq: u64, hash: EntryHash) -> Self {
+        Self {
+            seq,
+            hash,
+            broken: None,
+            reached: false,
+        }
+    }
+
+    /// Whether the chain held up to the tip; why not otherwise.
+    pub(super) fn outcome(&self) -> Result<(), String> {
+        match &self.broken {
+            Some(why) => Err(why.clone()),
+            None if !self.reached => Err(format!(
+                "the log ends before entry {} that the checkpoint names",
+                self.seq
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for LogState {
@@ -185,6 +223,7 @@ impl LogState {
             anchor_checked: false,
             unreadable_reported: kept.unreadable_reported,
             present: false,
+            vouch: None,
         }
     }
 }
@@ -232,6 +271,7 @@ impl LogState {
             anchor_checked: true,
             unreadable_reported: false,
             present: false,
+            vouch: None,
         }
     }
 
@@ -241,6 +281,17 @@ impl LogState {
         self.verifier = None;
         self.anchor_checked = false;
         self.unreadable_reported = false;
+    }
+
+    /// Takes a checkpoint's tip for the next read of a log read from its start (ADR 0023);
+    /// none on a log already read: what this machine verified is never vouched for again.
+    pub(super) fn set_vouch(&mut self, vouch: Option<Vouch>) {
+        self.vouch = vouch.filter(|_| self.offset == 0 && self.last_seq == 0);
+    }
+
+    /// The checkpoint's tip taken, with what the read found of it.
+    pub(super) fn take_vouch(&mut self) -> Option<Vouch> {
+        self.vouch.take()
     }
 
     pub(super) fn mark_present(&mut self) {
@@ -272,6 +323,16 @@ impl LogState {
     /// The last seq accepted from the file as it is now.
     pub fn last_seq(&self) -> u64 {
         self.last_seq
+    }
+
+    /// The hash of the last accepted entry.
+    pub fn last_hash(&self) -> Option<EntryHash> {
+        self.last_hash
+    }
+
+    /// Whether entries were reported missing in this log.
+    pub fn has_gaps(&self) -> bool {
+        !self.gaps.is_empty()
     }
 
     /// The highest seq this machine ever verified in this log.
@@ -587,7 +648,12 @@ impl LogState {
         let verifier = *self.verifier.get_or_insert_with(|| self.key.verifier());
         let key = self.key;
         let hex = self.key_hex.get_or_insert_with(|| key.to_hex());
-        let checked = check_all(&lines, (&self.key, &verifier, hex.as_str()));
+        let vouched_up_to = self
+            .vouch
+            .as_ref()
+            .filter(|vouch| vouch.broken.is_none() && !vouch.reached)
+            .map_or(0, |vouch| vouch.seq);
+        let checked = check_all(&lines, (&self.key, &verifier, hex.as_str()), vouched_up_to);
         for (pending, result) in lines.into_iter().zip(checked) {
             let at = Some(pending.line_no);
             match result {
@@ -669,6 +735,28 @@ impl LogState {
             };
             sink.problems.push(self.problem(at, kind, detail));
             return;
+        }
+        if let Some(vouch) = self
+            .vouch
+            .as_mut()
+            .filter(|v| v.broken.is_none() && !v.reached)
+        {
+            // Unchecked entries stand only on an unbroken chain up to the tip the checkpoint
+            // names: anything else and the whole open checks every signature instead.
+            if seq > self.last_seq + 1 {
+                vouch.broken = Some(format!("entry {} is missing", self.last_seq + 1));
+            } else if self.last_seq > 0 && found.prev() != self.last_hash.as_ref() {
+                vouch.broken = Some(format!(
+                    "prev of entry {seq} is not the hash of entry {}",
+                    self.last_seq
+                ));
+            } else if seq == vouch.seq {
+                if found.hash() == &vouch.hash {
+                    vouch.reached = true;
+                } else {
+                    vouch.broken = Some(format!("entry {seq} is not the one the checkpoint names"));
+                }
+            }
         }
         if seq > self.last_seq + 1 {
             let (lo, hi) = (self.last_seq + 1, seq - 1);
@@ -765,14 +853,29 @@ enum Checked {
     Good(Box<VerifiedEntry>),
 }
 
-/// Parses and verifies each line; on every core when there are enough of them.
-fn check_all(lines: &[PendingLine], known: (&PublicKey, &Verifier, &str)) -> Vec<Checked> {
+/// Parses and verifies each line; on every core when there are enough of them. The signature
+/// of an entry at or below `vouched_up_to` is not checked: a checkpoint vouches for it, if
+/// the chain reaches the checkpoint's tip intact ([`LogState::accept`] sees to it).
+fn check_all(
+    lines: &[PendingLine],
+    known: (&PublicKey, &Verifier, &str),
+    vouched_up_to: u64,
+) -> Vec<Checked> {
     let check = |pending: &PendingLine| match &pending.bytes {
         None => Checked::Overlong,
-        Some(bytes) => match entry::parse_line(bytes, Some(known)).and_then(ParsedLine::verify) {
-            Ok(found) => Checked::Good(Box::new(found)),
-            Err(error) => Checked::Bad(error),
-        },
+        Some(bytes) => {
+            let found = entry::parse_line(bytes, Some(known)).and_then(|parsed| {
+                if parsed.entry().seq <= vouched_up_to {
+                    Ok(parsed.vouched())
+                } else {
+                    parsed.verify()
+                }
+            });
+            match found {
+                Ok(found) => Checked::Good(Box::new(found)),
+                Err(error) => Checked::Bad(error),
+            }
+        }
     };
     // Asked only when it may matter: the answer reads the cgroup files (tens of microseconds).
     if lines.len() < PARALLEL_MIN_LINES {

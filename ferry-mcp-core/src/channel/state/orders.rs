@@ -704,6 +704,9 @@ pub struct Order {
     view: OrderView,
     /// The stamp of the view's last change (for `since`).
     changed: u64,
+    /// What the last walk of its chain found (not kept: derived, walked again when absent).
+    #[serde(skip)]
+    walk: Walk,
 }
 
 impl Order {
@@ -755,6 +758,7 @@ impl Order {
             handins: Vec::new(),
             view,
             changed: brief.changed,
+            walk: Walk::default(),
         }
     }
 
@@ -1329,6 +1333,7 @@ impl OrderBoard {
             progress: Vec::new(),
             handins: Vec::new(),
             changed: changes.stamp(),
+            walk: Walk::default(),
         };
         for waiting in self.waiting.remove(&id).unwrap_or_default() {
             match waiting {
@@ -1337,7 +1342,7 @@ impl OrderBoard {
                 Waiting::HandIn(handin) => push_kept(&mut order.handins, handin, KEPT_HANDINS),
             }
         }
-        order.view = resolve(&order, identity);
+        order.view = walk(&mut order, identity);
         self.by_change.insert(order.changed, id.clone());
         let slot = Slot::resident(order);
         self.index.add(&id, &slot.brief);
@@ -1376,7 +1381,7 @@ impl OrderBoard {
             return match self.whole_mut(&order_id) {
                 Ok(Some(order)) => {
                     push_kept(&mut order.progress, line, KEPT_PROGRESS);
-                    self.update(&order_id, identity, changes);
+                    self.update(&order_id, identity, changes, Folded::Line);
                 }
                 Ok(None) => {}
                 Err(NotIssued) => self.wait(order_id, Waiting::Progress(line)),
@@ -1408,7 +1413,7 @@ impl OrderBoard {
         match self.whole_mut(&order_id) {
             Ok(Some(order)) => {
                 order.events.push(event);
-                self.update(&order_id, identity, changes);
+                self.update(&order_id, identity, changes, Folded::Event);
             }
             Ok(None) => {}
             Err(NotIssued) => self.wait(order_id, Waiting::Event(event)),
@@ -1434,7 +1439,7 @@ impl OrderBoard {
         match self.whole_mut(&order_id) {
             Ok(Some(order)) => {
                 push_kept(&mut order.handins, handin, KEPT_HANDINS);
-                self.update(&order_id, identity, changes);
+                self.update(&order_id, identity, changes, Folded::Line);
             }
             Ok(None) => {}
             Err(NotIssued) => self.wait(order_id, Waiting::HandIn(handin)),
@@ -1474,19 +1479,19 @@ impl OrderBoard {
             self.unpaged = true;
             return;
         };
-        if resolve(order, identity) == order.view {
+        if resolve(order, identity).0 == order.view {
             return;
         }
-        self.update(id, identity, changes);
+        self.update(id, identity, changes, Folded::Seats);
     }
 
-    /// Resolves `id` again after a change to it; stamps it if its view changed. Its brief and
-    /// the indexes follow.
-    fn update(&mut self, id: &EntryId, identity: &Identity, changes: &mut Changes) {
+    /// Resolves `id` again after `folded` changed it; stamps it if its view changed. Its brief
+    /// and the indexes follow.
+    fn update(&mut self, id: &EntryId, identity: &Identity, changes: &mut Changes, folded: Folded) {
         let Ok(Some(order)) = self.whole_mut(id) else {
             return;
         };
-        let view = resolve(order, identity);
+        let view = refold(order, identity, folded);
         let changed = view != order.view;
         if changed {
             order.view = view;
@@ -1506,6 +1511,182 @@ impl OrderBoard {
 
 /// An order not issued (here, yet): what names it waits for its issue.
 struct NotIssued;
+
+/// What changed an order: what its next view must be resolved from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Folded {
+    /// A chain event was pushed last.
+    Event,
+    /// A progress line or a hand-in: the chain is as it was.
+    Line,
+    /// A seat or a level changed: everything is judged again.
+    Seats,
+}
+
+/// What the last walk of an order's chain found, so that a chain event folded after it is
+/// judged alone when it can change nothing but itself or extends the chain at its tip (issue
+/// 17, finding 8: a Member's thousands of claims that lose cost what they are, not a walk of
+/// every earlier one each). Derived, so it is not kept and any two are equal.
+#[derive(Debug, Clone, Default)]
+struct Walk(Option<Box<Steps>>);
+
+impl PartialEq for Walk {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Walk {}
+
+#[derive(Debug, Clone)]
+struct Steps {
+    /// The chain node of each hash on the chain (the issue, then each winner).
+    at: HashMap<EntryHash, usize>,
+    steps: Vec<Step>,
+    /// What events that follow no chain node name: one of them may extend the chain later, or
+    /// lie on a path the master decided.
+    pending: HashSet<EntryHash>,
+    /// The view at the chain's end, its voids included, before the lines are counted.
+    end: OrderView,
+    /// The holder right after each chain event (and the issue), for progress lines.
+    holder_after: HashMap<EntryHash, Option<AgentName>>,
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    /// The order as it stands at this node (without voids): what its children are judged on.
+    view: OrderView,
+    /// Where the node stands: what its children are judged and dated at (ADR 0016, rule 2).
+    floor: (MasterPos, Timestamp),
+    won: Option<Won>,
+}
+
+/// The child that won at a node, with what a later rival is compared with.
+#[derive(Debug, Clone)]
+struct Won {
+    /// Off a path the master decided, and its rank.
+    standing: (bool, u8),
+    late: bool,
+    /// The earliest race date among the rivals of its standing.
+    earliest: Timestamp,
+    tiebreak: [u8; 32],
+    author: AgentName,
+    seq: u64,
+}
+
+impl Won {
+    /// Whether it still beats a valid rival `event` off every decided path, dated `date`, at a
+    /// node `contested` (`None`: the rival may change the race, which a walk decides).
+    fn beats(&self, event: &Event, date: Timestamp, contested: &EntryHash) -> Option<bool> {
+        let standing = (true, event.kind.rank());
+        if standing != self.standing {
+            return (standing > self.standing).then_some(true);
+        }
+        if date < self.earliest {
+            return None;
+        }
+        let late = date.as_millis()
+            > self
+                .earliest
+                .as_millis()
+                .saturating_add(race::RACE_WINDOW_MS);
+        let made = &event.made;
+        let rival = (
+            late,
+            tiebreak(contested.as_bytes(), &made.key),
+            &made.author,
+            made.seq,
+        );
+        ((self.late, self.tiebreak, &self.author, self.seq) < rival).then_some(true)
+    }
+}
+
+/// The order's view after `folded` changed it: by the last walk when that can tell, else by
+/// walking its chain again.
+fn refold(order: &mut Order, identity: &Identity, folded: Folded) -> OrderView {
+    if order.walk.0.is_some() {
+        let end = match folded {
+            Folded::Line => order.walk.0.as_ref().map(|walk| walk.end.clone()),
+            Folded::Event => fold_alone(order, identity),
+            Folded::Seats => None,
+        };
+        if let (Some(end), Some(walk)) = (end, order.walk.0.as_deref()) {
+            return count_lines(end, order, &walk.holder_after, identity);
+        }
+    }
+    walk(order, identity)
+}
+
+/// Walks the order's chain and keeps what the walk found.
+fn walk(order: &mut Order, identity: &Identity) -> OrderView {
+    let (view, steps) = resolve(order, identity);
+    order.walk = Walk(steps.map(Box::new));
+    view
+}
+
+/// The view at the chain's end after the event pushed last, judged alone, when the last walk
+/// shows it changes nothing but itself or extends the chain at its tip (`None`: walk again).
+fn fold_alone(order: &mut Order, identity: &Identity) -> Option<OrderView> {
+    let event = order.events.last()?;
+    let walk = order.walk.0.as_deref_mut()?;
+    // The master's decisions pin paths, and an event others follow may lie on one.
+    if event.made.by_master || walk.pending.contains(&event.hash) {
+        return None;
+    }
+    let mut end = walk.end.clone();
+    let reason = match walk.at.get(&event.after) {
+        None => {
+            walk.pending.insert(event.after);
+            VoidReason::FollowsVoid
+        }
+        Some(&at) => {
+            let step = &walk.steps[at];
+            match judge(event, &order.issue, &step.view, identity, step.floor) {
+                Err(reason) => reason,
+                Ok(()) => {
+                    let date = race::race_date(event.made.time, step.floor.1);
+                    match &step.won {
+                        Some(won) => match won.beats(event, date, &step.view.tip) {
+                            Some(true) => VoidReason::LostRace {
+                                winner: won.author.clone(),
+                                event: event.kind.name(),
+                            },
+                            _ => return None,
+                        },
+                        None => {
+                            let made = &event.made;
+                            let floor = (step.floor.0.max(made.pos), date);
+                            let won = Won {
+                                standing: (true, event.kind.rank()),
+                                late: false,
+                                earliest: date,
+                                tiebreak: tiebreak(step.view.tip.as_bytes(), &made.key),
+                                author: made.author.clone(),
+                                seq: made.seq,
+                            };
+                            walk.steps[at].won = Some(won);
+                            let mut view = walk.steps[at].view.clone();
+                            apply(event, &order.issue, &mut view);
+                            apply(event, &order.issue, &mut end);
+                            walk.holder_after.insert(event.hash, view.holder.clone());
+                            walk.at.insert(event.hash, walk.steps.len());
+                            walk.steps.push(Step {
+                                view,
+                                floor,
+                                won: None,
+                            });
+                            walk.end = end.clone();
+                            return Some(end);
+                        }
+                    }
+                }
+            }
+        }
+    };
+    void(&mut end, event, reason);
+    walk.end = end.clone();
+    Some(end)
+}
 
 fn push_kept<T>(list: &mut Vec<T>, item: T, keep: usize) {
     if list.len() >= keep {
@@ -1879,7 +2060,7 @@ fn race_winner(
     pinned: &HashSet<EntryHash>,
     contested: &EntryHash,
     parent: Timestamp,
-) -> Option<usize> {
+) -> Option<(usize, Won)> {
     let standing = |index: usize| {
         let event = &order.events[index];
         (!pinned.contains(&event.hash), event.kind.rank())
@@ -1894,28 +2075,42 @@ fn race_winner(
         .iter()
         .map(|&index| race::race_date(order.events[index].made.time, parent))
         .collect();
+    let earliest = dates.iter().min().copied()?;
     let late = race::late(&dates);
     rivals
         .iter()
         .zip(late)
-        .min_by_key(|&(&index, late)| {
+        .map(|(&index, late)| {
             let made = &order.events[index].made;
-            (
+            let key = (
                 late,
                 tiebreak(contested.as_bytes(), &made.key),
                 made.author.clone(),
                 made.seq,
-            )
+            );
+            (key, index)
         })
-        .map(|(&index, _)| index)
+        .min()
+        .map(|((late, tiebreak, author, seq), index)| {
+            let won = Won {
+                standing: best,
+                late,
+                earliest,
+                tiebreak,
+                author,
+                seq,
+            };
+            (index, won)
+        })
 }
 
-/// Resolves an order's chain (ADR 0006, ADR 0016) into its view.
-fn resolve(order: &Order, identity: &Identity) -> OrderView {
+/// Resolves an order's chain (ADR 0006, ADR 0016) into its view, with what the walk found
+/// (`None` when the issue does not count: nothing is judged).
+fn resolve(order: &Order, identity: &Identity) -> (OrderView, Option<Steps>) {
     let issue = &order.issue;
     let mut view = initial_view(issue, issue_counts(&order.id, issue, identity));
     if !view.counts {
-        return view;
+        return (view, None);
     }
     let mut children: HashMap<EntryHash, Vec<usize>> = HashMap::new();
     for (index, event) in order.events.iter().enumerate() {
@@ -1923,13 +2118,28 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
     }
     let pinned = decided_paths(order);
     let mut decided = vec![false; order.events.len()];
-    // The holder right after each chain event (and the issue), for progress lines.
-    let mut holder_after: HashMap<EntryHash, Option<AgentName>> = HashMap::new();
-    holder_after.insert(issue.hash, None);
-    let mut tip = issue.hash;
+    // Every void with its event's index: the view keeps the latest folded.
+    let mut voids: Vec<(usize, VoidReason)> = Vec::new();
+    let mut steps = Steps {
+        at: HashMap::new(),
+        steps: Vec::new(),
+        pending: HashSet::new(),
+        end: view.clone(),
+        holder_after: HashMap::from([(issue.hash, None)]),
+    };
     // Where the tip stands: what its children are judged and dated at (ADR 0016, rule 2).
     let mut floor = (issue.pos, issue.time);
-    while let Some(kids) = children.get(&tip) {
+    loop {
+        let tip = view.tip;
+        steps.at.insert(tip, steps.steps.len());
+        steps.steps.push(Step {
+            view: view.clone(),
+            floor,
+            won: None,
+        });
+        let Some(kids) = children.get(&tip) else {
+            break;
+        };
         let mut valid: Vec<usize> = Vec::new();
         for &index in kids {
             let event = &order.events[index];
@@ -1937,13 +2147,16 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
                 Ok(()) => valid.push(index),
                 Err(reason) => {
                     decided[index] = true;
-                    void(&mut view, event, reason);
+                    voids.push((index, reason));
                 }
             }
         }
-        let Some(winner) = race_winner(order, &valid, &pinned, &tip, floor.1) else {
+        let Some((winner, won)) = race_winner(order, &valid, &pinned, &tip, floor.1) else {
             break;
         };
+        if let Some(step) = steps.steps.last_mut() {
+            step.won = Some(won);
+        }
         for &loser in valid.iter().filter(|&&index| index != winner) {
             decided[loser] = true;
             let winner = order.events[winner].made.author.clone();
@@ -1952,13 +2165,12 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
                 winner,
                 event: event.kind.name(),
             };
-            void(&mut view, event, reason);
+            voids.push((loser, reason));
         }
         decided[winner] = true;
         let event = &order.events[winner];
         apply(event, issue, &mut view);
-        holder_after.insert(event.hash, view.holder.clone());
-        tip = event.hash;
+        steps.holder_after.insert(event.hash, view.holder.clone());
         floor = (
             floor.0.max(event.made.pos),
             race::race_date(event.made.time, floor.1),
@@ -1966,10 +2178,28 @@ fn resolve(order: &Order, identity: &Identity) -> OrderView {
     }
     for (index, event) in order.events.iter().enumerate() {
         if !decided[index] {
-            void(&mut view, event, VoidReason::FollowsVoid);
+            steps.pending.insert(event.after);
+            voids.push((index, VoidReason::FollowsVoid));
         }
     }
-    // Progress lines: by the holder right after the event they name, at Member or above.
+    voids.sort_by_key(|(index, _)| *index);
+    let keep = voids.len().saturating_sub(KEPT_VOID);
+    for (index, reason) in voids.drain(keep..) {
+        void(&mut view, &order.events[index], reason);
+    }
+    steps.end = view.clone();
+    let view = count_lines(view, order, &steps.holder_after, identity);
+    (view, Some(steps))
+}
+
+/// The view at the chain's end with its progress lines and hand-ins counted: lines by the
+/// holder right after the event they name, at Member or above.
+fn count_lines(
+    mut view: OrderView,
+    order: &Order,
+    holder_after: &HashMap<EntryHash, Option<AgentName>>,
+    identity: &Identity,
+) -> OrderView {
     let mut counted = 0u32;
     for line in &order.progress {
         let holder = holder_after.get(&line.after).and_then(Option::as_ref);

@@ -17,13 +17,21 @@
 //! fold is given the reading time ([`Leadership::advance`]) and never reads a clock.
 //! `primary.standby` records that an agent waits; it changes nothing.
 //!
+//! **A fold step judges one event** (issue 17, finding 8): the last resolve of the chain is
+//! remembered ([`Walk`]), and an event that can change nothing but itself (it follows no event
+//! that counts, is refused where it follows, or loses to the winner there) or that extends the
+//! chain at its tip is folded alone, in O(1) besides its author's level; the chain is walked
+//! again only when the event may change a race already decided, a setting or a seat changed,
+//! an event came due, or the primary's proven activity moved under a take already judged. The
+//! result is the walk's, so a seated Worker's thousands of takes cost what they are.
+//!
 //! **Settings** (`settings`, master-signed): the quiet period after which an agent counts as
 //! silent. The latest in master order stands.
 //!
 //! **Briefs** (`brief.set`, `brief.decide`, written with `ferry brief` by a Member or above):
 //! an agent's objective and constraints, and decisions it recorded.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -267,6 +275,9 @@ pub struct Leadership {
     as_of: Timestamp,
     /// The earliest time after `as_of` at which an event dated in the future comes due.
     due: Option<Timestamp>,
+    /// What the last walk of the chain found (not kept: derived, walked again when absent).
+    #[serde(skip)]
+    walk: Walk,
     briefs: BTreeMap<AgentName, Brief>,
     decisions: VecDeque<Decision>,
     problems: Vec<FoldProblem>,
@@ -286,6 +297,7 @@ impl Default for Leadership {
             activity: Vec::new(),
             as_of: Timestamp::default(),
             due: None,
+            walk: Walk::default(),
             briefs: BTreeMap::new(),
             decisions: VecDeque::new(),
             problems: Vec::new(),
@@ -318,7 +330,7 @@ impl Leadership {
         author: &AgentName,
         now: Timestamp,
     ) -> Result<(), PrimaryVoid> {
-        rules(take, author, &self.view)?;
+        rules(take, author, self.view.primary.as_ref())?;
         match (take, &self.view.primary) {
             (true, Some(primary)) => quiet_rule(
                 primary,
@@ -422,7 +434,9 @@ impl Leadership {
                     hash: *acted.entry.hash(),
                     after,
                 });
-                self.rejudge(identity, changes);
+                if !self.fold_alone(identity, changes) {
+                    self.rejudge(identity, changes);
+                }
             }
             kinds::STANDBY if !acted.by_master => {
                 self.standby.insert(acted.author.clone(), acted.time);
@@ -524,18 +538,135 @@ impl Leadership {
 
     /// Records `acted` as activity of its log, if that log ever took the role.
     fn note_activity(&mut self, acted: &Acted<'_>) {
-        let Some(log) = self
+        let Some(index) = self
             .activity
-            .iter_mut()
-            .find(|log| log.key == *acted.key && log.author == *acted.author)
+            .iter()
+            .position(|log| log.key == *acted.key && log.author == *acted.author)
         else {
             return;
         };
+        let log = &mut self.activity[index];
         // In log order effective times never go back; a replayed log keeps the list sorted.
         let at = log.times.partition_point(|time| *time <= acted.time);
         if at == 0 || log.times[at - 1] != acted.time {
             log.times.insert(at, acted.time);
+            // A take already judged against this log's activity, dated at or after the new
+            // time, may be judged otherwise now: the next event walks the chain.
+            let judged = self
+                .walk
+                .0
+                .as_ref()
+                .and_then(|walk| walk.quiet_judged.get(&index));
+            if judged.is_some_and(|until| *until >= acted.time) {
+                self.walk = Walk::default();
+            }
         }
+    }
+
+    /// Folds the event just pushed by itself, when the last walk shows it can change nothing
+    /// but itself or extends the chain at its tip; says whether it did (else the chain is
+    /// walked again). The view is the one a walk would give.
+    fn fold_alone(&mut self, identity: &Identity, changes: &mut Changes) -> bool {
+        if self.due.is_some_and(|due| due <= self.as_of) {
+            return false;
+        }
+        let index = self.events.len() - 1;
+        let Some(walk) = self.walk.0.as_deref_mut() else {
+            return false;
+        };
+        let event = &self.events[index];
+        let context = Context {
+            identity,
+            activity: &self.activity,
+            quiet_periods: &self.quiet_periods,
+            now: self.as_of,
+        };
+        let mut view = self.view.clone();
+        let reason = match walk.at.get(&event.after) {
+            None => {
+                walk.pending.insert(event.after);
+                PrimaryVoid::FollowsVoid
+            }
+            Some(&at) => {
+                let step = &walk.steps[at];
+                let holder = step.holder.map(|log| &self.activity[log]);
+                if event.take
+                    && step.primary.is_some()
+                    && let Some(log) = step.holder
+                {
+                    let until = walk.quiet_judged.entry(log).or_insert(event.made.time);
+                    *until = (*until).max(event.made.time);
+                }
+                let step = &walk.steps[at];
+                match judge(
+                    event.take,
+                    &event.made,
+                    step.primary.as_ref(),
+                    holder,
+                    &context,
+                ) {
+                    Err(reason) => reason,
+                    Ok(()) => {
+                        let key = race_key(event, &step.race_input);
+                        let date = race::race_date(event.made.time, step.tip_time);
+                        match &step.won {
+                            Some(won) => match won.beats(&key, date) {
+                                Some(true) => PrimaryVoid::LostRace {
+                                    winner: won.key.2.clone(),
+                                },
+                                // It may win, or move which rival is late: walk again.
+                                _ => return false,
+                            },
+                            // It follows the tip, uncontested so far: it extends the chain,
+                            // unless events folded before it follow it.
+                            None if walk.pending.contains(&event.hash) => return false,
+                            None => {
+                                walk.steps[at].won = Some(Won {
+                                    key,
+                                    late: false,
+                                    earliest: date,
+                                });
+                                view.previous = view.primary.take();
+                                let holder = if event.take {
+                                    view.primary = Some(event.made.author.clone());
+                                    view.since = Some(event.made.time);
+                                    self.activity.iter().position(|log| {
+                                        log.key == event.made.key && log.author == event.made.author
+                                    })
+                                } else {
+                                    view.since = None;
+                                    None
+                                };
+                                view.tip = event.hash;
+                                walk.at.insert(event.hash, walk.steps.len());
+                                walk.steps.push(Step {
+                                    primary: view.primary.clone(),
+                                    holder,
+                                    tip_time: date,
+                                    race_input: *event.hash.as_bytes(),
+                                    won: None,
+                                });
+                                return self.settle(view, event.made.time, changes);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        push_void(&mut view.voided, event, reason);
+        self.settle(view, event.made.time, changes)
+    }
+
+    /// Takes `view` as the chain's after folding an event dated `time` alone.
+    fn settle(&mut self, view: PrimaryView, time: Timestamp, changes: &mut Changes) -> bool {
+        if time > self.as_of {
+            self.due = Some(self.due.map_or(time, |due| due.min(time)));
+        }
+        if view != self.view {
+            self.view = view;
+            self.changed = changes.stamp();
+        }
+        true
     }
 
     /// Resolves the chain again at the reading time `now`, when an event dated in the future
@@ -556,8 +687,9 @@ impl Leadership {
             quiet_periods: &self.quiet_periods,
             now: self.as_of,
         };
-        let (view, due) = resolve(&self.events, &context);
+        let (view, due, walk) = resolve(&self.events, &context);
         self.due = due;
+        self.walk = Walk(Some(Box::new(walk)));
         if view != self.view {
             self.view = view;
             self.changed = changes.stamp();
@@ -599,6 +731,95 @@ fn quiet_rule(
     Ok(())
 }
 
+/// What the last walk of the chain found: each chain node (the root, then each winner) with
+/// what judging a child of it needs. Derived, so it is not kept and any two are equal.
+#[derive(Debug, Clone, Default)]
+struct Walk(Option<Box<Steps>>);
+
+impl PartialEq for Walk {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Walk {}
+
+#[derive(Debug, Clone, Default)]
+struct Steps {
+    /// The chain node of each hash on the chain.
+    at: HashMap<EntryHash, usize>,
+    steps: Vec<Step>,
+    /// What events that follow no chain node name: one of them may extend the chain later.
+    pending: HashSet<EntryHash>,
+    /// For each activity log (by index), the latest take judged against it as the primary's.
+    quiet_judged: HashMap<usize, Timestamp>,
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    /// The primary as the chain stands at this node: what its children are judged against.
+    primary: Option<AgentName>,
+    /// The primary's activity log (an index into `activity`).
+    holder: Option<usize>,
+    /// The node's race date: what its children are dated at least.
+    tip_time: Timestamp,
+    race_input: [u8; 32],
+    /// The child that won here, if one did.
+    won: Option<Won>,
+}
+
+#[derive(Debug, Clone)]
+struct Won {
+    key: RaceKey,
+    /// Whether it was late among the rivals of its rank.
+    late: bool,
+    /// The earliest race date among the rivals of its rank.
+    earliest: Timestamp,
+}
+
+impl Won {
+    /// Whether the winner still beats a valid rival keyed `key` and dated `date` (`None`: the
+    /// rival may change the race, which a walk decides).
+    fn beats(&self, key: &RaceKey, date: Timestamp) -> Option<bool> {
+        if key.0 != self.key.0 {
+            return (key.0 > self.key.0).then_some(true);
+        }
+        if date < self.earliest {
+            return None;
+        }
+        let late = date.as_millis()
+            > self
+                .earliest
+                .as_millis()
+                .saturating_add(race::RACE_WINDOW_MS);
+        let rival = (late, &key.1, &key.2, key.3);
+        ((self.late, &self.key.1, &self.key.2, self.key.3) < rival).then_some(true)
+    }
+}
+
+fn race_key(event: &Event, race_input: &[u8; 32]) -> RaceKey {
+    (
+        u8::from(event.take),
+        tiebreak(race_input, &event.made.key),
+        event.made.author.clone(),
+        event.made.seq,
+    )
+}
+
+/// The voids a view keeps, latest folded last.
+const KEPT_VOID: usize = 8;
+
+fn push_void(
+    voided: &mut Vec<(EntryId, AgentName, PrimaryVoid)>,
+    event: &Event,
+    reason: PrimaryVoid,
+) {
+    if voided.len() >= KEPT_VOID {
+        voided.remove(0);
+    }
+    voided.push((event.made.id.clone(), event.made.author.clone(), reason));
+}
+
 /// What the chain is resolved against besides its events.
 struct Context<'a> {
     identity: &'a Identity,
@@ -613,7 +834,7 @@ struct Context<'a> {
 fn judge(
     take: bool,
     made: &Made,
-    view: &PrimaryView,
+    holder: Option<&AgentName>,
     primary: Option<&Activity>,
     context: &Context<'_>,
 ) -> Result<(), PrimaryVoid> {
@@ -634,9 +855,9 @@ fn judge(
                 level,
             });
         }
-        _ => rules(take, &made.author, view)?,
+        _ => rules(take, &made.author, holder)?,
     }
-    match (take, &view.primary) {
+    match (take, holder) {
         (true, Some(holder)) => quiet_rule(
             holder,
             primary,
@@ -648,8 +869,8 @@ fn judge(
 }
 
 /// The role's rules: one takes it who is not primary, one gives it back who is.
-fn rules(take: bool, author: &AgentName, view: &PrimaryView) -> Result<(), PrimaryVoid> {
-    let is_primary = view.primary.as_ref() == Some(author);
+fn rules(take: bool, author: &AgentName, primary: Option<&AgentName>) -> Result<(), PrimaryVoid> {
+    let is_primary = primary == Some(author);
     match take {
         true if is_primary => Err(PrimaryVoid::AlreadyPrimary),
         false if !is_primary => Err(PrimaryVoid::NotPrimary {
@@ -664,10 +885,13 @@ type RaceKey = (u8, [u8; 32], AgentName, u64);
 
 /// Orders the valid children of a tip dated `parent` (ADR 0016): by rank; among the best rank,
 /// one dated more than the race window after the earliest loses; then by the rest of the key.
-fn sort_rivals(valid: &mut [(RaceKey, usize)], events: &[Event], parent: Timestamp) {
-    let Some(best) = valid.iter().map(|(key, _)| key.0).min() else {
-        return;
-    };
+/// Returns, for the first, whether it was late and the earliest date among its rank.
+fn sort_rivals(
+    valid: &mut [(RaceKey, usize)],
+    events: &[Event],
+    parent: Timestamp,
+) -> Option<(bool, Timestamp)> {
+    let best = valid.iter().map(|(key, _)| key.0).min()?;
     let rivals: Vec<usize> = valid
         .iter()
         .filter(|(key, _)| key.0 == best)
@@ -677,17 +901,20 @@ fn sort_rivals(valid: &mut [(RaceKey, usize)], events: &[Event], parent: Timesta
         .iter()
         .map(|&index| race::race_date(events[index].made.time, parent))
         .collect();
+    let earliest = dates.iter().min().copied()?;
     let late: HashMap<usize, bool> = rivals.into_iter().zip(race::late(&dates)).collect();
     valid.sort_by(|(a, ia), (b, ib)| {
         let late_a = late.get(ia).copied().unwrap_or(false);
         let late_b = late.get(ib).copied().unwrap_or(false);
         (a.0, late_a, &a.1, &a.2, a.3).cmp(&(b.0, late_b, &b.1, &b.2, b.3))
     });
+    let first = valid.first().map(|(_, index)| *index)?;
+    Some((late.get(&first).copied().unwrap_or(false), earliest))
 }
 
-/// The view the chain resolves to at the context's reading time, and the earliest time after
-/// it at which an event dated in the future comes due.
-fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Timestamp>) {
+/// The view the chain resolves to at the context's reading time, the earliest time after it
+/// at which an event dated in the future comes due, and what the walk found.
+fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Timestamp>, Steps) {
     let mut view = PrimaryView {
         tip: ROOT,
         ..PrimaryView::default()
@@ -697,13 +924,9 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
         children.entry(event.after).or_default().push(index);
     }
     let mut decided = vec![false; events.len()];
-    let void = |view: &mut PrimaryView, event: &Event, reason: PrimaryVoid| {
-        if view.voided.len() >= 8 {
-            view.voided.remove(0);
-        }
-        view.voided
-            .push((event.made.id.clone(), event.made.author.clone(), reason));
-    };
+    // Every void with its event's index: the view keeps the latest folded.
+    let mut voids: Vec<(usize, PrimaryVoid)> = Vec::new();
+    let mut walk = Steps::default();
     let due = events
         .iter()
         .map(|event| event.made.time)
@@ -713,57 +936,80 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
     // no one knew before the channel was made (ROOT is the same in every channel).
     let root = *context.identity.masters()[0].as_bytes();
     // The log of the primary as the chain stands, whose activity a take is judged against.
-    let mut holder: Option<&Activity> = None;
+    let mut holder: Option<usize> = None;
     // The date of the tip: what its children are dated at least (ADR 0016, rule 2).
     let mut tip_time = Timestamp::from_millis(0);
-    while let Some(kids) = children.get(&view.tip) {
+    loop {
         let race_input = if view.tip == ROOT {
             root
         } else {
             *view.tip.as_bytes()
         };
+        walk.at.insert(view.tip, walk.steps.len());
+        walk.steps.push(Step {
+            primary: view.primary.clone(),
+            holder,
+            tip_time,
+            race_input,
+            won: None,
+        });
+        let Some(kids) = children.get(&view.tip) else {
+            break;
+        };
         let mut valid: Vec<(RaceKey, usize)> = Vec::new();
         for &index in kids {
             let event = &events[index];
-            match judge(event.take, &event.made, &view, holder, context) {
-                Ok(()) => valid.push((
-                    (
-                        u8::from(event.take),
-                        tiebreak(&race_input, &event.made.key),
-                        event.made.author.clone(),
-                        event.made.seq,
-                    ),
-                    index,
-                )),
+            if event.take
+                && view.primary.is_some()
+                && let Some(log) = holder
+            {
+                let until = walk.quiet_judged.entry(log).or_insert(event.made.time);
+                *until = (*until).max(event.made.time);
+            }
+            let activity = holder.map(|log| &context.activity[log]);
+            match judge(
+                event.take,
+                &event.made,
+                view.primary.as_ref(),
+                activity,
+                context,
+            ) {
+                Ok(()) => valid.push((race_key(event, &race_input), index)),
                 Err(reason) => {
                     decided[index] = true;
-                    void(&mut view, event, reason);
+                    voids.push((index, reason));
                 }
             }
         }
-        sort_rivals(&mut valid, events, tip_time);
-        let Some(&(_, winner)) = valid.first() else {
+        let Some((late, earliest)) = sort_rivals(&mut valid, events, tip_time) else {
             break;
         };
+        let (key, winner) = valid[0].clone();
         for &(_, loser) in &valid[1..] {
             decided[loser] = true;
             let reason = PrimaryVoid::LostRace {
                 winner: events[winner].made.author.clone(),
             };
-            void(&mut view, &events[loser], reason);
+            voids.push((loser, reason));
+        }
+        if let Some(step) = walk.steps.last_mut() {
+            step.won = Some(Won {
+                key,
+                late,
+                earliest,
+            });
         }
         decided[winner] = true;
         let event = &events[winner];
+        view.previous = view.primary.take();
         if event.take {
-            view.previous = view.primary.take();
             view.primary = Some(event.made.author.clone());
             view.since = Some(event.made.time);
             holder = context
                 .activity
                 .iter()
-                .find(|log| log.key == event.made.key && log.author == event.made.author);
+                .position(|log| log.key == event.made.key && log.author == event.made.author);
         } else {
-            view.previous = view.primary.take();
             view.since = None;
             holder = None;
         }
@@ -772,8 +1018,14 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
     }
     for (index, event) in events.iter().enumerate() {
         if !decided[index] {
-            void(&mut view, event, PrimaryVoid::FollowsVoid);
+            walk.pending.insert(event.after);
+            voids.push((index, PrimaryVoid::FollowsVoid));
         }
     }
-    (view, due)
+    voids.sort_by_key(|(index, _)| *index);
+    let keep = voids.len().saturating_sub(KEPT_VOID);
+    for (index, reason) in voids.drain(keep..) {
+        push_void(&mut view.voided, &events[index], reason);
+    }
+    (view, due, walk)
 }

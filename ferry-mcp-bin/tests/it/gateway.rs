@@ -1,0 +1,807 @@
+//! The gateway (issue 21, ADR 0021): external MCP servers behind `ferry mcp serve`, driven by a
+//! fixture server (`fixtures/mcp_fixture.py`) that misbehaves one way per tool, and by the real
+//! `@modelcontextprotocol/server-everything` when `FERRY_GATEWAY_FIXTURE_DIR` names its install.
+//!
+//! The timeouts are lowered with `FERRYMAN_MCP_TIMEOUT_SECS`; each case asserts what the gateway
+//! answered and that it came within its bound, and prints how long it took.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const FERRY: &str = env!("CARGO_BIN_EXE_ferry");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/it/fixtures/mcp_fixture.py"
+);
+const PROJECT: &str = "gw";
+/// The timeout the tests of a hung or flooding server give it (start and call alike).
+const TIMEOUT_SECS: f64 = 2.5;
+/// The timeout every other test gives a server: enough to start python on a loaded machine.
+const ROOMY_TIMEOUT_SECS: f64 = 8.0;
+/// What a bound may be overshot by on a loaded 2-core machine.
+const SLACK: Duration = Duration::from_secs(3);
+/// How long a test waits for any answer before it calls the server stuck.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+const TOKEN: &str = "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";
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"gateway-test","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A state folder of the test's own with the fixture added as `fx`.
+struct Setup {
+    home: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let setup = Self {
+            home: tempfile::tempdir().unwrap(),
+        };
+        let mut added = setup.ferry(&[
+            "mcp",
+            "add",
+            "fx",
+            "--project",
+            PROJECT,
+            "--env",
+            "MY_API_KEY",
+            "--",
+            "python3",
+            FIXTURE,
+        ]);
+        let added = added.arg(setup.mode_file()).output().unwrap();
+        assert!(
+            added.status.success(),
+            "{}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+        setup
+    }
+
+    fn mode_file(&self) -> PathBuf {
+        self.home.path().join("fixture-mode")
+    }
+
+    fn ferry(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(FERRY);
+        command
+            .env("FERRY_HOME", self.home.path())
+            .env("FERRYMAN_MCP_TIMEOUT_SECS", ROOMY_TIMEOUT_SECS.to_string())
+            .args(args);
+        command
+    }
+
+    fn serve(&self, tools: &str) -> Serving {
+        Serving::start(self.ferry(&["mcp", "serve", "--project", PROJECT, "--tools", tools]))
+    }
+
+    /// `serve` with the timeout lowered to [`TIMEOUT_SECS`].
+    fn serve_impatient(&self) -> Serving {
+        let mut command = self.ferry(&["mcp", "serve", "--project", PROJECT, "--tools", "gateway"]);
+        command.env("FERRYMAN_MCP_TIMEOUT_SECS", TIMEOUT_SECS.to_string());
+        Serving::start(command)
+    }
+}
+
+/// A running `ferry mcp serve`, its stdout lines on a channel.
+struct Serving {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl Serving {
+    fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                if sender.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut serving = Self {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 10,
+        };
+        serving.send(INITIALIZE);
+        assert_eq!(serving.answer()["id"], 1);
+        serving.send(INITIALIZED);
+        serving
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn answer(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(ANSWER_TIMEOUT)
+            .expect("an answer within the timeout");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> (Value, Duration) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let started = Instant::now();
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let answer = self.answer();
+        assert_eq!(answer["id"], id, "{answer}");
+        (answer["result"].clone(), started.elapsed())
+    }
+
+    /// Calls `tool` and returns its result and how long it took.
+    fn call(&mut self, tool: &str, arguments: Value) -> (Value, Duration) {
+        let (result, took) =
+            self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        eprintln!(
+            "{tool}: {took:?}: {}",
+            text_of(&result).chars().take(300).collect::<String>()
+        );
+        (result, took)
+    }
+
+    /// Starts the fixture with a call that behaves, so that what follows is timed as a call
+    /// alone (a loaded machine may take longer than the lowered timeout to start python: a
+    /// start that timed out is tried again).
+    fn warm_up(&mut self) {
+        for _ in 0..3 {
+            let (result, _) = self.call("fx_echo", json!({"text": "warm"}));
+            if !is_error(&result) {
+                return;
+            }
+        }
+        panic!("the fixture never started");
+    }
+
+    /// Our own tools still answer at once.
+    fn assert_still_answers(&mut self) {
+        let (_, took) = self.request("ping", json!({}));
+        assert!(took < Duration::from_secs(2), "ping took {took:?}");
+        let (result, took) = self.request("tools/list", json!({}));
+        assert!(took < Duration::from_secs(2), "tools/list took {took:?}");
+        assert!(result["tools"].as_array().unwrap().len() > 6);
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status
+            .lines()
+            .find(|line| line.starts_with("VmRSS:"))
+            .unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    fn finish(mut self) -> bool {
+        drop(self.stdin.take());
+        self.child.wait().unwrap().success()
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every text block of a result, joined by newlines.
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|block| block["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+fn is_error(result: &Value) -> bool {
+    result["isError"] == true
+}
+
+fn within(took: Duration, bound: Duration) {
+    assert!(took < bound, "took {took:?}, bound {bound:?}");
+}
+
+fn timeout() -> Duration {
+    Duration::from_secs_f64(TIMEOUT_SECS)
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has been killed and waits only for its reaper.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z'))
+    })
+}
+
+fn gone_within(pid: u32, bound: Duration) -> bool {
+    let until = Instant::now() + bound;
+    while Instant::now() < until {
+        if !alive(pid) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn serve_lists_every_page_of_a_server_s_tools_under_its_prefix_byte_for_byte_each_start() {
+    let setup = Setup::new();
+    let mut first = setup.serve("gateway");
+    let (list, _) = first.request("tools/list", json!({}));
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    for tool in ["fx_crash", "fx_echo", "fx_huge", "fx_secret", "ferry_join"] {
+        assert!(names.contains(&tool), "{tool}: {names:?}");
+    }
+    assert_eq!(
+        names.iter().filter(|name| name.starts_with("fx_")).count(),
+        15,
+        "both pages"
+    );
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    let echo =
+        &list["tools"].as_array().unwrap()[names.iter().position(|n| *n == "fx_echo").unwrap()];
+    assert!(
+        echo["description"]
+            .as_str()
+            .unwrap()
+            .contains("external MCP server `fx`")
+    );
+    let mut second = setup.serve("fx");
+    let (again, _) = second.request("tools/list", json!({}));
+    assert_eq!(list.to_string(), again.to_string());
+    // The default list does not change.
+    let mut plain = Serving::start(setup.ferry(&["mcp", "serve", "--project", PROJECT]));
+    let (core, _) = plain.request("tools/list", json!({}));
+    assert!(!core.to_string().contains("fx_"));
+}
+
+#[test]
+fn a_server_that_hangs_at_start_fails_its_call_within_the_start_timeout_naming_it() {
+    let setup = Setup::new();
+    std::fs::write(setup.mode_file(), "hang-at-start").unwrap();
+    let mut serving = setup.serve_impatient();
+    let (result, took) = serving.call("fx_echo", json!({"text": "hi"}));
+    assert!(is_error(&result), "{result}");
+    let text = text_of(&result);
+    assert!(text.contains("MCP server `fx` failed"), "{text}");
+    assert!(text.contains("start and handshake within 2.5 s"), "{text}");
+    assert!(took >= timeout(), "{took:?}");
+    within(took, timeout() + SLACK);
+    serving.assert_still_answers();
+}
+
+#[test]
+fn a_call_that_hangs_times_out_is_cancelled_and_our_tools_still_answer() {
+    let setup = Setup::new();
+    let mut serving = setup.serve_impatient();
+    serving.warm_up();
+    let (result, took) = serving.call("fx_hang", json!({}));
+    assert!(is_error(&result), "{result}");
+    assert!(text_of(&result).contains("did not answer within 2.5 s (the call was cancelled)"));
+    within(took, timeout() + SLACK);
+    serving.assert_still_answers();
+}
+
+#[test]
+fn a_call_our_client_cancels_while_it_waits_is_cancelled_downstream_and_answered_at_once() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    serving.warm_up();
+    let started = Instant::now();
+    serving.send(r#"{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"fx_wait_cancel","arguments":{}}}"#);
+    thread::sleep(Duration::from_millis(300));
+    serving.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"user"}}"#);
+    let answer = serving.answer();
+    let took = started.elapsed();
+    eprintln!("fx_wait_cancel cancelled: {took:?}: {answer}");
+    assert_eq!(answer["id"], "w1");
+    assert!(
+        text_of(&answer["result"]).contains("the client cancelled the call"),
+        "{answer}"
+    );
+    // Well before the call's own timeout.
+    within(
+        took,
+        Duration::from_secs_f64(ROOMY_TIMEOUT_SECS) - Duration::from_secs(2),
+    );
+    let (seen, _) = serving.call("fx_cancelled", json!({}));
+    // Downstream, the cancellation names the gateway's own id for the call (a number).
+    let seen = text_of(&seen);
+    let ids = seen
+        .lines()
+        .last()
+        .unwrap()
+        .trim_start_matches("cancelled: ");
+    assert!(
+        !ids.is_empty() && ids.split(' ').all(|id| id.parse::<u64>().is_ok()),
+        "{seen}"
+    );
+    serving.assert_still_answers();
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_fails_the_call_with_its_stderr_and_restarts_on_the_next() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("fx");
+    let (before, _) = serving.call("fx_pid", json!({}));
+    let (result, took) = serving.call("fx_crash", json!({}));
+    assert!(is_error(&result), "{result}");
+    let text = text_of(&result);
+    assert!(text.contains("exited (exit status: 3)"), "{text}");
+    assert!(
+        text.contains("fixture: crashing in the middle of a call"),
+        "{text}"
+    );
+    within(took, SLACK);
+    let (after, _) = serving.call("fx_pid", json!({}));
+    assert!(!is_error(&after), "{after}");
+    assert_ne!(text_of(&before), text_of(&after), "a new process answered");
+    let (echo, _) = serving.call("fx_echo", json!({"text": "back"}));
+    assert!(text_of(&echo).contains("echo: back"));
+}
+
+#[test]
+fn replies_out_of_order_are_matched_by_id() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (result, took) = serving.call("fx_out_of_order", json!({}));
+    assert!(!is_error(&result), "{result}");
+    let text = text_of(&result);
+    assert!(
+        text.contains("the right reply") && !text.contains("never made"),
+        "{text}"
+    );
+    within(took, SLACK);
+}
+
+#[test]
+fn notifications_interleaved_with_the_reply_are_ignored() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (result, took) = serving.call("fx_notify", json!({}));
+    assert!(!is_error(&result), "{result}");
+    assert!(text_of(&result).contains("after 100 notifications"));
+    within(took, SLACK);
+}
+
+#[test]
+fn lines_on_stdout_that_are_not_json_rpc_are_skipped() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (result, took) = serving.call("fx_garbage", json!({}));
+    assert!(!is_error(&result), "{result}");
+    assert!(text_of(&result).contains("after garbage"));
+    within(took, SLACK);
+}
+
+#[test]
+fn a_server_that_floods_its_output_times_out_with_memory_bounded_and_blocks_nothing_else() {
+    let setup = Setup::new();
+    let mut serving = setup.serve_impatient();
+    serving.warm_up();
+    let (result, took) = serving.call("fx_flood", json!({}));
+    assert!(is_error(&result), "{result}");
+    assert!(
+        text_of(&result).contains("did not answer within"),
+        "{result}"
+    );
+    within(took, timeout() + SLACK);
+    let rss = serving.rss_kib();
+    eprintln!("flood: serve's RSS {rss} KiB");
+    assert!(rss < 200 * 1024, "{rss} KiB");
+    serving.assert_still_answers();
+}
+
+#[test]
+fn a_100_mb_line_is_cut_at_the_bound_and_fails_the_call_cleanly() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (result, took) = serving.call("fx_huge", json!({}));
+    assert!(is_error(&result), "{result}");
+    assert!(
+        text_of(&result).contains("a line longer than 4194304 bytes"),
+        "{result}"
+    );
+    within(took, SLACK);
+    let rss = serving.rss_kib();
+    eprintln!("100 MB line: serve's RSS {rss} KiB");
+    assert!(rss < 100 * 1024, "{rss} KiB");
+    let (echo, _) = serving.call("fx_echo", json!({"text": "after"}));
+    assert!(text_of(&echo).contains("echo: after"), "{echo}");
+}
+
+#[test]
+fn a_sampling_request_from_the_server_is_refused_with_a_clear_error() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (result, took) = serving.call("fx_sample", json!({}));
+    assert!(!is_error(&result), "{result}");
+    let text = text_of(&result);
+    assert!(text.contains("-32601"), "{text}");
+    assert!(
+        text.contains("does not serve `sampling/createMessage`"),
+        "{text}"
+    );
+    within(took, SLACK);
+}
+
+#[test]
+fn a_result_is_marked_as_third_party_and_its_secrets_redacted() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (result, _) = serving.call("fx_secret", json!({}));
+    let whole = result.to_string();
+    assert!(!whole.contains(TOKEN), "{whole}");
+    assert!(text_of(&result).starts_with("third-party data from MCP server `fx`"));
+    assert!(text_of(&result).contains("[redacted: "), "{result}");
+    assert!(
+        result["structuredContent"]["token"]
+            .as_str()
+            .unwrap()
+            .starts_with("[redacted: ")
+    );
+    assert_eq!(result["structuredContent"]["n"], 1);
+    assert_eq!(
+        result["_meta"]["ferry/thirdParty"],
+        json!({"server": "fx", "redacted": true, "truncated": false})
+    );
+}
+
+#[test]
+fn a_child_sees_no_secret_shaped_variable_unless_its_entry_names_it() {
+    let setup = Setup::new();
+    let mut command = setup.ferry(&["mcp", "serve", "--project", PROJECT, "--tools", "fx"]);
+    command
+        .env("GITHUB_TOKEN", "x")
+        .env("SOME_SECRET", "x")
+        .env("DB_PASSWORD", "x")
+        .env("AWS_CREDENTIALS", "x")
+        .env("MY_API_KEY", "x")
+        .env("PLAIN_SETTING", "x");
+    let mut serving = Serving::start(command);
+    let (result, _) = serving.call("fx_env", json!({}));
+    let text = text_of(&result);
+    let names: Vec<&str> = text.lines().last().unwrap().split(' ').collect();
+    assert!(
+        names.contains(&"PLAIN_SETTING") && names.contains(&"PATH"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"MY_API_KEY"), "named by --env: {names:?}");
+    for secret in [
+        "GITHUB_TOKEN",
+        "SOME_SECRET",
+        "DB_PASSWORD",
+        "AWS_CREDENTIALS",
+        "FERRYMAN_MCP_TIMEOUT_SECS",
+    ] {
+        let kept = names.contains(&secret);
+        assert_eq!(
+            kept,
+            secret == "FERRYMAN_MCP_TIMEOUT_SECS",
+            "{secret}: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_child_inherits_no_descriptor_beyond_stdio() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    // Open the channel first: the server then holds its database, logs and watches too.
+    serving.call("ferry_catchup", json!({}));
+    let (result, _) = serving.call("fx_fds", json!({}));
+    let text = text_of(&result);
+    let fds: Vec<u32> = text
+        .lines()
+        .last()
+        .unwrap()
+        .split(' ')
+        .map(|fd| fd.parse().unwrap())
+        .collect();
+    // Stdio, the listing's own handle on /proc/self/fd (the lowest free number), and whatever
+    // this test process itself leaks to every child it starts (descriptors it inherited
+    // without close-on-exec): nothing `ferry` opened.
+    let mut expected = vec![0, 1, 2];
+    let leaked = leaked_by_this_process();
+    expected.push((3..).find(|fd| !leaked.contains(fd)).unwrap());
+    expected.extend(leaked);
+    expected.sort_unstable();
+    assert_eq!(fds, expected, "{text}");
+}
+
+/// The descriptors above stdio of this process that a child of it inherits.
+fn leaked_by_this_process() -> Vec<u32> {
+    let mut leaked = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap() {
+        let fd: u32 = entry
+            .unwrap()
+            .file_name()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")) else {
+            continue; // the listing's own handle, closed by now
+        };
+        let flags = info
+            .lines()
+            .find_map(|line| line.strip_prefix("flags:"))
+            .unwrap();
+        let flags = u32::from_str_radix(flags.trim(), 8).unwrap();
+        const O_CLOEXEC: u32 = 0o2_000_000;
+        if fd > 2 && flags & O_CLOEXEC == 0 {
+            leaked.push(fd);
+        }
+    }
+    leaked
+}
+
+#[test]
+fn children_are_reaped_when_serve_ends_and_killed_when_it_is_killed() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let (pid, _) = serving.call("fx_pid", json!({}));
+    let pid: u32 = text_of(&pid).lines().last().unwrap().parse().unwrap();
+    assert!(alive(pid));
+    assert!(serving.finish());
+    assert!(
+        gone_within(pid, Duration::from_secs(2)),
+        "after end of input"
+    );
+
+    let mut serving = setup.serve("gateway");
+    let (pid, _) = serving.call("fx_pid", json!({}));
+    let pid: u32 = text_of(&pid).lines().last().unwrap().parse().unwrap();
+    Command::new("kill")
+        .args(["-9", &serving.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(
+        gone_within(pid, Duration::from_secs(2)),
+        "after SIGKILL of serve"
+    );
+}
+
+#[test]
+fn a_name_that_collides_or_is_badly_formed_is_refused_at_add() {
+    let setup = Setup::new();
+    for (name, why) in [
+        ("ferry", "would shadow the first-party tool `ferry_"),
+        ("list", "would shadow the first-party tool `list_"),
+        ("discover", "would shadow the first-party tool `discover`"),
+        ("core", "is the name of a tool group"),
+        ("gateway", "is the name of a tool group"),
+        ("legacy", "is the name of a tool group"),
+        ("fx", "is configured already"),
+        ("a_b", "is not a server name"),
+        ("Upper", "is not a server name"),
+    ] {
+        let out = setup
+            .ferry(&[
+                "mcp",
+                "add",
+                name,
+                "--project",
+                PROJECT,
+                "--",
+                "python3",
+                FIXTURE,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(why),
+            "{name}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_hand_edited_configuration_that_collides_is_refused_at_start() {
+    let setup = Setup::new();
+    let path: &Path = &setup
+        .home
+        .path()
+        .join("projects")
+        .join(PROJECT)
+        .join("gateway.json");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("\"fx\"", "\"ferry\"");
+    std::fs::write(path, text).unwrap();
+    let out = setup
+        .ferry(&["mcp", "serve", "--project", PROJECT, "--tools", "gateway"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("would shadow the first-party tool `ferry_"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_cli_lists_calls_and_removes_a_server() {
+    let setup = Setup::new();
+    let servers = setup
+        .ferry(&["mcp", "servers", "--project", PROJECT])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&servers.stdout).starts_with("fx: 15 tools: python3 "));
+    let list = setup
+        .ferry(&["mcp", "list", "--project", PROJECT])
+        .output()
+        .unwrap();
+    assert!(list.status.success());
+    assert!(String::from_utf8_lossy(&list.stdout).contains("  fx_echo: the echo fixture"));
+    let call = setup
+        .ferry(&[
+            "mcp",
+            "call",
+            "fx",
+            "echo",
+            "--project",
+            PROJECT,
+            "--args",
+            r#"{"text":"cli"}"#,
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&call.stdout).unwrap();
+    assert_eq!(json["isError"], false);
+    assert_eq!(json["content"][1], "echo: cli");
+    assert_eq!(json["_meta"]["ferry/thirdParty"]["server"], "fx");
+    for (args, why) in [
+        (r#"{"text":"#, "--args is not JSON"),
+        ("[1]", "--args must be a JSON object"),
+    ] {
+        let out = setup
+            .ferry(&[
+                "mcp",
+                "call",
+                "fx",
+                "echo",
+                "--project",
+                PROJECT,
+                "--args",
+                args,
+            ])
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{args}");
+    }
+    let removed = setup
+        .ferry(&["mcp", "remove", "fx", "--project", PROJECT])
+        .output()
+        .unwrap();
+    assert!(removed.status.success());
+    let again = setup
+        .ferry(&["mcp", "remove", "fx", "--project", PROJECT])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no MCP server named `fx`"));
+    let out = setup
+        .ferry(&["mcp", "serve", "--project", PROJECT, "--tools", "gateway"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no MCP servers are configured"));
+}
+
+/// The real `@modelcontextprotocol/server-everything`, installed by
+/// `.ci/install-gateway-fixture` into the folder `FERRY_GATEWAY_FIXTURE_DIR` names.
+#[test]
+fn the_reference_server_everything_is_served_and_its_echo_called_through_serve() {
+    let Some(dir) = std::env::var_os("FERRY_GATEWAY_FIXTURE_DIR") else {
+        eprintln!(
+            "skipped: FERRY_GATEWAY_FIXTURE_DIR is unset (run .ci/install-gateway-fixture DIR and point it at DIR)"
+        );
+        return;
+    };
+    let index = PathBuf::from(dir)
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        index.exists(),
+        "{} is missing: run .ci/install-gateway-fixture",
+        index.display()
+    );
+    let home = tempfile::tempdir().unwrap();
+    let ferry = |args: &[&str]| {
+        let mut command = Command::new(FERRY);
+        command.env("FERRY_HOME", home.path()).args(args);
+        command
+    };
+    let index = index.to_str().unwrap();
+    let added = ferry(&[
+        "mcp",
+        "add",
+        "everything",
+        "--project",
+        PROJECT,
+        "--",
+        "node",
+        index,
+        "stdio",
+    ])
+    .output()
+    .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    eprintln!("{}", String::from_utf8_lossy(&added.stdout));
+    let mut serving = Serving::start(ferry(&[
+        "mcp",
+        "serve",
+        "--project",
+        PROJECT,
+        "--tools",
+        "gateway",
+    ]));
+    let (list, _) = serving.request("tools/list", json!({}));
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .filter(|name| name.starts_with("everything_"))
+        .collect();
+    eprintln!("served: {names:?}");
+    assert!(
+        names.contains(&"everything_echo") && names.len() > 5,
+        "{names:?}"
+    );
+    let (result, took) = serving.call("everything_echo", json!({"message": "hello from ferry"}));
+    eprintln!("everything_echo: {took:?}: {result}");
+    assert!(!is_error(&result), "{result}");
+    assert!(
+        text_of(&result).contains("Echo: hello from ferry"),
+        "{result}"
+    );
+    assert_eq!(result["_meta"]["ferry/thirdParty"]["server"], "everything");
+    assert!(serving.finish());
+}
