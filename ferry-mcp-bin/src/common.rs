@@ -18,11 +18,21 @@ use ferry_mcp_core::channel::session::{Actor, Session};
 use crate::{clock, display, passphrase, paths};
 
 pub(crate) fn agent_name(raw: &str) -> Result<AgentName, String> {
+    guarded_as_typed(raw)?;
     AgentName::parse(raw).map_err(|err| err.to_string())
 }
 
 pub(crate) fn project_id(raw: &str) -> Result<ProjectId, String> {
+    guarded_as_typed(raw)?;
     ProjectId::parse(raw).map_err(|err| err.to_string())
+}
+
+/// The guard's judgement of a name as it was typed: names are folded to lower case when
+/// parsed, and a mixed-case token folded loses its checksum, so only the name as given still
+/// shows that it is one.
+fn guarded_as_typed(raw: &str) -> Result<(), String> {
+    ferry_mcp_core::guard::check_name(raw)
+        .map_err(|refusal| format!("names are written in the clear, and this {refusal}"))
 }
 
 /// Who acts and where, for every command that reads or writes a channel.

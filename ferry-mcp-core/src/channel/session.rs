@@ -1139,6 +1139,34 @@ impl Session {
             .map(|message| (message.time, message.text.clone()))
     }
 
+    /// What `author` sent last, oldest first, for [`Session::guard_seam`] before a summary
+    /// (whose hand-in reads the board anyway): its latest message that counts and its latest
+    /// progress line on an order it holds. Only the orders it holds are paged in: an agent
+    /// holds a few. A post does not use it: a post never reads the board.
+    pub fn last_texts_of(&mut self, author: &AgentName) -> Vec<String> {
+        let mut last: Vec<(Timestamp, String)> = self.last_post_of(author).into_iter().collect();
+        let held: Vec<EntryId> = self
+            .board()
+            .of_agent(author)
+            .filter(|order| order.brief().holder.as_ref() == Some(author))
+            .map(|order| order.id().clone())
+            .collect();
+        let mut line: Option<(Timestamp, String)> = None;
+        for id in &held {
+            if let Some(progress) = self
+                .order(id)
+                .and_then(|order| order.view().progress.as_ref())
+                .filter(|progress| &progress.by == author)
+                && line.as_ref().is_none_or(|(time, _)| progress.time > *time)
+            {
+                line = Some((progress.time, progress.text.clone()));
+            }
+        }
+        last.extend(line);
+        last.sort_by_key(|(time, _)| *time);
+        last.into_iter().map(|(_, text)| text).collect()
+    }
+
     /// The short id of an entry this session folded (ADR 0007).
     pub fn id_of(&self, entry: &VerifiedEntry) -> EntryId {
         if entry.author().is_master() {

@@ -508,16 +508,28 @@ fn decodings(word: &str) -> Vec<String> {
             .count();
         (text.chars().count() >= 8 && shown == text.chars().count()).then_some(text)
     };
+    // Text decodes to text from its first bytes on: a commit id or a digest (most runs in
+    // ordinary talk) is refused on its first eight characters, before anything is decoded
+    // whole.
+    let starts_printable = |first: Option<Vec<u8>>| {
+        first.is_some_and(|bytes| {
+            bytes
+                .iter()
+                .all(|&b| (0x20..0x7f).contains(&b) || b.is_ascii_whitespace() || b >= 0x80)
+        })
+    };
     let trimmed = word.trim_matches(['.', ':', '~']);
     if trimmed.len() >= 16
         && trimmed.len().is_multiple_of(2)
         && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
+        && starts_printable(trimmed.get(..8).and_then(hex))
         && let Some(text) = hex(trimmed).and_then(printable)
     {
         out.push(text);
     }
     if trimmed.len() >= 16
         && !trimmed.contains([':', '.', '%', '~'])
+        && starts_printable(trimmed.get(..8).and_then(checksum::base64_decode))
         && let Some(text) = checksum::base64_decode(trimmed).and_then(printable)
     {
         out.push(text);

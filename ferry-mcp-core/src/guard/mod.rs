@@ -198,6 +198,20 @@ pub fn cut(text: &str, max_chars: usize) -> &str {
     &text[..end]
 }
 
+/// [`cut`] of a text that is itself the start of a longer one (a long message's or body's
+/// inline part, cut where its writer cut it): its last word, if it is as long as the start
+/// of a token worth finishing (eight characters), may be a token that ran on past it,
+/// unrecognisable cut, so it is left out too.
+pub fn cut_start(text: &str, max_chars: usize) -> &str {
+    let shown = cut(text, max_chars);
+    let kept = shown.trim_end_matches(|c: char| !c.is_whitespace());
+    if shown[kept.len()..].chars().count() >= 8 {
+        kept
+    } else {
+        shown
+    }
+}
+
 /// A text with its secret-shaped spans masked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redacted<'a> {

@@ -55,6 +55,9 @@ secret_kinds! {
     OpensshPrivateKey = "openssh_private_key", "an openssh private key";
     /// An armored PGP private key block.
     PgpPrivateKey = "pgp_private_key", "a pgp private key";
+    /// A PKCS#12 (`.p12`, `.pfx`) bundle in base64: a private key with its certificates
+    /// (DER `SEQUENCE { INTEGER 3, SEQUENCE …`, so `MII…IBAzCC…`).
+    Pkcs12 = "pkcs12", "a pkcs#12 key bundle";
     /// An age identity (`AGE-SECRET-KEY-1…`, bech32 with its checksum).
     AgeSecretKey = "age_secret_key", "an age secret key";
     /// A ferry key file's `"secret"`: the hex seed of an agent's or the master's key.
@@ -169,6 +172,8 @@ secret_kinds! {
     MailgunKey = "mailgun_key", "a mailgun key";
     /// A Mailchimp API key (32 hex digits, `-us` and a data center).
     MailchimpApiKey = "mailchimp_api_key", "a mailchimp api key";
+    /// A MaxMind license key (`…_…_mmk`).
+    MaxmindLicenseKey = "maxmind_license_key", "a maxmind license key";
     /// A Microsoft Teams incoming webhook URL.
     TeamsWebhook = "teams_webhook", "a microsoft teams webhook url";
     /// A New Relic key (`NRAK-`, `NRJS-`, `NRII-`).
@@ -209,6 +214,8 @@ secret_kinds! {
     ShippoToken = "shippo_token", "a shippo token";
     /// A Sidekiq Enterprise or Pro gem credential (`BUNDLE_GEMS__CONTRIBSYS__COM=…`).
     SidekiqSecret = "sidekiq_secret", "a sidekiq secret";
+    /// A SonarQube or SonarCloud token (`squ_`, `sqp_`, `sqa_` and 40 hex digits).
+    SonarToken = "sonar_token", "a sonar token";
     /// A Sourcegraph access token (`sgp_…`).
     SourcegraphToken = "sourcegraph_token", "a sourcegraph token";
     /// A Square access token or secret (`EAAA…`, `sq0atp-…`, `sq0csp-…`).
@@ -222,6 +229,9 @@ secret_kinds! {
     /// A key of a service that gives its keys no prefix, named after the service
     /// (`ALGOLIA_API_KEY=…`, `cloudflare_token: …`): the value has that service's shape.
     ServiceKey = "service_key", "a service api key";
+    /// A value of a Kubernetes Secret manifest (`kind: Secret`, under `data:` or
+    /// `stringData:`): whatever it holds, it is what the manifest keeps secret.
+    KubernetesSecret = "kubernetes_secret", "a kubernetes secret";
     /// A JSON Web Token (three base64url parts, a header with `alg`).
     Jwt = "jwt", "a json web token";
     /// A database URL with a password (`postgres://user:pass@host`, mysql, mongodb+srv, …).
@@ -290,6 +300,11 @@ enum Check {
     TypedPassword,
     /// A Twilio account sid (not itself secret) and 32-hex auth tokens near it.
     TwilioSid,
+    /// A `kind: Secret` line: the values of its manifest's `data:` and `stringData:`.
+    KubernetesSecret,
+    /// The `s` group is a long quoted value drawn at random (a salt, a signing key), whatever
+    /// characters it is drawn from.
+    Salt,
 }
 
 /// Where a rule is matched once one of its literals is found.
@@ -336,6 +351,19 @@ const RULES: &[Rule] = &[
         trigger: "-----BEGIN ",
         scope: Scope::Text,
         pattern: r"-----BEGIN (?P<l>[A-Z0-9]+(?: [A-Z0-9]+)* )?PRIVATE KEY(?: BLOCK)?-----",
+    },
+    // The DER of a PKCS#12 file opens with SEQUENCE, INTEGER 3, SEQUENCE: in base64 its first
+    // twelve characters are `MI?` (a two-byte length), three of the length, `IBAzC`; no
+    // certificate, public key or PKCS#1/#8 key opens so (their version is 0 or 2, or absent).
+    Rule {
+        kind: SecretKind::Pkcs12,
+        check: Check::Shape,
+        trigger: "IBAzC",
+        scope: Scope::Text,
+        pattern: concat!(
+            b!(),
+            r"MI[I-L][A-Za-z0-9+/]{3}IBAzC[A-D][A-Za-z0-9+/]{52,}(?:\r?\n[A-Za-z0-9+/]{16,})*={0,2}"
+        ),
     },
     Rule {
         kind: SecretKind::AgeSecretKey,
@@ -440,11 +468,12 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::AwsAccessKeyId,
         check: Check::AwsId,
-        trigger: "A3T|AKIA|ASIA|ABIA|ACCA",
+        trigger: "A3T|AKIA|ASIA|ABIA|ACCA|a3t|akia|asia|abia|acca",
         scope: Scope::Text,
         pattern: concat!(
             b!(),
-            r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+            // Or folded to lower case, as a name is (`ferry channel join --as akia…`).
+            r"(?:(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}|(?:a3t[a-z0-9]|akia|asia|abia|acca)[a-z2-7]{16})",
             b!()
         ),
     },
@@ -480,7 +509,15 @@ const RULES: &[Rule] = &[
         check: Check::Plausible,
         trigger: "hooks.slack.com/",
         scope: Scope::Text,
-        pattern: r"https://hooks\.slack\.com/(?:services/T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/(?P<b>[A-Za-z0-9]{24})|triggers/T[A-Z0-9]{8,12}/[0-9]{6,16}/[a-f0-9]{32})",
+        pattern: r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/(?P<b>[A-Za-z0-9+/]{43,56})",
+    },
+    // Legacy workspace and refresh tokens: `xoxa-2-…`, `xoxr-…`, letters and digits only.
+    Rule {
+        kind: SecretKind::SlackToken,
+        check: Check::Plausible,
+        trigger: "xoxa-|xoxr-",
+        scope: Scope::Window,
+        pattern: concat!(b!(), r"xox[ar]-(?:[0-9]-)?(?P<b>[0-9A-Za-z]{8,48})", b!()),
     },
     Rule {
         kind: SecretKind::NpmToken,
@@ -599,6 +636,13 @@ const RULES: &[Rule] = &[
         trigger: "GR1348941",
         scope: Scope::Window,
         pattern: concat!(b!(), r"GR1348941(?P<b>[A-Za-z0-9_-]{20})", b!()),
+    },
+    Rule {
+        kind: SecretKind::GitlabToken,
+        check: Check::Plausible,
+        trigger: "_gitlab_session=",
+        scope: Scope::Window,
+        pattern: concat!(r"_gitlab_session=(?P<b>[0-9a-z]{32})", b!()),
     },
     Rule {
         kind: SecretKind::HuggingfaceToken,
@@ -1031,6 +1075,34 @@ const RULES: &[Rule] = &[
         pattern: r#"(?i)BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM["']?\s*(?:[:=]|=>)\s*["']?(?P<s>(?P<b>[a-f0-9]{8}:[a-f0-9]{8}))"#,
     },
     Rule {
+        kind: SecretKind::SidekiqSecret,
+        check: Check::Plausible,
+        trigger: "contribsys.com",
+        scope: Scope::Window,
+        pattern: r"(?i)https?://(?P<s>(?P<b>[a-f0-9]{8}:[a-f0-9]{8}))@(?:gems|enterprise)\.contribsys\.com",
+    },
+    Rule {
+        kind: SecretKind::SonarToken,
+        check: Check::Plausible,
+        trigger: "squ_|sqp_|sqa_",
+        scope: Scope::Window,
+        pattern: concat!(b!(), r"sq[upa]_(?P<b>[a-f0-9]{40})", b!()),
+    },
+    Rule {
+        kind: SecretKind::MaxmindLicenseKey,
+        check: Check::Plausible,
+        trigger: "_mmk",
+        scope: Scope::Window,
+        pattern: concat!(b!(), r"(?P<b>[A-Za-z0-9]{6}_[A-Za-z0-9]{29})_mmk", b!()),
+    },
+    Rule {
+        kind: SecretKind::KubernetesSecret,
+        check: Check::KubernetesSecret,
+        trigger: "kind:",
+        scope: Scope::Text,
+        pattern: r#"(?mi)^[ \t-]*kind:[ \t]*["']?secret["']?[ \t]*\r?$"#,
+    },
+    Rule {
         kind: SecretKind::SourcegraphToken,
         check: Check::Plausible,
         trigger: "sgp_",
@@ -1106,7 +1178,30 @@ const RULES: &[Rule] = &[
         check: Check::TypedPassword,
         trigger: "password|passwd|passphrase|pwd|_pass|-pass|.pass|pass=|pass:|pass\"|pass'",
         scope: Scope::Assignment(ASSIGN),
-        pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*(?:pass(?:w(?:or)?d|phrase)?|pwd)(?:[_.-][A-Za-z0-9_.-]*)?)["']?[ \t]*(?::=|=>|[:=])[ \t]*(?P<s>"[^"\n]{6,128}"|'[^'\n]{6,128}'|[^\s"'`,;]{6,128})"#,
+        pattern: r#"(?i)(?:^|[^A-Za-z0-9_.-])(?P<k>[A-Za-z0-9_.-]*(?:pass(?:w(?:or)?d|phrase)?|pwd)(?:[_.-][A-Za-z0-9_.-]*)?)["']?\]?[ \t]*(?::=|=>|[:=])[ \t]*(?P<s>"[^"\n]{6,128}"|'[^'\n]{6,128}'|[^\s"'`,;]{6,128})"#,
+    },
+    // PHP's constants (`define('DB_PASSWORD', '…')`, WordPress's salts) and NuGet's stored
+    // credentials name their secret in a string, not as an assignment's key.
+    Rule {
+        kind: SecretKind::PasswordAssignment,
+        check: Check::TypedPassword,
+        trigger: "define",
+        scope: Scope::Window,
+        pattern: r#"(?i)\bdefine\(\s*["'](?P<k>[A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD)[A-Z0-9_]*)["']\s*,\s*(?P<s>"[^"\n]{6,128}"|'[^'\n]{6,128}')"#,
+    },
+    Rule {
+        kind: SecretKind::EnvSecret,
+        check: Check::Salt,
+        trigger: "define",
+        scope: Scope::Window,
+        pattern: r#"(?i)\bdefine\(\s*["'][A-Z0-9_]*(?:KEY|SALT|SECRET|TOKEN)[A-Z0-9_]*["']\s*,\s*(?P<s>"[^"\n]{24,256}"|'[^'\n]{24,256}')"#,
+    },
+    Rule {
+        kind: SecretKind::PasswordAssignment,
+        check: Check::Password,
+        trigger: "<add key=",
+        scope: Scope::Window,
+        pattern: r#"(?i)<add\s+key\s*=\s*"(?:ClearText)?Password"\s+value\s*=\s*"(?P<s>[^"\s]{4,128})""#,
     },
     Rule {
         kind: SecretKind::Jwt,
@@ -1170,7 +1265,7 @@ struct Compiled {
     /// may sit inside another, `sk-` in `sk-ant-`), without regard to case.
     literals: AhoCorasick,
     /// The rules each literal triggers, by the literal's index in `literals`.
-    triggered: Vec<Vec<usize>>,
+    triggered: Vec<Vec<Trigger>>,
     each: Vec<Regex>,
     /// A 40-character AWS secret candidate (checked for boundaries by hand).
     aws_secret: Regex,
@@ -1178,17 +1273,60 @@ struct Compiled {
     hex32: Regex,
 }
 
+/// One rule a literal triggers, and what the text must hold where the literal was found.
+struct Trigger {
+    rule: usize,
+    /// The literal as the rule's pattern spells it, when the pattern heeds case: `ac` in
+    /// `each` is no Twilio sid's `AC`, and a look at it would cost a pass for nothing.
+    exact: Option<&'static [u8]>,
+    /// Token characters needed right before and after the literal (see [`GATES`]).
+    run: (usize, usize),
+}
+
+/// Literals too common in prose for each to cost its rule a look (`.` ends every sentence):
+/// the rule looks only where the literal sits between runs of token characters this long, as
+/// it does in the format (a Discord token's `.` after its 24-character id, a Telegram token's
+/// `:A` after its bot id's digits).
+const GATES: &[(&str, usize, usize)] = &[(".", 23, 6), (":A", 8, 34)];
+
+/// Whether the literal found at `found` has the runs of token characters its gate asks for.
+fn gated_in(bytes: &[u8], found: Range<usize>, (before, after): (usize, usize)) -> bool {
+    let token = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+    bytes[..found.start]
+        .iter()
+        .rev()
+        .take(before)
+        .filter(|b| token(b))
+        .count()
+        == before
+        && bytes[found.end..]
+            .iter()
+            .take(after)
+            .filter(|b| token(b))
+            .count()
+            == after
+}
+
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let mut triggered: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut triggered: HashMap<String, Vec<Trigger>> = HashMap::new();
     for (i, rule) in RULES.iter().enumerate() {
+        let heeds_case = !rule.pattern.contains("(?i");
         for literal in rule.trigger.split('|').filter(|l| !l.is_empty()) {
+            let run = GATES
+                .iter()
+                .find(|(gated, _, _)| *gated == literal)
+                .map_or((0, 0), |&(_, before, after)| (before, after));
             triggered
                 .entry(literal.to_ascii_lowercase())
                 .or_default()
-                .push(i);
+                .push(Trigger {
+                    rule: i,
+                    exact: heeds_case.then_some(literal.as_bytes()),
+                    run,
+                });
         }
     }
-    let (literals, triggered): (Vec<String>, Vec<Vec<usize>>) = triggered.into_iter().unzip();
+    let (literals, triggered): (Vec<String>, Vec<Vec<Trigger>>) = triggered.into_iter().unzip();
     Compiled {
         literals: AhoCorasick::builder()
             .ascii_case_insensitive(true)
@@ -1237,8 +1375,17 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
     let compiled = &*COMPILED;
     let mut whole = vec![false; RULES.len()];
     let mut parts: Vec<(usize, Range<usize>)> = Vec::new();
+    let bytes = text.as_bytes();
     for m in compiled.literals.find_overlapping_iter(text) {
-        for &i in &compiled.triggered[m.pattern().as_usize()] {
+        for trigger in &compiled.triggered[m.pattern().as_usize()] {
+            if trigger
+                .exact
+                .is_some_and(|exact| &bytes[m.start()..m.end()] != exact)
+                || (trigger.run != (0, 0) && !gated_in(bytes, m.start()..m.end(), trigger.run))
+            {
+                continue;
+            }
+            let i = trigger.rule;
             match RULES[i].scope {
                 Scope::Text => whole[i] = true,
                 Scope::Assignment(separators) => {
@@ -1293,6 +1440,10 @@ fn assigned(bytes: &[u8], mut at: usize, separators: &[u8]) -> bool {
     if matches!(bytes.get(at), Some(b'"' | b'\'')) {
         at += 1;
     }
+    // `$config['db_password'] = …`: the key is an array index.
+    if bytes.get(at) == Some(&b']') {
+        at += 1;
+    }
     while matches!(bytes.get(at), Some(b' ' | b'\t')) {
         at += 1;
     }
@@ -1328,7 +1479,8 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
             Check::Service => caps
                 .name("k")
                 .and_then(|k| services::service_key(k.as_str(), span.as_str()))
-                .filter(|_| plausible_token(span.as_str()))
+                // A Twitter bearer token opens with 22 `A`s: the rest is what is random.
+                .filter(|_| plausible_token(span.as_str().trim_start_matches('A')))
                 .map(|kind| {
                     found.push(SecretMatch {
                         kind,
@@ -1344,6 +1496,20 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
                 (!ordinary_key(key) && hand_typed_password(inner))
                     .then(|| span.start() + skip..span.end() - skip)
             }
+            Check::Salt => {
+                let inner = unquoted(span.as_str());
+                let skip = (span.len() - inner.len()) / 2;
+                salt(inner).then(|| span.start() + skip..span.end() - skip)
+            }
+            Check::KubernetesSecret => {
+                found.extend(
+                    kubernetes_values(text, whole.range()).map(|range| SecretMatch {
+                        kind: rule.kind,
+                        range,
+                    }),
+                );
+                None
+            }
             Check::Pem => {
                 if let Some((kind, range)) = pem(text, &caps) {
                     found.push(SecretMatch { kind, range });
@@ -1351,7 +1517,7 @@ fn scan(rule: &Rule, re: &Regex, text: &str, found: &mut Vec<SecretMatch>) {
                 None
             }
             Check::AwsId => {
-                if !whole.as_str().contains("EXAMPLE") {
+                if aws_id(whole.as_str()) {
                     found.push(SecretMatch {
                         kind: rule.kind,
                         range: whole.range(),
@@ -1442,6 +1608,14 @@ fn near<'t>(
         let outside = range.end <= anchor.start || range.start >= anchor.end;
         (outside && keep(m.as_str(), range.clone())).then_some(range)
     })
+}
+
+/// An AWS access key id, not AWS's documented example; folded to lower case it must hold a
+/// digit, which no English word of its length does.
+fn aws_id(id: &str) -> bool {
+    !id.contains("EXAMPLE")
+        && (id.bytes().any(|b| b.is_ascii_uppercase())
+            || (!id.contains("example") && id[4..].bytes().any(|b| b.is_ascii_digit())))
 }
 
 /// An AWS secret stands alone: no base64 character right before or after it.
@@ -1827,6 +2001,75 @@ fn basic(body: &str) -> bool {
         })
 }
 
+/// A salt or signing key typed into code: long, of many distinct characters, not a phrase
+/// (`put your unique phrase here`) nor a placeholder.
+fn salt(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    value.len() >= 24
+        && value.split_whitespace().count() <= 2
+        && !PLACEHOLDER_WORDS.iter().any(|w| lower.contains(w))
+        && !["your", "here", "phrase"].iter().any(|w| lower.contains(w))
+        && distinct(value) >= 16
+        && entropy(value) >= 4.0
+}
+
+/// The values of the Kubernetes Secret manifest whose `kind: Secret` line is at `kind`: the
+/// entries under its `data:` (base64) and `stringData:` (plain) maps, in the same YAML
+/// document (between `---` lines). Templates (`{{ … }}`), references (`${…}`) and empty
+/// values are not secrets.
+fn kubernetes_values(text: &str, kind: Range<usize>) -> impl Iterator<Item = Range<usize>> + '_ {
+    let start = text[..kind.start].rfind("\n---").map_or(0, |at| at + 1);
+    let end = text[kind.end..]
+        .find("\n---")
+        .map_or(text.len(), |at| kind.end + at);
+    let mut values = Vec::new();
+    // The indentation of the `data:` line whose entries are being read, and whether it is
+    // `stringData:`.
+    let mut map: Option<(usize, bool)> = None;
+    let mut at = start;
+    for line in text[start..end].split_inclusive('\n') {
+        let line_start = at;
+        at += line.len();
+        let body = line.trim_end_matches(['\n', '\r']);
+        let content = body.trim_start();
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let indent = body.len() - content.len();
+        if let Some((depth, plain)) = map {
+            if indent > depth {
+                if let Some((_, value)) = content.split_once(':') {
+                    let trimmed = value.trim();
+                    let inner = unquoted(trimmed);
+                    let plausible = if plain {
+                        real_password(inner) && !inner.starts_with('$')
+                    } else {
+                        inner.len() >= 4
+                            && inner.bytes().all(|b| {
+                                b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
+                            })
+                    };
+                    if !inner.is_empty() && !inner.contains("{{") && plausible {
+                        let offset = line_start
+                            + (body.len() - value.len())
+                            + (value.len() - value.trim_start().len())
+                            + (trimmed.len() - inner.len()) / 2;
+                        values.push(offset..offset + inner.len());
+                    }
+                }
+                continue;
+            }
+            map = None;
+        }
+        match content.trim_end() {
+            "data:" => map = Some((indent, false)),
+            "stringData:" => map = Some((indent, true)),
+            _ => {}
+        }
+    }
+    values.into_iter()
+}
+
 /// A value without the quotes around it.
 fn unquoted(value: &str) -> &str {
     let bytes = value.as_bytes();
@@ -1876,6 +2119,7 @@ fn hand_typed_password(value: &str) -> bool {
         && real_password(value)
         && !value.starts_with(['$', '<', '{', '%', '[', '(', '*', '#', '@', '&'])
         && !value.contains("()")
+        && !call(value)
         && !value.contains('<')
         // `correct-horse-battery-staple`: the passphrase of every example, not of anyone.
         && !(value.split(['-', '_']).count() >= 3
@@ -1888,6 +2132,16 @@ fn hand_typed_password(value: &str) -> bool {
         && !reference(value)
         && !value.bytes().all(|b| b.is_ascii_digit())
         && !has_run(value, 4)
+}
+
+/// Whether a value is the start of a call in code (`password_hash($plain,`), not a value.
+fn call(value: &str) -> bool {
+    value.find('(').is_some_and(|at| {
+        at > 0
+            && value[..at]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'>' | b'-'))
+    })
 }
 
 /// A password in a URL, unless it is a placeholder for one.

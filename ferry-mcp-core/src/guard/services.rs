@@ -155,9 +155,17 @@ const SERVICES: &[Service] = &[
         shapes: &[r"[a-z0-9=_-]{32}"],
     },
     Service {
-        names: &["finicity", "finnhub", "flickr", "nytimes", "nyt_"],
+        names: &[
+            "finicity",
+            "finnhub",
+            "flickr",
+            "nytimes",
+            "nyt_",
+            "newyorktimes",
+            "new-york-times",
+        ],
         kind: SecretKind::ServiceKey,
-        shapes: &[r"[a-z0-9]{20}", r"[a-z0-9]{32}", r"[a-f0-9]{20}"],
+        shapes: &[r"[a-z0-9]{20}", r"[a-z0-9=_-]{32}", r"[a-f0-9]{20}"],
     },
     Service {
         names: &["freshbooks"],
@@ -180,7 +188,7 @@ const SERVICES: &[Service] = &[
         shapes: &[UUID, r"pat-(?:na|eu)[0-9]-[0-9a-f-]{36}"],
     },
     Service {
-        names: &["jfrog", "artifactory"],
+        names: &["jfrog", "artifactory", "bintray", "xray"],
         kind: SecretKind::ServiceKey,
         shapes: &[r"[a-z0-9]{73}", r"[a-z0-9]{64}"],
     },
@@ -303,6 +311,43 @@ const SERVICES: &[Service] = &[
         ],
     },
     Service {
+        names: &["intercom"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-z0-9=_-]{60}"],
+    },
+    Service {
+        names: &["linear"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-f0-9]{32}"],
+    },
+    Service {
+        names: &["new_relic", "new-relic", "newrelic"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-z0-9]{64}"],
+    },
+    Service {
+        names: &["privateai", "private_ai", "private-ai"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-z0-9]{32}"],
+    },
+    Service {
+        names: &[
+            "sonar_token",
+            "sonar.token",
+            "sonar-token",
+            "sonar_login",
+            "sonar.login",
+            "sonar-login",
+        ],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-z0-9=_-]{40}"],
+    },
+    Service {
+        names: &["sourcegraph"],
+        kind: SecretKind::ServiceKey,
+        shapes: &[r"[a-f0-9]{40}"],
+    },
+    Service {
         names: &["zendesk"],
         kind: SecretKind::ServiceKey,
         shapes: &[r"[a-z0-9]{40}"],
@@ -313,12 +358,12 @@ const SERVICES: &[Service] = &[
 /// `"heroku_token": "…"`, `mailgun.key: …`. No counted repetition: the shapes check the
 /// value's length, and the pattern stays small enough for a fast automaton.
 pub(super) const PATTERN: &str = concat!(
-    r#"(?i)(?P<k>[A-Za-z0-9_.-]*(?:datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|discord|facebook|fb_app|fb_secret|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|kraken|kucoin|launchdarkly|linkedin|lob[_.-]|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|zendesk)[A-Za-z0-9_.-]*)"#,
+    r#"(?i)(?P<k>[A-Za-z0-9_.-]*(?:datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|discord|facebook|fb_app|fb_secret|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|newyorktimes|new-york-times|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|bintray|xray|kraken|kucoin|launchdarkly|linkedin|lob[_.-]|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|intercom|linear|new_relic|new-relic|newrelic|privateai|private_ai|private-ai|sonar_token|sonar.token|sonar-token|sonar_login|sonar.login|sonar-login|sourcegraph|zendesk)[A-Za-z0-9_.-]*)"#,
     r#"["']?[ \t]*(?::=|=>|\|\||[:=,>])[ \t]*["'`]?(?P<s>[A-Za-z0-9_=+/.%~-]+)"#
 );
 
 /// The service names alone, for the guard's first pass.
-pub(super) const TRIGGER: &str = "datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|discord|facebook|fb_app|fb_secret|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|kraken|kucoin|launchdarkly|linkedin|lob_|lob.|lob-|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|zendesk";
+pub(super) const TRIGGER: &str = "datadog|dd_api|dd_app|dd-api|dd-app|heroku|mailgun|vault|adafruit|airtable|algolia|alibaba|aliyun|asana|atlassian|jira|confluence|beamer|bitbucket|bittrex|cloudflare|cf_api|codecov|cohere|co_api_key|coinbase|confluent|contentful|droneci|drone_|discord|facebook|fb_app|fb_secret|dropbox|etsy|fastly|finicity|finnhub|flickr|nytimes|nyt_|newyorktimes|new-york-times|freshbooks|gitter|gocardless|hubspot|jfrog|artifactory|bintray|xray|kraken|kucoin|launchdarkly|linkedin|lob_|lob.|lob-|looker|mapbox|mattermost|meraki|messagebird|message_bird|netlify|okta|plaid|rapidapi|sendbird|sentry|snyk|squarespace|sumo|travis|twitch|twitter|intercom|linear|new_relic|new-relic|newrelic|privateai|private_ai|private-ai|sonar_token|sonar.token|sonar-token|sonar_login|sonar.login|sonar-login|sourcegraph|zendesk";
 
 struct Compiled {
     /// Per service, its shapes as whole-value patterns.

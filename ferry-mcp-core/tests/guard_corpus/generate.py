@@ -1532,6 +1532,218 @@ def more_ordinary():
     return rows
 
 
+# --- gitleaks' rules G to Z, Kubernetes Secrets, PKCS#12 blobs, PHP (issue 18, formats) ---
+# A third seeded generator, so the rows above stay as they were.
+R3 = random.Random(20261202)
+
+
+def pick3(alphabet, n):
+    return "".join(R3.choice(alphabet) for _ in range(n))
+
+
+def uuid3():
+    h = pick3(HEX, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def pfx_der(n):
+    """The start of a PKCS#12 file: SEQUENCE { INTEGER 3, SEQUENCE { ... } } and random bytes."""
+    rest = bytes(R3.randrange(256) for _ in range(n))
+    inner = b"\x30\x82" + len(rest).to_bytes(2, "big") + rest
+    body = b"\x02\x01\x03" + inner
+    return b"\x30\x82" + len(body).to_bytes(2, "big") + body
+
+
+def wrap(text, width):
+    return "\n".join(text[i:i + width] for i in range(0, len(text), width))
+
+
+def k8s_secret(i):
+    values = [base64.b64encode(pick3(ALNUM + "!#%", R3.randint(10, 24)).encode()).decode() for _ in range(2)]
+    name = R3.choice(["db-credentials", "api-keys", "registry-auth", "smtp"])
+    forms = [
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\ntype: Opaque\ndata:\n  username: {values[0]}\n  password: {values[1]}",
+        f"kind: Secret\napiVersion: v1\nmetadata:\n  name: {name}\n  namespace: prod\ndata:\n  token: \"{values[0]}\"",
+        f"here is the manifest I applied:\n\napiVersion: v1\ndata:\n  api-key: {values[1]}\nkind: Secret\nmetadata:\n  name: {name}",
+        f"---\napiVersion: v1\nkind: \"Secret\"\nmetadata:\n  name: {name}\nstringData:\n  DB_PASSWORD: {pick3(ALNUM, 14)}x9",
+    ]
+    return forms[i % len(forms)]
+
+
+def gz_secrets():
+    rows = []
+
+    def add(kind, make, contexts=NAMED, n=10):
+        for i in range(n):
+            rows.append((kind, contexts[i % len(contexts)].format(s=make())))
+
+    add("gitlab_token", lambda: R3.choice([
+        "_gitlab_session=" + pick3(LOWER + DIGITS, 32),
+        "glcbt-" + pick3(ALNUM, 2) + "_" + pick3(URLSAFE, 20),
+        "glft-" + pick3(URLSAFE, 20),
+        "glimt-" + pick3(URLSAFE, 25),
+        "glagent-" + pick3(URLSAFE, 50),
+        "gloas-" + pick3(URLSAFE, 64),
+        "glsoat-" + pick3(URLSAFE, 20),
+        "glffct-" + pick3(URLSAFE, 20),
+        "glptt-" + pick3(HEX, 40),
+        "glpat-" + pick3(URLSAFE, 27) + "." + pick3(LOWER + DIGITS, 9),
+        "glrt-t1_" + pick3(URLSAFE, 27) + "." + pick3(LOWER + DIGITS, 9),
+    ]), ["{s}", "the runner token is {s}", "CI_TOKEN={s}", "{s} (expires in 30 days)"], n=12)
+    add("gitlab_token", lambda: "_gitlab_session=" + pick3(LOWER + DIGITS, 32),
+        ["Cookie: {s}; path=/", "curl -b '{s}' https://gitlab.example.com/api/v4/user"], n=4)
+    add("grafana_token", lambda: R3.choice(["glc_" + pick3(ALNUM + "+/", 80) + "==", "glsa_" + pick3(ALNUM, 32) + "_" + pick3(HEX, 8)]), n=4)
+    add("harness_token", lambda: "sat." + pick3(URLSAFE, 22) + "." + pick3(ALNUM, 24) + "." + pick3(ALNUM, 20), n=4)
+    add("huggingface_token", lambda: R3.choice(["hf_", "api_org_"]) + pick3(UPPER + LOWER, 34), n=6)
+    add("vault_token", lambda: "hvb." + pick3(URLSAFE, 150), n=4)
+    add("sentry_token", lambda: "sntrys_eyJpYXQiO" + pick3(ALNUM + "+/", 40) + "LCJyZWdpb25fdXJs" + pick3(ALNUM + "+/", 40) + "_" + pick3(ALNUM + "+/", 43), n=4)
+    add("settlemint_token", lambda: R3.choice(["sm_aat_", "sm_sat_"]) + pick3(ALNUM, 16), n=4)
+    add("shippo_token", lambda: "shippo_test_" + pick3(HEX, 40), n=3)
+    add("shopify_token", lambda: R3.choice(["shpca_", "shppa_", "shpss_"]) + pick3(HEX, 32), n=6)
+    add("sidekiq_secret", lambda: "https://" + pick3(HEX, 8) + ":" + pick3(HEX, 8) + "@" + R3.choice(["gems", "enterprise"]) + ".contribsys.com/",
+        ["source '{s}' do", "bundle config set --global {s}", "{s}"], n=6)
+    add("slack_token", lambda: R3.choice([
+        "xoxb-" + pick3(DIGITS, 12) + "-" + pick3(DIGITS, 13) + "-" + pick3(ALNUM, 24),
+        "xoxp-" + "-".join(pick3(DIGITS, 12) for _ in range(3)) + "-" + pick3(HEX, 32),
+        "xoxe.xoxp-1-" + pick3(UPPER + DIGITS, 164),
+        "xoxe-1-" + pick3(UPPER + DIGITS, 146),
+        "xoxa-2-" + pick3(ALNUM, 40),
+        "xoxr-" + pick3(ALNUM, 40),
+        "xoxs-" + pick3(DIGITS, 10) + "-" + pick3(DIGITS, 11) + "-" + pick3(DIGITS, 12) + "-" + pick3(HEX, 64),
+        "xapp-1-A" + pick3(UPPER + DIGITS, 10) + "-" + pick3(DIGITS, 13) + "-" + pick3(HEX, 64),
+    ]), n=12)
+    add("slack_webhook", lambda: "https://hooks.slack.com/" + R3.choice(["workflows", "triggers"]) + "/" + pick3(ALNUM, 9) + "/" + pick3(ALNUM, 11) + "/" + pick3(ALNUM, 24), n=4)
+    add("square_token", lambda: "EAAA" + pick3(URLSAFE, 60), n=3)
+    add("stripe_key", lambda: R3.choice(["sk_prod_", "rk_test_"]) + pick3(ALNUM, 40), n=4)
+    add("typeform_token", lambda: "tfp_" + pick3(URLSAFE, 59), ["TYPEFORM_TOKEN={s}", "typeform: {s}"], n=3)
+    add("yandex_key", lambda: "t1." + pick3(URLSAFE, 40) + "." + pick3(URLSAFE, 86), ["YANDEX_IAM_TOKEN={s}", "yandex_token: {s}"], n=4)
+    add("new_relic_key", lambda: R3.choice(["NRJS-" + pick3(HEX, 19), "NRII-" + pick3(LOWER + DIGITS + "-", 32)]), n=6)
+    add("planetscale_token", lambda: "pscale_oauth_" + pick3(URLSAFE, 43), n=3)
+    add("sourcegraph_token", lambda: "sgp_local_" + pick3(HEX, 40), n=3)
+    add("sourcegraph_token", lambda: "sgp_" + pick3(HEX, 40), n=3)
+    add("openai_api_key", lambda: "sk-" + R3.choice(["proj", "svcacct", "admin"]) + "-" + pick3(URLSAFE, 74) + "T3BlbkFJ" + pick3(URLSAFE, 74), n=4)
+    add("maxmind_license_key", lambda: pick3(ALNUM, 6) + "_" + pick3(ALNUM, 29) + "_mmk",
+        ["{s}", "MAXMIND_LICENSE_KEY={s}", "geoipupdate with LicenseKey {s}", '{{"license_key": "{s}"}}'])
+    add("sonar_token", lambda: R3.choice(["squ_", "sqp_", "sqa_"]) + pick3(HEX, 40),
+        ["{s}", "SONAR_TOKEN={s}", "sonar-scanner -Dsonar.token={s}", "mvn sonar:sonar -Dsonar.login={s}"])
+    add("pkcs12", lambda: base64.b64encode(pfx_der(R3.randint(400, 900))).decode(),
+        ["{s}", "AZURE_CLIENT_CERTIFICATE={s}", '{{"pfx": "{s}", "passphrase_ref": "vault"}}', "client.p12 as base64: {s}"], n=6)
+    add("pkcs12", lambda: wrap(base64.b64encode(pfx_der(R3.randint(400, 900))).decode(), R3.choice([64, 76])),
+        ["{s}", "here is the cert bundle (base64 of the .pfx):\n{s}\nthe password is in the vault"], n=6)
+    for i in range(12):
+        rows.append(("kubernetes_secret", k8s_secret(i)))
+    services = [
+        ("INTERCOM_ACCESS_TOKEN", lambda: pick3(LOWER + DIGITS + "=_-", 59) + "x"),
+        ("LINEAR_CLIENT_SECRET", lambda: pick3(HEX, 32)),
+        ("NEW_RELIC_USER_API_ID", lambda: pick3(LOWER + DIGITS, 64)),
+        ("newrelic.api_id", lambda: pick3(LOWER + DIGITS, 64)),
+        ("PRIVATEAI_API_KEY", lambda: pick3(LOWER + DIGITS, 32)),
+        ("private_ai_key", lambda: pick3(LOWER + DIGITS, 32)),
+        ("SONAR_TOKEN", lambda: pick3(LOWER + DIGITS, 40)),
+        ("sonar.login", lambda: pick3(LOWER + DIGITS, 40)),
+        ("BINTRAY_API_KEY", lambda: pick3(LOWER + DIGITS, 73)),
+        ("XRAY_ACCESS_TOKEN", lambda: pick3(LOWER + DIGITS, 64)),
+        ("NEWYORKTIMES_API_KEY", lambda: pick3(URLSAFE, 32)),
+        ("KRAKEN_API_SECRET", lambda: pick3(ALNUM + "/+", 86) + "=="),
+        ("KUCOIN_API_KEY", lambda: pick3(HEX, 24)),
+        ("launchdarkly_sdk_key", lambda: pick3(URLSAFE, 40)),
+        ("LINKEDIN_CLIENT_SECRET", lambda: pick3(LOWER + DIGITS, 16)),
+        ("MATTERMOST_TOKEN", lambda: pick3(LOWER + DIGITS, 26)),
+        ("MESSAGEBIRD_API_KEY", lambda: pick3(LOWER + DIGITS, 25)),
+        ("NETLIFY_AUTH_TOKEN", lambda: pick3(URLSAFE, 43)),
+        ("PLAID_SECRET", lambda: pick3(LOWER + DIGITS, 30)),
+        ("RAPIDAPI_KEY", lambda: pick3(URLSAFE, 50)),
+        ("SENDBIRD_API_TOKEN", lambda: pick3(HEX, 40)),
+        ("SQUARESPACE_API_KEY", uuid3),
+        ("SUMO_ACCESS_ID", lambda: "su" + pick3(ALNUM, 12)),
+        ("TRAVIS_TOKEN", lambda: pick3(LOWER + DIGITS, 22)),
+        ("TWITTER_BEARER_TOKEN", lambda: "A" * 22 + pick3(ALNUM + "%", 90)),
+        ("ZENDESK_API_TOKEN", lambda: pick3(ALNUM, 40)),
+        ("SOURCEGRAPH_TOKEN", lambda: pick3(HEX, 40)),
+        ("LOOKER_CLIENT_SECRET", lambda: pick3(ALNUM, 24)),
+        ("GITTER_TOKEN", lambda: pick3(LOWER + DIGITS, 40)),
+        ("MAPBOX_TOKEN", lambda: "pk." + pick3(LOWER + DIGITS, 60) + "." + pick3(LOWER + DIGITS, 22)),
+    ]
+    for i, (key, make) in enumerate(services):
+        form = ["{k}={v}", '{k}: "{v}"', '"{k}": "{v}"', "export {k}='{v}'"][i % 4]
+        rows.append(("service_key", form.format(k=key, v=make())))
+    rows += [
+        ("password_assignment", '<add key="ClearTextPassword" value="' + pick3(ALNUM, 10) + '!9" />'),
+        ("password_assignment", '<packageSourceCredentials><feed><add key="Username" value="ci" /><add key="ClearTextPassword" value="' + pick3(ALNUM, 14) + '" /></feed></packageSourceCredentials>'),
+        ("password_assignment", '<add key="Password" value="' + pick3(ALNUM, 12) + '#x" />'),
+        ("password_assignment", 'administrator_login_password = "' + pick3(ALNUM, 14) + '"'),
+    ]
+    # PHP: a variable, an array entry, a constant.
+    php_pw = ["bluehorse42x", "ferryboat77", "tidewater9q", "summer2024x", "paddington1", "sommerwind25"]
+    php = [
+        "$password = '{p}';",
+        '$db_pass = "{p}";',
+        "$this->password = '{p}';",
+        "'password' => '{p}',",
+        "define('DB_PASSWORD', '{p}');",
+        'define("SMTP_PASS", "{p}");',
+        "<?php\n$dbuser = 'app';\n$dbpassword = '{p}';\n$conn = new mysqli($host, $dbuser, $dbpassword);",
+        "define( 'DB_PASSWORD', '{p}' );",
+        "$config['db_password'] = '{p}';",
+        "$pwd='{p}';",
+    ]
+    for i, form in enumerate(php):
+        rows.append(("password_assignment", form.format(p=php_pw[i % len(php_pw)])))
+    for key in ["AUTH_KEY", "SECURE_AUTH_SALT", "LOGGED_IN_KEY", "NONCE_SALT"]:
+        rows.append(("env_secret", "define('" + key + "', '" + pick3(ALNUM + "!@#%^&*()-_[]{}<>~+=,.;:/?|", 64).replace("'", "x") + "');"))
+    # A JWT wrapped in base64 (gitleaks' jwt-base64).
+    for _ in range(4):
+        header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        payload = b64url(json.dumps({"sub": pick3(DIGITS, 8), "iat": R3.randint(1700000000, 1800000000)}).encode())
+        token = header + "." + payload + "." + pick3(URLSAFE, 43)
+        rows.append(("jwt", "the header value was " + base64.b64encode(token.encode()).decode()))
+    return rows
+
+
+def gz_code():
+    """Manifests that are configuration (refused in a post) but hold no secret: the guard
+    must let them through as a progress line."""
+    return [
+        ("config", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: production\n  region: eu-west-1"),
+        ("config", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: {{ .Values.db.password | b64enc }}"),
+        ("config", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: empty\ndata: {}"),
+        ("config", "kind: Secret\nmetadata:\n  name: db\nstringData:\n  password: ${DB_PASSWORD}"),
+        ("config", "kind: Deployment\nspec:\n  template:\n    data:\n      replicas: 3"),
+        ("config", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls\ndata:\n  tls.crt: \"\"\n---\nkind: ConfigMap\ndata:\n  mode: cHJvZHVjdGlvbg=="),
+    ]
+
+
+def gz_ordinary():
+    rows = []
+    public_key = base64.b64encode(b"\x30\x82\x01\x22\x30\x0d\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01\x05\x00\x03\x82\x01\x0f\x00" + bytes(R3.randrange(256) for _ in range(270))).decode()
+    cert = base64.b64encode(b"\x30\x82\x03\x10\x30\x82\x01\xf8\xa0\x03\x02\x01\x02" + bytes(R3.randrange(256) for _ in range(300))).decode()
+    rows += [
+        ("yaml", "a kind: Secret keeps its values under data: in base64, so use sealed secrets"),
+        ("public_key", "the server's public key (DER, base64): " + public_key),
+        ("public_key", "cert body: " + cert),
+        ("php", "define('DB_PASSWORD', getenv('DB_PASSWORD'));"),
+        ("php", "define('AUTH_KEY', 'put your unique phrase here');"),
+        ("php", "$password = $_POST['password'];"),
+        ("php", "$password = '';"),
+        ("php", "$password = password_hash($plain, PASSWORD_DEFAULT);"),
+        ("php", "define('WP_DEBUG', false);"),
+        ("xml", '<add key="Username" value="deploy" />'),
+        ("xml", '<add key="ClearTextPassword" value="%NUGET_PASSWORD%" />'),
+        ("xml", '<add key="nuget.org" value="https://api.nuget.org/v3/index.json" />'),
+        ("service_talk", "the _gitlab_session cookie expires after a week"),
+        ("service_talk", "sonar.login is deprecated, use sonar.token instead"),
+        ("service_talk", "linear regression fit: r2 = 0.93, see the linear_model notes"),
+        ("service_talk", "the maxmind database is GeoLite2-City.mmdb, refreshed weekly"),
+        ("service_talk", "intercom widget is off on the docs site"),
+        ("service_talk", "newrelic dashboards show p99 at 180 ms"),
+        ("service_talk", "xray tracing is on for the api lambda"),
+        ("service_talk", "slack: #deploys has the xoxb- token rotation notes"),
+        ("service_talk", "pkcs12 bundles (.pfx) go in the vault, never in the channel"),
+        ("service_talk", "sha256~ tokens come from oc whoami -t; do not paste them"),
+    ]
+    return rows
+
+
 def write(name, rows):
     with open(HERE / name, "w", encoding="utf-8", newline="\n") as f:
         for kind, text in rows:
@@ -1540,7 +1752,7 @@ def write(name, rows):
 
 if __name__ == "__main__":
     base = (secrets(), code(), ordinary())
-    write("secrets.txt", base[0] + more_secrets())
-    write("code.txt", base[1] + more_code())
-    write("ordinary.txt", base[2] + more_ordinary())
+    write("secrets.txt", base[0] + more_secrets() + gz_secrets())
+    write("code.txt", base[1] + more_code() + gz_code())
+    write("ordinary.txt", base[2] + more_ordinary() + gz_ordinary())
     write("disguised.txt", disguised())

@@ -746,3 +746,36 @@ fn one_line_code_headerless_diffs_config_blobs_and_stack_traces_are_refused_in_a
         assert_eq!(check(text, TextUse::Progress), Ok(()), "{text}");
     }
 }
+
+#[test]
+fn an_aws_key_id_folded_to_lower_case_is_still_found_and_an_english_word_is_not() {
+    let folded = "akiaz3mhxq4jw7nplr2d";
+    assert_eq!(
+        find_secrets(&format!("the agent is named {folded}")),
+        [SecretMatch {
+            kind: SecretKind::AwsAccessKeyId,
+            range: 19..39,
+        }]
+    );
+    assert_eq!(
+        guard::check_name(folded).map_err(|r| r.code()),
+        Err("secret")
+    );
+    // Twenty letters after `asia`, with no digit, are a word.
+    assert_eq!(
+        check("asiapacificheadquart is the team", TextUse::Post),
+        Ok(())
+    );
+}
+
+#[test]
+fn the_start_of_a_long_text_never_ends_in_part_of_a_word_its_writer_cut() {
+    // The inline part of a long message, cut by its writer 20 characters into a token.
+    let inline = format!("rotate with {}", &GITHUB_TOKEN[..20]);
+    assert_eq!(guard::cut_start(&inline, 300), "rotate with ");
+    // A short last word is no token worth finishing.
+    assert_eq!(guard::cut_start("all done here", 300), "all done here");
+    // And its cut is still [`cut`]'s: a whole token is never split.
+    let whole = format!("use {GITHUB_TOKEN} now");
+    assert_eq!(guard::cut_start(&whole, 10), "use ");
+}

@@ -186,6 +186,49 @@ fn a_token_split_across_a_post_and_a_progress_line_is_refused() {
 }
 
 #[test]
+fn a_token_split_across_a_progress_line_and_then_a_summary_is_refused() {
+    let temp = fleet();
+    let id = orders::issue(
+        &mut temp.master_session(),
+        &IssueRequest {
+            title: "rotate the keys".into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let mut alice = temp.agent_session("alice");
+    orders::claim(&mut alice, &id, temp.now()).unwrap();
+    post(&mut alice, &temp, "picked up the rotation").unwrap();
+    orders::progress(
+        &mut alice,
+        &id,
+        &format!("halfway {FIRST_HALF}"),
+        temp.now(),
+    )
+    .unwrap();
+    // In a new session too: the line is read from the order, not remembered by the session.
+    let mut alice = temp.agent_session("alice");
+    let err = orders::hand_in(
+        &mut alice,
+        &id,
+        "refs/heads/rotate",
+        SECOND_HALF,
+        temp.now(),
+    )
+    .unwrap_err();
+    assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
+    orders::hand_in(
+        &mut alice,
+        &id,
+        "refs/heads/rotate",
+        "the keys are rotated",
+        temp.now(),
+    )
+    .unwrap();
+}
+
+#[test]
 fn the_guards_refusal_is_an_ops_error_with_the_secret_kind() {
     let temp = fleet();
     let err = post(&mut temp.agent_session("alice"), &temp, TOKEN).unwrap_err();

@@ -568,9 +568,11 @@ pub fn hand_in(
         });
     }
     session.refresh(now);
-    if let Some((_, last)) = session.last_post_of(&agent_of(session)?) {
-        session.guard_seam(summary, &[&last])?;
-    }
+    let before = session.last_texts_of(&agent_of(session)?);
+    session.guard_seam(
+        summary,
+        &before.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
     page(session, id);
     let order = find(session, id)?;
     if order.view().state.is_done() {

@@ -209,6 +209,8 @@ pub(super) fn post_announcing(
     session.guard(&request.text, TextUse::Post)?;
     session.refresh(now);
     let me = reader_of(session)?;
+    // Only the author's last post: its last progress line would page the board in on every
+    // post (ADR 0015), which a post never reads.
     if let Some((_, last)) = session.last_post_of(&me) {
         session.guard_seam(&request.text, &[&last])?;
     }
@@ -260,8 +262,14 @@ fn view(message: &Message, leadership: &crate::channel::state::primary::Leadersh
         id: message.id.to_string(),
         from: message.from.clone(),
         to: message.to.as_str().to_owned(),
-        // Cut where no secret-shaped span is split, so the mask the reader applies covers it.
-        text: crate::guard::cut(&message.text, MAX_INLINE_TEXT).to_owned(),
+        // Cut where no secret-shaped span is split, so the mask the reader applies covers it;
+        // the inline part of a long message was cut by its writer, maybe inside a token.
+        text: if message.blob.is_some() {
+            crate::guard::cut_start(&message.text, MAX_INLINE_TEXT)
+        } else {
+            crate::guard::cut(&message.text, MAX_INLINE_TEXT)
+        }
+        .to_owned(),
         long: message.blob.is_some() || message.text.chars().count() > MAX_INLINE_TEXT,
         reply_to: message.reply_to.clone(),
         time: message.time,
