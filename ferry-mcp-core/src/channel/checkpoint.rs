@@ -14,15 +14,13 @@
 //! IO; the reader checks the chains and the session falls back to checking every signature
 //! when one does not hold.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
-use super::entry::{EntryHash, VerifiedEntry};
+use super::entry::VerifiedEntry;
 use super::identity::{Identity, MasterEntry, MasterPos};
-use super::keys::PublicKey;
-use super::names::AgentName;
 use super::reader::LogId;
+// A log's tip is the log layer's own notion (the reader hands them out and takes them).
+pub use super::reader::{Tip, Vouches};
 
 /// The entry kind of a checkpoint, in the master's log.
 pub const KIND: &str = "channel.checkpoint";
@@ -41,16 +39,6 @@ pub struct CheckpointBody {
     pub tips: Vec<Tip>,
 }
 
-/// The last verified entry of one log: its seq and the SHA-256 of its raw bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Tip {
-    pub author: AgentName,
-    pub key: PublicKey,
-    pub seq: u64,
-    pub hash: EntryHash,
-}
-
 /// Why a counted checkpoint's body vouches for nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointError {
@@ -67,9 +55,6 @@ pub enum CheckpointError {
     )]
     MasterLog(String),
 }
-
-/// The entries a checkpoint vouches for: each agent log's tip (seq, hash).
-pub type Vouches = BTreeMap<LogId, (u64, EntryHash)>;
 
 impl CheckpointBody {
     /// A checkpoint of these tips (sorted here), of agents' logs only.

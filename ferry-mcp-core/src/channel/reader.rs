@@ -32,6 +32,20 @@ use super::store::Channel;
 
 pub use folder::{Prelook, Prelooked};
 pub use log::{LogState, WriteTip};
+
+/// The last verified entry of one log: its seq and the SHA-256 of its raw bytes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tip {
+    pub author: crate::channel::names::AgentName,
+    pub key: crate::channel::keys::PublicKey,
+    pub seq: u64,
+    pub hash: crate::channel::entry::EntryHash,
+}
+
+/// The entries a master's checkpoint vouches for (ADR 0023): each agent log's tip (seq, hash).
+pub type Vouches = std::collections::BTreeMap<LogId, (u64, crate::channel::entry::EntryHash)>;
+
 pub use problem::{Cleared, IntegrityProblem, ProblemKind};
 
 /// The key of a log file name's hex, decoded once per reader: a decode is a point
@@ -286,7 +300,7 @@ impl Reader {
     /// yet is read without checking the signatures up to its tip, which its chain must reach
     /// intact ([`Reader::take_vouch_outcome`] says whether it did). A log not there vouches
     /// for nothing and costs nothing: none of its entries is read unchecked.
-    pub fn vouch(&mut self, vouches: &crate::channel::checkpoint::Vouches) {
+    pub fn vouch(&mut self, vouches: &Vouches) {
         for (id, (seq, hash)) in vouches {
             if let Some(state) = self.logs.get_mut(id)
                 && !id.author.is_master()
@@ -553,12 +567,12 @@ impl Reader {
     /// The tip of every agent's log this reader read without a gap: what a master's
     /// checkpoint vouches for (ADR 0023). A log with entries missing is left out (a new
     /// machine checks its signatures), so one bad log costs the others nothing.
-    pub fn tips(&self) -> Vec<crate::channel::checkpoint::Tip> {
+    pub fn tips(&self) -> Vec<Tip> {
         self.logs
             .iter()
             .filter(|(id, state)| !id.author.is_master() && !state.has_gaps())
             .filter_map(|(id, state)| {
-                Some(crate::channel::checkpoint::Tip {
+                Some(Tip {
                     author: id.author.clone(),
                     key: id.key,
                     seq: state.last_seq(),
