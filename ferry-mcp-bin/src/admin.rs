@@ -15,10 +15,10 @@ use clap::{Args, Subcommand};
 
 use crate::common::{agent_name, kept, print, print_raw, project_id};
 use crate::{display, passphrase, paths};
-use ferry_mcp_core::channel::home::{KeyHolder, SealCost};
-use ferry_mcp_core::channel::keys::{PublicKey, Signature};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::keys::{PublicKey, Signature};
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::{KeyHolder, SealCost};
 use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status};
 use ferry_mcp_core::time::Timestamp;
 use zeroize::Zeroizing;

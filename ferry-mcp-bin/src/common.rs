@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use ferry_mcp_core::channel::levels::Operation;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Operation;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::session::{Actor, Session};
 

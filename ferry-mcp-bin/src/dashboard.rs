@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 use clap::Args;
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::levels::LocalKey;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::LocalKey;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_dashboard::{Config, Connector};
 

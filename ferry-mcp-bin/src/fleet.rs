@@ -5,10 +5,10 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use ferry_mcp_core::channel::fold::state::asks::Verdict;
 use ferry_mcp_core::channel::ops::asks::{self, AskView, RaiseRequest};
 use ferry_mcp_core::channel::ops::fleet::{self as digest, DigestLimits};
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
-use ferry_mcp_core::channel::state::asks::Verdict;
 use serde_json::json;
 
 use crate::clock;
@@ -210,7 +210,7 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
 /// What the human may do about the primary, as commands to run.
 fn human_rule(
     status: &primary::PrimaryStatus,
-    project: &ferry_mcp_core::channel::names::ProjectId,
+    project: &ferry_mcp_core::channel::log::names::ProjectId,
 ) -> String {
     let takeover = format!(
         "an Orchestrator may take over: run `ferry primary takeover --as AGENT --project {project}` on its machine"

@@ -3,7 +3,7 @@
 //! needs), so the line a person reads on stderr gets the `ferry` command or flag that fixes
 //! what went wrong here.
 
-use ferry_mcp_core::channel::levels::Refusal;
+use ferry_mcp_core::channel::fold::levels::Refusal;
 use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::orders::OrdersError;

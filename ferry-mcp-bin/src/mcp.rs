@@ -17,8 +17,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
-use ferry_mcp_core::channel::levels::Operation;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Operation;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::releases::Installed;
 use ferry_mcp_core::channel::session::{Actor, LazySession, Session};
 use ferry_mcp_core::port::HeavyQueue;

@@ -10,11 +10,11 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Subcommand, ValueEnum};
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::state::orders::{Hints, Verdict};
+use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::ops::orders::{
     self as ops, ClaimOutcome, IssueRequest, ListRequest, OrderDetail, RunVia, SubmitRequest,
 };
-use ferry_mcp_core::channel::state::orders::{Hints, Verdict};
 use serde_json::json;
 
 use crate::common::{Acting, agent_name, with_reading_session, with_session};

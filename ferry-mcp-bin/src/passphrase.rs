@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ferry_mcp_core::channel::home::Unsealer;
+use ferry_mcp_core::channel::machine::home::Unsealer;
 use zeroize::Zeroizing;
 
 /// The longest passphrase read.

@@ -7,10 +7,10 @@
 
 use std::path::PathBuf;
 
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
 
 use anyhow::bail;
-use ferry_mcp_core::channel::home::Home;
+use ferry_mcp_core::channel::machine::home::Home;
 
 /// The environment variable `var` as a path, unless it is unset or empty.
 pub fn non_empty(var: &str) -> Option<PathBuf> {

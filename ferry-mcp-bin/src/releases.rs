@@ -7,11 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Subcommand;
+use ferry_mcp_core::channel::fold::state::releases::Sha256;
 use ferry_mcp_core::channel::ops::releases::{
     self, ApproveRequest, ArtifactInput, Installed, ReleaseView,
 };
 use ferry_mcp_core::channel::session::Session;
-use ferry_mcp_core::channel::state::releases::Sha256;
 use serde_json::json;
 
 use crate::clock;

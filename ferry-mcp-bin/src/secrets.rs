@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::ops::secrets as ops;
 use serde_json::json;
 

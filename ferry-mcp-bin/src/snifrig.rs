@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ferry_mcp_core::channel::state::orders::Hints;
+use ferry_mcp_core::channel::fold::state::orders::Hints;
 use ferry_mcp_core::port::HeavyQueue;
 
 /// The agent config file, in the state folder.

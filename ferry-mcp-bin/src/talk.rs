@@ -116,7 +116,7 @@ pub fn run(cmd: TalkCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn names(list: &[ferry_mcp_core::channel::names::AgentName]) -> String {
+fn names(list: &[ferry_mcp_core::channel::log::names::AgentName]) -> String {
     if list.is_empty() {
         return "nobody".into();
     }

@@ -28,8 +28,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, SamplingMode};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits};
 use ferry_mcp_core::channel::ops::{orders, primary};
 use ferry_mcp_core::channel::session::{Actor, Session};
@@ -179,7 +179,7 @@ impl Catchup {
         black_box(
             session
                 .identity()
-                .master_time_at(ferry_mcp_core::channel::identity::MasterPos::START),
+                .master_time_at(ferry_mcp_core::channel::fold::identity::MasterPos::START),
         );
         // And the call before this one, a catch-up that found nothing new: a served agent
         // calls it again and again (so what a catch-up touches is as warm as between calls).

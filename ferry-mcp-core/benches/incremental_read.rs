@@ -14,11 +14,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use ferry_mcp_core::channel::entry::{Entry, EntryHash};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::reader::Reader;
-use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_core::channel::log::entry::{Entry, EntryHash};
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::log::reader::Reader;
+use ferry_mcp_core::channel::log::store::Channel;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::json;
 

@@ -17,13 +17,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::SEEN_FIELD;
+use ferry_mcp_core::channel::fold::state::orders::kinds as order_kinds;
+use ferry_mcp_core::channel::fold::state::primary::{ROOT, kinds as primary_kinds};
+use ferry_mcp_core::channel::log::keys::SecretKey;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::SEEN_FIELD;
-use ferry_mcp_core::channel::state::orders::kinds as order_kinds;
-use ferry_mcp_core::channel::state::primary::{ROOT, kinds as primary_kinds};
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 

@@ -16,7 +16,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome, IssueRequest, ListRequest};
 use ferry_mcp_core::channel::session::Session;
 use ferry_mcp_testkit::bulk::{self, BulkChannel};

@@ -23,8 +23,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::ops::fleet::{self, DigestLimits};
 use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome, IssueRequest, ListRequest};
 use ferry_mcp_core::channel::ops::primary;

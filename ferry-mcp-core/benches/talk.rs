@@ -32,17 +32,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use ferry_mcp_core::channel::entry::{Entry, EntryHash};
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::identity::{GrantBody, Identity, kinds as identity_kinds};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::talk::kinds;
+use ferry_mcp_core::channel::log::entry::{Entry, EntryHash};
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops;
 use ferry_mcp_core::channel::ops::talk::{self, ReadRequest, ReadResult};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::talk::kinds;
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
 use serde_json::{Value, json};
 

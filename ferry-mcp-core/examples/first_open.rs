@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::bulk;

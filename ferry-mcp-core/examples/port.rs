@@ -9,8 +9,10 @@
 
 #![allow(clippy::print_stdout, reason = "an example shows its output")]
 
-use ferry_mcp_core::channel::levels::Operation;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Operation;
+use ferry_mcp_core::channel::fold::state::orders::OrderState;
+use ferry_mcp_core::channel::fold::state::since::Since;
+use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::orders::{
     ClaimOutcome, ListRequest, ListedOrder, OrderList, OrderRow, OrdersError,
@@ -18,8 +20,6 @@ use ferry_mcp_core::channel::ops::orders::{
 use ferry_mcp_core::channel::ops::talk::{
     MessageView, PostRequest, ReadRequest, ReadResult, TalkError,
 };
-use ferry_mcp_core::channel::state::orders::OrderState;
-use ferry_mcp_core::channel::state::since::Since;
 use ferry_mcp_core::port::{
     Asks, Channel, ChannelAccess, Fleet, Orders, Primary, Seat, Talk, Unavailable, Updates,
 };

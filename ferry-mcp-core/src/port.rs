@@ -11,8 +11,9 @@
 //! The methods are grouped as the domains are; each is one operation of `channel::ops`, with the
 //! same arguments, so the `ferry` command and the tool still run the same function.
 
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::orders::{Hints, OrderState, Verdict};
+use crate::channel::log::names::AgentName;
 use crate::channel::ops::OpsError;
 use crate::channel::ops::asks::{AskView, AsksError, RaiseRequest};
 use crate::channel::ops::fleet::{Digest, DigestLimits, Joined};
@@ -27,7 +28,6 @@ use crate::channel::ops::releases::{Applied, ReleasesError, UpdateCheck};
 use crate::channel::ops::search::{SearchError, SearchPage, SearchRequest};
 use crate::channel::ops::status::Status;
 use crate::channel::ops::talk::{MessageView, PostRequest, ReadRequest, ReadResult, TalkError};
-use crate::channel::state::orders::{Hints, OrderState, Verdict};
 use crate::time::Timestamp;
 
 /// How a server reaches its channel: opened on the first call that needs it, so that nothing

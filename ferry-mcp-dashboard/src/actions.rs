@@ -5,16 +5,16 @@
 //! commands call, so the page has no rule of its own; what the human signs is signed with the
 //! master key opened at start, or for this one action with the passphrase the form carries.
 
-use ferry_mcp_core::channel::keys::PublicKey;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::asks::Verdict as AskVerdict;
+use ferry_mcp_core::channel::fold::state::orders::{Hints, Verdict as ReviewVerdict};
+use ferry_mcp_core::channel::log::keys::PublicKey;
+use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::ops::asks;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest};
 use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::asks::Verdict as AskVerdict;
-use ferry_mcp_core::channel::state::orders::{Hints, Verdict as ReviewVerdict};
 use ferry_mcp_core::time::Timestamp;
 
 use crate::app::Visit;
@@ -128,7 +128,7 @@ fn level(visit: &Visit<'_>, fields: &Fields) -> Result<String, String> {
         .text("level")
         .unwrap_or("")
         .parse()
-        .map_err(|err: ferry_mcp_core::channel::levels::UnknownLevel| err.to_string())?;
+        .map_err(|err: ferry_mcp_core::channel::fold::levels::UnknownLevel| err.to_string())?;
     let expires = number(fields, "hours")?
         .map(|hours| Timestamp::from_millis(visit.now.as_millis() + u64::from(hours) * 3_600_000));
     let key = fields

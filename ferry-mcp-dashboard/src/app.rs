@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use ferry_mcp_core::channel::home::{Home, Unsealer};
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
+use ferry_mcp_core::channel::machine::home::{Home, Unsealer};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
 use zeroize::Zeroizing;

@@ -4,8 +4,8 @@
 //! their per-platform paths live in the binary's `mcp/connect.rs`, where `ferry mcp connect
 //! --write` uses them; the page calls the same functions through this seam instead of a copy.
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::time::Timestamp;
 
 /// The apps the page connects.

@@ -12,8 +12,8 @@ use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
 

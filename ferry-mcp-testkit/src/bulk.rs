@@ -13,7 +13,7 @@
 //! in a temporary state folder (so `Session::open` works), the acting agents' keys are stored
 //! by `Home::store_key` (so `Actor::Agent` sessions can write), agents are seated by their own
 //! `roster.join` lines and granted by the master's `grant` lines. Every body is the typed body
-//! the operations write (`channel::body::EntryBody`), so the two never spell one differently.
+//! the operations write (`channel::fold::body::EntryBody`), so the two never spell one differently.
 //! The tests below fold the result and find no integrity or fold problem.
 //!
 //! Names are spread over the alphabet on purpose (`ada-1` sorts before `master`, `tom-1`
@@ -25,22 +25,22 @@ use std::io::Write as _;
 use std::ops::Deref;
 use std::path::PathBuf;
 
-use ferry_mcp_core::channel::body::{EntryBody, JoinBody};
-use ferry_mcp_core::channel::checkpoint::{CheckpointBody, Tip};
-use ferry_mcp_core::channel::entry::{Entry, EntryHash};
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::identity::GrantBody;
-use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::ops;
-use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::orders::{
+use ferry_mcp_core::channel::fold::body::{EntryBody, JoinBody};
+use ferry_mcp_core::channel::fold::checkpoint::{CheckpointBody, Tip};
+use ferry_mcp_core::channel::fold::identity::GrantBody;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::orders::{
     CancelBody, ClaimBody, HandInBody, Hints, IssueBody, ProgressBody, ReleaseBody, ReviewBody,
     SubmitBody, Verdict, kinds,
 };
-use ferry_mcp_core::channel::state::talk::PostBody;
-use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_core::channel::fold::state::talk::PostBody;
+use ferry_mcp_core::channel::log::entry::{Entry, EntryHash};
+use ferry_mcp_core::channel::log::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
+use ferry_mcp_core::channel::ops;
+use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
 use serde_json::{Value, json};
 
@@ -967,9 +967,9 @@ fn git_sha(order: usize) -> String {
 mod tests {
     use std::collections::BTreeSet;
 
-    use ferry_mcp_core::channel::identity::Seat;
+    use ferry_mcp_core::channel::fold::identity::Seat;
+    use ferry_mcp_core::channel::fold::state::orders::OrderState;
     use ferry_mcp_core::channel::ops::orders::{self, ClaimOutcome};
-    use ferry_mcp_core::channel::state::orders::OrderState;
 
     use super::*;
 
@@ -1047,8 +1047,8 @@ mod tests {
 
     #[test]
     fn a_bulk_channel_writes_the_kinds_and_body_fields_the_operations_write() {
+        use ferry_mcp_core::channel::fold::state::orders::Verdict;
         use ferry_mcp_core::channel::ops::orders::{IssueRequest, SubmitRequest};
-        use ferry_mcp_core::channel::state::orders::Verdict;
         let real = TempChannel::with_each_level();
         let now = real.now();
         let mut master = real.master_session();
@@ -1115,7 +1115,7 @@ mod tests {
     /// with the session's fold, which reads the master's log first (so the agents' roster
     /// entries arrive after the orders and re-judge them).
     fn assert_fold_order_does_not_matter(bulk: &BulkChannel) {
-        use ferry_mcp_core::channel::state::ChannelState;
+        use ferry_mcp_core::channel::fold::state::ChannelState;
         let session = bulk.view();
         let channel = Channel::open(bulk.channel_dir()).unwrap();
         let entries = channel.reader().poll().entries;
@@ -1174,7 +1174,7 @@ mod tests {
             outcome,
             ClaimOutcome::Claimed {
                 id: open,
-                state: ferry_mcp_core::channel::state::orders::OrderState::Claimed,
+                state: ferry_mcp_core::channel::fold::state::orders::OrderState::Claimed,
             }
         );
         assert_clean(&mut session);

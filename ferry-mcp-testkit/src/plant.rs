@@ -2,10 +2,10 @@
 //! well-formed, but never shown to the guard. The tests that check every read masks a secret
 //! plant it with these, because the operations now refuse it on the way in.
 
-use ferry_mcp_core::channel::levels::Operation;
+use ferry_mcp_core::channel::fold::levels::Operation;
+use ferry_mcp_core::channel::fold::state::orders::{Hints, IssueBody, MAX_INLINE_BODY};
+use ferry_mcp_core::channel::fold::state::talk::{MAX_INLINE_TEXT, PostBody};
 use ferry_mcp_core::channel::session::Session;
-use ferry_mcp_core::channel::state::orders::{Hints, IssueBody, MAX_INLINE_BODY};
-use ferry_mcp_core::channel::state::talk::{MAX_INLINE_TEXT, PostBody};
 use ferry_mcp_core::time::Timestamp;
 
 /// A `talk.post` of `text` to `to` by the session's actor; returns the message's id.
@@ -74,6 +74,6 @@ pub struct Note {
     pub n: Option<u64>,
 }
 
-impl ferry_mcp_core::channel::body::EntryBody for Note {
+impl ferry_mcp_core::channel::fold::body::EntryBody for Note {
     const KIND: &'static str = "note";
 }

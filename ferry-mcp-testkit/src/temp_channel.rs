@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::home::{Home, KeyHolder, SealCost};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder, SealCost};
 use ferry_mcp_core::channel::ops::{self, GrantRequest};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
@@ -199,7 +199,7 @@ impl TempChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferry_mcp_core::channel::identity::Seat;
+    use ferry_mcp_core::channel::fold::identity::Seat;
 
     #[test]
     fn a_temp_channel_seats_one_agent_at_each_level_inside_its_own_folder() {

@@ -6,7 +6,7 @@
 //! Neither changes anything, and neither reaches a key: `ferry_status` says who is seated at
 //! which level and what is wrong with the channel, never what keys this machine holds.
 
-use ferry_mcp_core::channel::levels::Operation;
+use ferry_mcp_core::channel::fold::levels::Operation;
 use ferry_mcp_core::channel::ops::search::{self, SearchRequest};
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceUri, ToolOutcome};
@@ -309,7 +309,9 @@ impl Tool for FerryStatus {
             Ok(started) => started,
             Err(refusal) => return refusal,
         };
-        if let Err(err) = channel.authorize(ferry_mcp_core::channel::levels::Operation::Read, now) {
+        if let Err(err) =
+            channel.authorize(ferry_mcp_core::channel::fold::levels::Operation::Read, now)
+        {
             return facade::failed(&err);
         }
         channel.refresh(now);

@@ -1,8 +1,8 @@
 //! `ferry_ask_human`: raise a question that only the human can decide, with a recommendation,
 //! and read the answer. The MCP can ask, never approve: answers are the master's alone.
 
+use ferry_mcp_core::channel::fold::state::asks::AskState;
 use ferry_mcp_core::channel::ops::asks::{AskView, AsksError, RaiseRequest};
-use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};

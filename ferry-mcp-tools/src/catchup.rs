@@ -3,10 +3,10 @@
 //! own orders and asks, what waits on it. Built from the folded state, never from history;
 //! with `since`, only what changed after that cursor.
 
+use ferry_mcp_core::channel::fold::state::asks::AskState;
+use ferry_mcp_core::channel::fold::state::orders::OrderState;
 use ferry_mcp_core::channel::ops::fleet::{Digest, DigestLimits, DigestOrder};
 use ferry_mcp_core::channel::ops::primary::Liveness;
-use ferry_mcp_core::channel::state::asks::AskState;
-use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};

@@ -6,7 +6,7 @@
 //! refusal from a mistake: `denied: level worker: claim needs member`,
 //! `unknown_order: unknown order m99`.
 
-use ferry_mcp_core::channel::levels::Refusal;
+use ferry_mcp_core::channel::fold::levels::Refusal;
 use ferry_mcp_core::channel::ops::{OperationError, OpsError};
 use ferry_mcp_core::port::{Channel, Unavailable};
 use ferry_mcp_core::shape::{MAX_STRUCTURED_CHARS, TRUNCATION_FIELDS_CHARS, ToolOutcome};

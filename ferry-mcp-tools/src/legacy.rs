@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use ferry_mcp_core::channel::levels::{Level, Operation};
+use ferry_mcp_core::channel::fold::levels::{Level, Operation};
+use ferry_mcp_core::channel::fold::state::orders::OrderState;
 use ferry_mcp_core::channel::ops::legacy::{PageRequest, TaskFilter, TaskRow};
-use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_core::guard;
 use ferry_mcp_core::shape::{Cursor, MAX_ITEMS, ResourceLink, ResourceUri, ToolOutcome};
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};

@@ -2,11 +2,11 @@
 //! submit, review), over `ferry_mcp_core::channel::ops::orders`; and the
 //! `ferry://<project>/order/<id>` resource that serves an order's body.
 
+use ferry_mcp_core::channel::fold::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::orders::{
     ClaimOutcome, ListRequest, OrderDetail, OrdersError, RunVia, SubmitRequest,
 };
-use ferry_mcp_core::channel::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::guard;
 use ferry_mcp_core::port::{Channel, HeavyQueue};
 use ferry_mcp_core::shape::{MAX_ITEMS, ResourceLink, ResourceUri, ToolOutcome};

@@ -19,9 +19,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, ValueEnum};
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::ops::access::{AccessError, KeyHere};
 use ferry_mcp_core::channel::ops::{self, AgentRow, Joined, OpsError};
 use ferry_mcp_core::time::Timestamp;

@@ -10,9 +10,9 @@
 //! issue`, ...), so the demo is the real thing.
 
 use anyhow::Context as _;
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest, SubmitRequest};
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest};

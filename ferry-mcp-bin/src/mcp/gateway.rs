@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
 use ferry_mcp_core::guard;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -519,8 +519,8 @@ fn a_sealed_master_key_opens_for_one_command_with_its_passphrase_and_is_never_un
 
 #[test]
 fn an_agent_with_a_shell_and_no_passphrase_cannot_approve_its_own_ask_nor_raise_its_own_level() {
-    use ferry_mcp_core::channel::home::Home;
-    use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+    use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+    use ferry_mcp_core::channel::machine::home::Home;
     use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
     use ferry_mcp_core::channel::session::{Actor, Session};
     use ferry_mcp_core::time::Timestamp;

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::ops::fleet::{self, Digest, DigestLimits};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;

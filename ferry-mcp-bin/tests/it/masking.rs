@@ -50,9 +50,9 @@ fn order_with_secrets(home: &Path, dir: &Path) -> String {
             .unwrap();
         ferry_mcp_core::time::Timestamp::from_millis(u64::try_from(since.as_millis()).unwrap())
     };
-    let project = ferry_mcp_core::channel::names::ProjectId::parse("demo").unwrap();
+    let project = ferry_mcp_core::channel::log::names::ProjectId::parse("demo").unwrap();
     let mut master = ferry_mcp_core::channel::session::Session::open(
-        &ferry_mcp_core::channel::home::Home::at(home),
+        &ferry_mcp_core::channel::machine::home::Home::at(home),
         &project,
         ferry_mcp_core::channel::session::Actor::Master,
         now,
@@ -121,16 +121,16 @@ struct Planted {
 
 fn channel_with_a_secret_in_every_text() -> Planted {
     use ferry_mcp_core::channel::{
-        home::Home,
-        levels::Operation,
-        names::{AgentName, ProjectId},
-        secret,
-        session::{Actor, Session},
-        state::{
+        fold::levels::Operation,
+        fold::state::{
             asks::RaiseBody,
             primary::{BriefBody, DecideBody},
             secrets::ShareBody,
         },
+        log::names::{AgentName, ProjectId},
+        log::secret,
+        machine::home::Home,
+        session::{Actor, Session},
     };
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::names::ProjectId;
+use ferry_mcp_core::channel::log::names::ProjectId;
+use ferry_mcp_core::channel::machine::home::Home;
 use serde_json::Value;
 
 use super::admin::{join_args, project, run, run_ok};

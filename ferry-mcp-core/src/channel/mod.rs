@@ -4,19 +4,8 @@
 //! Every file in the channel has exactly one writer, named by its path. The format is
 //! specified in `docs/channel-format.md`.
 
-pub mod body;
-pub mod checkpoint;
-pub mod entry;
-pub mod home;
-pub mod identity;
-pub mod kept;
-pub mod keys;
-pub mod levels;
-pub mod names;
+pub mod fold;
+pub mod log;
+pub mod machine;
 pub mod ops;
-pub mod reader;
-pub mod secret;
 pub mod session;
-pub mod stamp;
-pub mod state;
-pub mod store;

@@ -15,20 +15,20 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::body::EntryBody;
-use super::checkpoint;
-use super::entry::VerifiedEntry;
-use super::home::{Home, HomeError, KeyHolder, PinOutcome};
-use super::identity::{AcceptBody, Identity, MasterEntry, MasterPos};
-use super::kept::{Kept, KeptRef, Loaded, Pinned, Store};
-use super::keys::{PublicKey, SecretKey};
-use super::levels::{self, Level, LocalKey, Operation, Request};
-use super::names::{AgentName, ProjectId};
 use super::ops::OpsError;
-use super::reader::{Cleared, IntegrityProblem, LogId, Prelook, Reader, ReaderState};
-use super::stamp::FileStamp;
-use super::state::{self, ChannelState, EntryId, SEEN_FIELD, Sections};
-use super::store::{Channel, LogWriter};
+use crate::channel::fold::body::EntryBody;
+use crate::channel::fold::checkpoint;
+use crate::channel::fold::identity::{AcceptBody, Identity, MasterEntry, MasterPos};
+use crate::channel::fold::levels::{self, Level, LocalKey, Operation, Request};
+use crate::channel::fold::state::{self, ChannelState, EntryId, SEEN_FIELD, Sections};
+use crate::channel::log::entry::VerifiedEntry;
+use crate::channel::log::keys::{PublicKey, SecretKey};
+use crate::channel::log::names::{AgentName, ProjectId};
+use crate::channel::log::reader::{Cleared, IntegrityProblem, LogId, Prelook, Reader, ReaderState};
+use crate::channel::log::stamp::FileStamp;
+use crate::channel::log::store::{Channel, LogWriter};
+use crate::channel::machine::home::{Home, HomeError, KeyHolder, PinOutcome};
+use crate::channel::machine::kept::{Kept, KeptRef, Loaded, Pinned, Store};
 use crate::guard::{self, TextUse};
 use crate::port::{self, ChannelAccess, HeavyQueue, Unavailable};
 use crate::time::Timestamp;
@@ -589,13 +589,13 @@ impl Session {
     }
 
     /// The order board, loaded first if it is still in the kept state.
-    pub fn board(&mut self) -> &super::state::OrderBoard {
+    pub fn board(&mut self) -> &crate::channel::fold::state::OrderBoard {
         let now = self.loaded_at();
         self.load(Sections::BOARD, now).orders()
     }
 
     /// Talk, loaded first if it is still in the kept state.
-    pub fn talk(&mut self) -> &super::state::Talk {
+    pub fn talk(&mut self) -> &crate::channel::fold::state::Talk {
         let now = self.loaded_at();
         self.load(Sections::TALK, now).talk()
     }
@@ -603,7 +603,7 @@ impl Session {
     /// The order `id` if it counts, its whole paged in from its record if it is not in
     /// memory (with the board, if that is not loaded yet). A record that does not read is
     /// reported and everything folded again from the channel.
-    pub fn order(&mut self, id: &EntryId) -> Option<&super::state::orders::Order> {
+    pub fn order(&mut self, id: &EntryId) -> Option<&crate::channel::fold::state::orders::Order> {
         self.page_order(id);
         self.state.orders().get(id)?.whole()
     }
@@ -628,7 +628,7 @@ impl Session {
     /// The order board with every order whole paged in (a walk of the whole board: tests,
     /// tools that show every order). A record that does not read is reported and everything
     /// folded again from the channel.
-    pub fn board_whole(&mut self) -> &super::state::OrderBoard {
+    pub fn board_whole(&mut self) -> &crate::channel::fold::state::OrderBoard {
         let now = self.loaded_at();
         self.load(Sections::BOARD, now);
         let ids = self.state.orders_not_resident();

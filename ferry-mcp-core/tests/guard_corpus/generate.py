@@ -881,7 +881,7 @@ def ordinary():
             "C:\\Users\\ana\\AppData\\Roaming\\ferry\\config.toml is the Windows path",
             "edit .github/workflows/ci.yml to add the bench step",
             "the secrets folder is /run/secrets/ (mounted read-only)",
-            "look at src/channel/home/seal.rs for the sealed key format",
+            "look at src/channel/machine/home/seal.rs for the sealed key format",
             "ferry-mcp-core/tests/guard_corpus/ordinary.txt has the hard cases",
             "/home/ana/projects/ferry/target/debug/ferry",
             "token.rs and secret.rs were renamed to tokens.rs and secrets.rs",

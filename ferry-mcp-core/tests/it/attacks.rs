@@ -6,18 +6,18 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::entry::VerifiedEntry;
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::identity::{FoldProblemKind, GrantBody, Identity, kinds};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::{Level, Operation};
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::identity::{FoldProblemKind, GrantBody, Identity, kinds};
+use ferry_mcp_core::channel::fold::levels::{Level, Operation};
+use ferry_mcp_core::channel::log::entry::VerifiedEntry;
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::reader::{IntegrityProblem, ProblemKind};
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::project::ProjectError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
-use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::plant::Note;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
@@ -558,7 +558,10 @@ fn issue_request(title: &str) -> ops::orders::IssueRequest {
 /// Every order of the board as its view (the board's public face), by id.
 fn order_views(
     session: &mut Session,
-) -> Vec<(String, ferry_mcp_core::channel::state::orders::OrderView)> {
+) -> Vec<(
+    String,
+    ferry_mcp_core::channel::fold::state::orders::OrderView,
+)> {
     session
         .board_whole()
         .iter()
@@ -573,8 +576,8 @@ fn order_views(
 
 #[test]
 fn folding_the_kept_state_plus_new_entries_equals_folding_everything() {
+    use ferry_mcp_core::channel::fold::state::orders::Verdict;
     use ferry_mcp_core::channel::ops::orders::{self as order_ops, SubmitRequest};
-    use ferry_mcp_core::channel::state::orders::Verdict;
 
     let temp = TempChannel::builder()
         .agent("orch", Level::Orchestrator)
@@ -709,7 +712,8 @@ fn a_new_master_s_entries_read_with_the_handover_are_folded_once() {
         .unwrap();
     next.store_key(temp.project(), &KeyHolder::Master, &new_master, None)
         .unwrap();
-    let proof = ferry_mcp_core::channel::identity::handover_proof(temp.project(), &new_master);
+    let proof =
+        ferry_mcp_core::channel::fold::identity::handover_proof(temp.project(), &new_master);
     // It signs something before the handover reaches a watching machine: it waits there.
     write_raw(&temp, &AgentName::master(), &new_master, "note", json!({}));
     let watcher = other_machine(&temp, "watcher");
@@ -889,7 +893,7 @@ fn a_stale_verified_state_is_reported_and_rebuilt_never_trusted() {
     let forged = forged_verified_state(&temp);
     let path = temp.root().join("stale.db");
     fs::write(&path, &forged).unwrap();
-    let format = ferry_mcp_core::channel::kept::FORMAT;
+    let format = ferry_mcp_core::channel::machine::kept::FORMAT;
     tamper(
         &path,
         &format!(
@@ -947,8 +951,8 @@ fn deleting_the_verified_state_costs_only_time() {
 
 #[test]
 fn a_rich_verified_state_reads_back_as_it_was_written() {
-    use ferry_mcp_core::channel::kept::{self, Kept, Loaded, Store};
-    use ferry_mcp_core::channel::state::Sections;
+    use ferry_mcp_core::channel::fold::state::Sections;
+    use ferry_mcp_core::channel::machine::kept::{self, Kept, Loaded, Store};
     // Everything the state can hold: grants with scopes and expiry, a handover, a void
     // grant, orders at every step, hand-ins, blobs, fold and integrity problems.
     let temp = TempChannel::with_each_level();
@@ -993,7 +997,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     ops::orders::review(
         &mut orch,
         &order,
-        ferry_mcp_core::channel::state::orders::Verdict::Changes,
+        ferry_mcp_core::channel::fold::state::orders::Verdict::Changes,
         Some("notes"),
         temp.now(),
     )
@@ -1059,8 +1063,8 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
 /// rollback still reports nothing vanished and keeps what was verified.
 #[test]
 fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
-    use ferry_mcp_core::channel::kept::{self, Kept, Loaded, Store};
-    use ferry_mcp_core::channel::state::Sections;
+    use ferry_mcp_core::channel::fold::state::Sections;
+    use ferry_mcp_core::channel::machine::kept::{self, Kept, Loaded, Store};
     let temp = TempChannel::builder()
         .agent("fang", Level::Member)
         .agent("scout", Level::Member)
@@ -1101,7 +1105,7 @@ fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
     store.load_sections(&mut back.state, Sections::ALL).unwrap();
     assert_eq!(kept::encode(&back).unwrap(), bytes);
     assert_eq!(back.reader.look_paths(), kept.reader.look_paths());
-    let logs = |reader: &ferry_mcp_core::channel::reader::ReaderState| -> Vec<_> {
+    let logs = |reader: &ferry_mcp_core::channel::log::reader::ReaderState| -> Vec<_> {
         reader
             .logs()
             .map(|(id, log)| {
@@ -1323,7 +1327,7 @@ fn a_log_renamed_to_its_key_in_upper_case_is_reported_and_never_read_as_that_log
 #[cfg(unix)]
 #[test]
 fn a_linked_genesis_file_is_refused_unread() {
-    use ferry_mcp_core::channel::store::StoreError;
+    use ferry_mcp_core::channel::log::store::StoreError;
     let temp = TempChannel::builder().build().unwrap();
     // Even a link to the channel's own, valid genesis: links are never followed.
     let genesis = temp.channel_dir().join("genesis.json");
@@ -1361,12 +1365,12 @@ fn a_handover_without_a_valid_proof_or_to_a_weak_key_does_not_move_mastership() 
         json!({ "key": next.public_key() }),
         json!({
             "key": next.public_key(),
-            "proof": ferry_mcp_core::channel::identity::handover_proof(temp.project(), &stranger),
+            "proof": ferry_mcp_core::channel::fold::identity::handover_proof(temp.project(), &stranger),
         }),
         json!({
             "key": next.public_key(),
-            "proof": ferry_mcp_core::channel::identity::handover_proof(
-                &ferry_mcp_core::channel::names::ProjectId::parse("other").unwrap(),
+            "proof": ferry_mcp_core::channel::fold::identity::handover_proof(
+                &ferry_mcp_core::channel::log::names::ProjectId::parse("other").unwrap(),
                 &next,
             ),
         }),
@@ -1409,7 +1413,7 @@ fn the_handover_operation_refuses_a_key_without_a_proof_and_writes_nothing() {
     let stranger = SecretKey::generate().unwrap();
     let log = master_log(&temp);
     assert!(!log.exists());
-    let proof = ferry_mcp_core::channel::identity::handover_proof(temp.project(), &stranger);
+    let proof = ferry_mcp_core::channel::fold::identity::handover_proof(temp.project(), &stranger);
     let err = ops::master_handover(
         temp.home(),
         temp.project(),
@@ -1478,7 +1482,7 @@ fn a_former_master_s_entry_in_place_of_its_handover_line_does_not_count() {
 /// stored (the first step of init).
 fn interrupted_init(root: &Path) -> (Home, PathBuf, SecretKey) {
     let home = Home::at(root.join("home"));
-    let project = ferry_mcp_core::channel::names::ProjectId::parse("demo").unwrap();
+    let project = ferry_mcp_core::channel::log::names::ProjectId::parse("demo").unwrap();
     let key = SecretKey::generate().unwrap();
     home.store_key(&project, &KeyHolder::Master, &key, None)
         .unwrap();
@@ -1487,7 +1491,7 @@ fn interrupted_init(root: &Path) -> (Home, PathBuf, SecretKey) {
 
 /// Runs init again and checks the project is whole: it opens, with a genesis by `key`.
 fn rerun_init(home: &Home, channel: &Path, key: &SecretKey) -> Channel {
-    let project = ferry_mcp_core::channel::names::ProjectId::parse("demo").unwrap();
+    let project = ferry_mcp_core::channel::log::names::ProjectId::parse("demo").unwrap();
     let now = ferry_mcp_testkit::clock::START;
     let created = ops::init(home, &project, channel, None, now).unwrap();
     assert_eq!(created.master, key.public_key());
@@ -1712,7 +1716,7 @@ fn a_huge_junk_line_is_skipped_and_reported_and_the_entries_after_it_read() {
 
 #[test]
 fn a_huge_genesis_file_is_refused_unread() {
-    use ferry_mcp_core::channel::store::StoreError;
+    use ferry_mcp_core::channel::log::store::StoreError;
     let temp = TempChannel::builder().build().unwrap();
     let genesis = temp.channel_dir().join("genesis.json");
     let mut bytes = fs::read(&genesis).unwrap();
@@ -1734,7 +1738,7 @@ fn order_with_blob(temp: &TempChannel, bytes: &[u8]) -> (String, String) {
         .unwrap();
     let entry = writer
         .append(
-            ferry_mcp_core::channel::state::orders::kinds::ISSUE,
+            ferry_mcp_core::channel::fold::state::orders::kinds::ISSUE,
             json!({ "title": "huge body", "blob": blob }),
             temp.now(),
         )
@@ -1755,7 +1759,7 @@ fn list_len(session: &mut Session, temp: &TempChannel) -> usize {
 
 #[test]
 fn a_blob_longer_than_a_reader_takes_is_refused_and_the_rest_of_the_order_reads() {
-    use ferry_mcp_core::channel::store::MAX_BLOB_LEN;
+    use ferry_mcp_core::channel::log::store::MAX_BLOB_LEN;
     let temp = TempChannel::builder().build().unwrap();
     // A genuine blob (its bytes hash to its name), one byte over the limit.
     let (order, blob) = order_with_blob(
@@ -1786,7 +1790,7 @@ fn a_huge_file_planted_in_place_of_a_blob_is_refused_and_the_rest_reads() {
 
 #[test]
 fn an_order_body_longer_than_a_reader_takes_is_refused_when_issued() {
-    use ferry_mcp_core::channel::store::MAX_BLOB_LEN;
+    use ferry_mcp_core::channel::log::store::MAX_BLOB_LEN;
     let temp = TempChannel::builder().build().unwrap();
     let mut master = temp.master_session();
     let mut request = issue_request("too long to read");
@@ -2176,7 +2180,7 @@ fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebu
 #[test]
 fn a_warm_open_of_enough_logs_to_stat_them_ahead_still_reads_what_was_appended_and_reports_what_vanished()
  {
-    use ferry_mcp_core::channel::kept::Store;
+    use ferry_mcp_core::channel::machine::kept::Store;
     use ferry_mcp_testkit::bulk;
 
     // Enough agents for the open to stat their logs and folders on a thread of its own (at
@@ -2649,7 +2653,7 @@ fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
         .board()
         .iter()
         .find_map(|order| {
-            use ferry_mcp_core::channel::state::orders::OrderState;
+            use ferry_mcp_core::channel::fold::state::orders::OrderState;
             let brief = order.brief();
             let working = matches!(
                 brief.state,

@@ -3,18 +3,20 @@
 //! attacker's entries by hand, past every check an operation makes, and checks what the fold
 //! makes of them here and on a machine that folds the channel from nothing.
 
-use ferry_mcp_core::channel::entry::EntryHash;
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::primary::{
+    PrimaryReleaseBody, PrimaryVoid, TakeBody, kinds,
+};
+use ferry_mcp_core::channel::fold::state::race::tiebreak;
+use ferry_mcp_core::channel::log::entry::EntryHash;
+use ferry_mcp_core::channel::log::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops::fleet::DigestLimits;
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use ferry_mcp_core::channel::ops::{self, GrantRequest, fleet, secrets};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::primary::{PrimaryReleaseBody, PrimaryVoid, TakeBody, kinds};
-use ferry_mcp_core::channel::state::race::tiebreak;
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::Value;

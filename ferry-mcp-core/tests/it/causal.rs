@@ -1,17 +1,17 @@
 //! What an entry may claim not to have seen (ADR 0016), tried as a seated agent would: it signs
 //! whatever it likes with its own key, naming any past event as `after` and any `seen`.
 
-use ferry_mcp_core::channel::entry::EntryHash;
-use ferry_mcp_core::channel::home::KeyHolder;
-use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::orders::{OrderState, Verdict, kinds};
+use ferry_mcp_core::channel::fold::state::primary::{ROOT, kinds as primary_kinds};
+use ferry_mcp_core::channel::fold::state::race::tiebreak;
+use ferry_mcp_core::channel::fold::state::{EntryId, SEEN_FIELD};
+use ferry_mcp_core::channel::log::entry::EntryHash;
+use ferry_mcp_core::channel::log::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest, SubmitRequest};
 use ferry_mcp_core::channel::ops::primary;
-use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds};
-use ferry_mcp_core::channel::state::primary::{ROOT, kinds as primary_kinds};
-use ferry_mcp_core::channel::state::race::tiebreak;
-use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 
@@ -210,7 +210,7 @@ fn a_fresh_key_signing_under_an_orchestrator_s_name_does_not_make_its_order_vani
     forge(&temp, "lead", &bare);
     forge(&temp, "lead", &joined);
     let mut here = temp.view();
-    let fresh_home = ferry_mcp_core::channel::home::Home::at(temp.root().join("fresh"));
+    let fresh_home = ferry_mcp_core::channel::machine::home::Home::at(temp.root().join("fresh"));
     ferry_mcp_core::channel::ops::add_existing(&fresh_home, temp.project(), temp.channel_dir())
         .unwrap();
     let mut fresh = ferry_mcp_core::channel::session::Session::open(
@@ -287,9 +287,9 @@ fn a_fresh_key_signing_under_an_agent_s_name_does_not_replace_its_ask() {
 
 #[test]
 fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
-    use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
+    use ferry_mcp_core::channel::fold::identity::{GrantBody, Identity, kinds as identity_kinds};
+    use ferry_mcp_core::channel::fold::state::asks::Verdict as AskVerdict;
     use ferry_mcp_core::channel::ops;
-    use ferry_mcp_core::channel::state::asks::Verdict as AskVerdict;
     let temp = TempChannel::builder()
         .agent("bob", Level::Member)
         .build()
@@ -366,7 +366,7 @@ fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
     );
     // A machine where the old key's log is absent.
     std::fs::remove_file(&old_log).unwrap();
-    let fresh_home = ferry_mcp_core::channel::home::Home::at(temp.root().join("fresh"));
+    let fresh_home = ferry_mcp_core::channel::machine::home::Home::at(temp.root().join("fresh"));
     ops::add_existing(&fresh_home, temp.project(), temp.channel_dir()).unwrap();
     let fresh = ferry_mcp_core::channel::session::Session::open(
         &fresh_home,
@@ -441,7 +441,7 @@ fn nothing_a_key_that_holds_no_name_signs_is_kept_by_the_folds() {
         .problems()
         .into_iter()
         .filter(|problem| {
-            problem.kind == ferry_mcp_core::channel::identity::FoldProblemKind::NotOnRoster
+            problem.kind == ferry_mcp_core::channel::fold::identity::FoldProblemKind::NotOnRoster
         })
         .count();
     eprintln!(

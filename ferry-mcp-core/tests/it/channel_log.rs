@@ -4,11 +4,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::entry::{Entry, EntryHash, decode_line};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
-use ferry_mcp_core::channel::reader::{ProblemKind, ReadBatch};
-use ferry_mcp_core::channel::store::{BlobId, Channel, StoreError};
+use ferry_mcp_core::channel::log::entry::{Entry, EntryHash, decode_line};
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::log::reader::{ProblemKind, ReadBatch};
+use ferry_mcp_core::channel::log::store::{BlobId, Channel, StoreError};
 use ferry_mcp_core::time::Timestamp;
 use serde_json::json;
 

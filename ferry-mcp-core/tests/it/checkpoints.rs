@@ -6,15 +6,15 @@
 use std::fs;
 use std::path::PathBuf;
 
-use ferry_mcp_core::channel::checkpoint::{self, CheckpointBody, Tip};
-use ferry_mcp_core::channel::entry::{Entry, EntryHash};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::{Level, Operation};
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::checkpoint::{self, CheckpointBody, Tip};
+use ferry_mcp_core::channel::fold::levels::{Level, Operation};
+use ferry_mcp_core::channel::fold::state::Sections;
+use ferry_mcp_core::channel::log::entry::{Entry, EntryHash};
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::reader::ProblemKind;
 use ferry_mcp_core::channel::ops::{self, GrantRequest};
-use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, CHECKPOINT_DID_NOT_HOLD, Session};
-use ferry_mcp_core::channel::state::Sections;
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TempChannel;
@@ -80,7 +80,7 @@ fn master_log(tc: &TempChannel) -> PathBuf {
         .home()
         .load_key(
             tc.project(),
-            &ferry_mcp_core::channel::home::KeyHolder::Master,
+            &ferry_mcp_core::channel::machine::home::KeyHolder::Master,
             tc.now(),
         )
         .unwrap();
@@ -110,7 +110,7 @@ fn write_lines(path: &PathBuf, lines: &[String]) {
 
 /// The raw entry and the hash of a log line.
 fn raw_and_hash(line: &str) -> (Value, EntryHash) {
-    let raw = ferry_mcp_core::channel::entry::raw_entry(line.as_bytes()).unwrap();
+    let raw = ferry_mcp_core::channel::log::entry::raw_entry(line.as_bytes()).unwrap();
     (serde_json::from_slice(raw).unwrap(), EntryHash::of(raw))
 }
 
@@ -225,7 +225,9 @@ fn a_checkpoint_signed_by_an_orchestrators_key_counts_for_nothing() {
         hash: forged_hash,
     }]);
     let orchestrator = tc.agent_key("orchestrator");
-    let body = Value::Object(ferry_mcp_core::channel::body::EntryBody::to_entry(&body));
+    let body = Value::Object(ferry_mcp_core::channel::fold::body::EntryBody::to_entry(
+        &body,
+    ));
     // ...in its own log, and in a log it names the master's, under its own key.
     let own_log = log_of(&tc, "orchestrator");
     let (_, own_tip) = raw_and_hash(lines_of(&own_log).last().unwrap());
@@ -424,7 +426,7 @@ fn a_former_masters_checkpoint_after_its_handover_counts_for_nothing() {
     let now = tc.now();
     // A handover to a key on this machine's other state folder.
     let other = tempfile::tempdir().unwrap();
-    let other_home = ferry_mcp_core::channel::home::Home::at(other.path().join("home"));
+    let other_home = ferry_mcp_core::channel::machine::home::Home::at(other.path().join("home"));
     ops::add_existing(&other_home, tc.project(), tc.channel_dir()).unwrap();
     let new_key = ops::new_master_key(&other_home, tc.project(), None).unwrap();
     ops::master_handover(tc.home(), tc.project(), &new_key.key, &new_key.proof, now).unwrap();
@@ -444,7 +446,7 @@ fn a_former_masters_checkpoint_after_its_handover_counts_for_nothing() {
         .home()
         .load_key(
             tc.project(),
-            &ferry_mcp_core::channel::home::KeyHolder::Master,
+            &ferry_mcp_core::channel::machine::home::KeyHolder::Master,
             now,
         )
         .unwrap();
@@ -454,7 +456,9 @@ fn a_former_masters_checkpoint_after_its_handover_counts_for_nothing() {
         .join(format!("{}.jsonl", former.public_key().to_hex()));
     let (_, master_tip) = raw_and_hash(lines_of(&master_log).last().unwrap());
     let seq = lines_of(&master_log).len() as u64 + 1;
-    let body = Value::Object(ferry_mcp_core::channel::body::EntryBody::to_entry(&body));
+    let body = Value::Object(ferry_mcp_core::channel::fold::body::EntryBody::to_entry(
+        &body,
+    ));
     append_line(
         &master_log,
         &signed_line(

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_core::channel::log::store::Channel;
 use serde_json::json;
 
 use crate::channel_log::{NOW, demo_channel, key, name};
@@ -146,8 +146,8 @@ const ACKED_FILE: &str = "acked";
 #[test]
 #[ignore = "child process of the kept-state tests across processes"]
 fn saver_child() {
-    use ferry_mcp_core::channel::home::Home;
-    use ferry_mcp_core::channel::names::ProjectId;
+    use ferry_mcp_core::channel::log::names::ProjectId;
+    use ferry_mcp_core::channel::machine::home::Home;
     use ferry_mcp_core::channel::ops;
     use ferry_mcp_core::channel::session::{Actor, Session};
     use std::io::Write as _;
@@ -165,7 +165,7 @@ fn saver_child() {
     let project = ProjectId::parse("demo").unwrap();
     let now = ferry_mcp_core::time::Timestamp::from_millis(now.parse().unwrap());
     let count: u64 = count.parse().unwrap();
-    let name = ferry_mcp_core::channel::names::AgentName::parse(&agent).unwrap();
+    let name = ferry_mcp_core::channel::log::names::AgentName::parse(&agent).unwrap();
     std::fs::write(dir.join(format!("ready-{agent}")), b"").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !dir.join(GO_FILE).exists() {
@@ -251,7 +251,7 @@ fn message_texts(temp: &ferry_mcp_testkit::temp_channel::TempChannel) -> Vec<Str
 
 #[test]
 fn two_processes_saving_the_kept_state_at_once_each_save_and_nothing_is_lost_or_reported() {
-    use ferry_mcp_core::channel::levels::Level;
+    use ferry_mcp_core::channel::fold::levels::Level;
     use ferry_mcp_testkit::temp_channel::TempChannel;
 
     let temp = TempChannel::builder()
@@ -281,7 +281,7 @@ fn two_processes_saving_the_kept_state_at_once_each_save_and_nothing_is_lost_or_
 #[cfg(unix)]
 #[test]
 fn a_process_killed_while_it_saves_leaves_the_kept_state_whole_with_every_save_it_acknowledged() {
-    use ferry_mcp_core::channel::levels::Level;
+    use ferry_mcp_core::channel::fold::levels::Level;
     use ferry_mcp_testkit::temp_channel::TempChannel;
 
     let temp = TempChannel::builder()

@@ -3,8 +3,8 @@
 //! a token split across an author's consecutive texts is refused as a whole. Each refusal
 //! writes nothing.
 
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest};
 use ferry_mcp_core::channel::ops::{self, OpsError, primary, seats, secrets};
@@ -117,7 +117,9 @@ fn an_agent_name_that_is_an_aws_key_id_is_refused_though_names_are_folded_to_low
     assert_eq!(name.as_str(), AWS_KEY_ID.to_ascii_lowercase());
     let err = seats::join(temp.home(), temp.project(), &name, None, temp.now()).unwrap_err();
     assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
-    assert!(temp.view().identity().seat(&name) == ferry_mcp_core::channel::identity::Seat::Vacant);
+    assert!(
+        temp.view().identity().seat(&name) == ferry_mcp_core::channel::fold::identity::Seat::Vacant
+    );
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! Machine-local state: key files, sealing, the registry, the pause switch and pins.
 
-use ferry_mcp_core::channel::home::{Home, HomeError, KeyHolder, PinOutcome, SealError, Unsealer};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::LocalKey;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::fold::levels::LocalKey;
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::{
+    Home, HomeError, KeyHolder, PinOutcome, SealError, Unsealer,
+};
 use ferry_mcp_core::channel::ops::access::KeyHere;
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::clock::Clock;

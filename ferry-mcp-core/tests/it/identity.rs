@@ -1,17 +1,17 @@
 //! Identity: seating, the contested-name rule, mastership and grant authority, all decided
 //! when folding.
 
-use ferry_mcp_core::channel::entry::VerifiedEntry;
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::identity::{
+use ferry_mcp_core::channel::fold::identity::{
     FoldProblemKind, GrantBody, GrantStanding, Identity, Seat, kinds,
 };
-use ferry_mcp_core::channel::keys::{PublicKey, SecretKey};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::entry::VerifiedEntry;
+use ferry_mcp_core::channel::log::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined, OpsError};
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 
@@ -36,7 +36,7 @@ fn write_raw(
 fn handover_to(temp: &TempChannel, key: &SecretKey) -> serde_json::Value {
     json!({
         "key": key.public_key(),
-        "proof": ferry_mcp_core::channel::identity::handover_proof(temp.project(), key),
+        "proof": ferry_mcp_core::channel::fold::identity::handover_proof(temp.project(), key),
     })
 }
 
@@ -474,7 +474,7 @@ fn the_fold_is_incremental_and_agrees_with_a_fold_from_scratch() {
 
 #[test]
 fn a_grant_replayed_from_another_project_of_the_same_master_does_not_count() {
-    use ferry_mcp_core::channel::names::ProjectId;
+    use ferry_mcp_core::channel::log::names::ProjectId;
 
     let dir = tempfile::tempdir().unwrap();
     let clock = ferry_mcp_testkit::clock::Clock::new();
@@ -523,7 +523,7 @@ fn a_grant_replayed_from_another_project_of_the_same_master_does_not_count() {
         batch
             .problems
             .iter()
-            .any(|p| p.kind == ferry_mcp_core::channel::reader::ProblemKind::WrongProject),
+            .any(|p| p.kind == ferry_mcp_core::channel::log::reader::ProblemKind::WrongProject),
         "{:?}",
         batch.problems
     );

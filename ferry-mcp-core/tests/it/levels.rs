@@ -1,8 +1,8 @@
 //! Levels and `authorize`: the level table of `docs/identity.md` (read from the page itself)
 //! and the conditions that refuse an operation (paused, unseated, locked, expired, out of scope).
 
-use ferry_mcp_core::channel::home::KeyHolder;
-use ferry_mcp_core::channel::levels::{Level, Operation, Refusal, Requirement};
+use ferry_mcp_core::channel::fold::levels::{Level, Operation, Refusal, Requirement};
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};

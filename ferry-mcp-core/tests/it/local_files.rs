@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ferry_mcp_core::channel::levels::{Level, Operation};
+use ferry_mcp_core::channel::fold::levels::{Level, Operation};
 use ferry_mcp_core::channel::ops;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_testkit::plant::Note;

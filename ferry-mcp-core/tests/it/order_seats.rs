@@ -2,13 +2,13 @@
 //! name appears in are judged again (`OrderBoard::rejudge_name`), on a fresh fold and on an
 //! incremental one alike.
 
-use ferry_mcp_core::channel::identity::kinds;
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::identity::kinds;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::EntryId;
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::store::Channel;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, orders};
 use ferry_mcp_core::channel::session::Session;
-use ferry_mcp_core::channel::state::EntryId;
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 

@@ -6,17 +6,17 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::orders::{OrderState, Verdict, kinds};
+use ferry_mcp_core::channel::fold::state::race::tiebreak;
+use ferry_mcp_core::channel::fold::state::{EntryId, SEEN_FIELD};
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops::orders::{
     self, ClaimOutcome, IssueRequest, ListRequest, OrderDetail, SubmitRequest,
 };
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OperationError};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::orders::{OrderState, Verdict, kinds};
-use ferry_mcp_core::channel::state::race::tiebreak;
-use ferry_mcp_core::channel::state::{EntryId, SEEN_FIELD};
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
 use serde_json::json;
 
@@ -1204,7 +1204,7 @@ fn write_with_seen(
     name: &str,
     kind: &str,
     mut body: serde_json::Value,
-    seen: ferry_mcp_core::channel::identity::MasterPos,
+    seen: ferry_mcp_core::channel::fold::identity::MasterPos,
 ) -> EntryId {
     let key = temp
         .home()
@@ -1223,7 +1223,7 @@ fn write_with_seen(
 /// Appends the master's grant of `level` to `name`, binding its log after `after_seq`, as a
 /// master machine that had read only that far writes it.
 fn grant_raw(temp: &TempChannel, name: &str, level: Level, after_seq: Option<u64>) {
-    use ferry_mcp_core::channel::identity::{GrantBody, Identity, kinds as identity_kinds};
+    use ferry_mcp_core::channel::fold::identity::{GrantBody, Identity, kinds as identity_kinds};
     let key = temp
         .home()
         .load_key(temp.project(), &KeyHolder::Master, temp.now())
@@ -1412,9 +1412,9 @@ fn a_grant_that_raises_a_level_binds_nothing_and_one_that_lowers_it_binds_what_w
 /// What a walk of the whole board finds for the two indexes: orders waiting on an action, and
 /// per agent the orders it holds or that are offered to it, not done.
 fn board_walk(
-    board: &ferry_mcp_core::channel::state::OrderBoard,
+    board: &ferry_mcp_core::channel::fold::state::OrderBoard,
 ) -> (Vec<String>, std::collections::BTreeMap<String, Vec<String>>) {
-    use ferry_mcp_core::channel::state::orders::OrderState;
+    use ferry_mcp_core::channel::fold::state::orders::OrderState;
     let awaiting = board
         .iter()
         .filter(|order| {
@@ -1447,7 +1447,7 @@ fn board_walk(
 
 /// What the indexes answer, in the same shape.
 fn board_index(
-    board: &ferry_mcp_core::channel::state::OrderBoard,
+    board: &ferry_mcp_core::channel::fold::state::OrderBoard,
     agents: &[AgentName],
 ) -> (Vec<String>, std::collections::BTreeMap<String, Vec<String>>) {
     let awaiting = board
@@ -1489,7 +1489,7 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     master.save().unwrap();
     check(&mut busy.session(Actor::Observer), "loaded");
     // The master cancels a held order and sends a submitted one back: both indexes move.
-    use ferry_mcp_core::channel::state::orders::OrderState;
+    use ferry_mcp_core::channel::fold::state::orders::OrderState;
     let find = |session: &mut Session, state: OrderState| {
         session
             .board_whole()

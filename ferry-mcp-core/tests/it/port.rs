@@ -9,11 +9,11 @@ const STORE: &[&str] = &[
     "Session",
     "channel::session",
     "session::",
-    "channel::kept",
+    "channel::machine::kept",
     "kept::",
-    "channel::store",
-    "channel::reader",
-    "channel::home",
+    "channel::log::store",
+    "channel::log::reader",
+    "channel::machine::home",
     "rusqlite",
     "std::fs",
 ];
@@ -69,7 +69,7 @@ fn the_store_check_finds_a_session_named_in_code_and_passes_over_comments() {
     let path = dir.path().join("tool.rs");
     std::fs::write(
         &path,
-        "// a Session in a comment is fine\nuse crate::channel::session::Session;\nfn f(_: &crate::channel::kept::Kept) {}\n",
+        "// a Session in a comment is fine\nuse crate::channel::session::Session;\nfn f(_: &crate::channel::machine::kept::Kept) {}\n",
     )
     .unwrap();
     let found: Vec<(usize, &str)> = store_names(&[path])
@@ -82,7 +82,7 @@ fn the_store_check_finds_a_session_named_in_code_and_passes_over_comments() {
             (2, "Session"),
             (2, "channel::session"),
             (2, "session::"),
-            (3, "channel::kept"),
+            (3, "channel::machine::kept"),
             (3, "kept::")
         ]
     );

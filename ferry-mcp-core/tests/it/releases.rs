@@ -6,19 +6,19 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::identity::FoldProblemKind;
-use ferry_mcp_core::channel::levels::Operation;
+use ferry_mcp_core::channel::fold::identity::FoldProblemKind;
+use ferry_mcp_core::channel::fold::levels::Operation;
+use ferry_mcp_core::channel::fold::state::Sections;
+use ferry_mcp_core::channel::fold::state::releases::{
+    ApproveBody, Artifact, ReleaseState, Sha256, Source, kinds,
+};
+use ferry_mcp_core::channel::log::store::Channel;
 use ferry_mcp_core::channel::ops::install::{self, InstallError};
 use ferry_mcp_core::channel::ops::releases::{
     self, ApproveRequest, ArtifactInput, Installed, ReleasesError, THIS_PLATFORM,
 };
 use ferry_mcp_core::channel::ops::{self, OpsError, fleet};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::Sections;
-use ferry_mcp_core::channel::state::releases::{
-    ApproveBody, Artifact, ReleaseState, Sha256, Source, kinds,
-};
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::http;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;

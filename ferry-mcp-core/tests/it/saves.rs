@@ -4,11 +4,11 @@
 //! issue, on a board with no counted order, made every later save fail while grants and posts
 //! were still written.
 
-use ferry_mcp_core::channel::home::KeyHolder;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::{self, GrantRequest};
 use ferry_mcp_core::channel::session::Session;
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 
@@ -156,7 +156,7 @@ fn a_handover_whose_save_fails_succeeds_and_says_what_was_not_kept() {
         .agent("fang", Level::Worker)
         .build()
         .unwrap();
-    let next = ferry_mcp_core::channel::home::Home::at(temp.root().join("next"));
+    let next = ferry_mcp_core::channel::machine::home::Home::at(temp.root().join("next"));
     ops::add_existing(&next, temp.project(), temp.channel_dir()).unwrap();
     let new_key = ops::new_master_key(&next, temp.project(), None).unwrap();
     refuse_saves(&temp);

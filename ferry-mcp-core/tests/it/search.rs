@@ -1,7 +1,7 @@
 //! `ops::search`: order titles, decisions and the messages the caller may read that hold a
 //! phrase, newest first, paged; masked; never another agent's mail.
 
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::primary;
 use ferry_mcp_core::channel::ops::search::{self, MAX_PAGE, SearchPage, SearchRequest};

@@ -8,10 +8,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::levels::{Level, Operation};
+use ferry_mcp_core::channel::fold::levels::{Level, Operation};
+use ferry_mcp_core::channel::log::reader::ProblemKind;
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::ops;
-use ferry_mcp_core::channel::reader::ProblemKind;
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_testkit::plant::Note;
 use ferry_mcp_testkit::temp_channel::TempChannel;

@@ -6,14 +6,14 @@
 use std::fs;
 use std::path::Path;
 
-use ferry_mcp_core::channel::home::{Home, KeyHolder};
-use ferry_mcp_core::channel::levels::{Level, Refusal};
+use ferry_mcp_core::channel::fold::levels::{Level, Refusal};
+use ferry_mcp_core::channel::fold::state::EntryId;
+use ferry_mcp_core::channel::fold::state::talk::MAX_INLINE_TEXT;
+use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops::talk::TalkError;
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest, ReadRequest, ReadResult};
 use ferry_mcp_core::channel::ops::{self, OpsError};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_core::channel::state::EntryId;
-use ferry_mcp_core::channel::state::talk::MAX_INLINE_TEXT;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 
 /// Project `demo` with Members alice, bob and carol, and a Worker, wendy.
@@ -431,7 +431,7 @@ fn the_senders_read_shows_who_of_all_has_read_its_broadcast() {
     assert!(receipt.unread.is_empty());
 }
 
-fn names(list: &[ferry_mcp_core::channel::names::AgentName]) -> Vec<&str> {
+fn names(list: &[ferry_mcp_core::channel::log::names::AgentName]) -> Vec<&str> {
     list.iter().map(|name| name.as_str()).collect()
 }
 

@@ -4,13 +4,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::entry::{Entry, EntryHash, VerifiedEntry};
-use ferry_mcp_core::channel::identity::{FoldProblem, GrantBody, Identity, kinds};
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
-use ferry_mcp_core::channel::reader::{IntegrityProblem, ProblemKind};
-use ferry_mcp_core::channel::store::Channel;
+use ferry_mcp_core::channel::fold::identity::{FoldProblem, GrantBody, Identity, kinds};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::entry::{Entry, EntryHash, VerifiedEntry};
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::reader::{IntegrityProblem, ProblemKind};
+use ferry_mcp_core::channel::log::store::Channel;
 use serde_json::{Value, json};
 
 use crate::channel_log::kinds as problem_kinds;

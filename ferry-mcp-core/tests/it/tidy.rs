@@ -1,6 +1,6 @@
 //! Checks of the source itself that a type cannot make: the folds are data (issue 16).
 //!
-//! `channel::state` (every domain fold) and `channel::identity` take verified entries and
+//! `channel::fold::state` (every domain fold) and `channel::fold::identity` take verified entries and
 //! return state; the same entries fold to the same state on every machine at every time. So
 //! they never touch a file, the clock, the process or the network, and never name the kept
 //! state (the session owns that store and hands the board its records through the
@@ -20,13 +20,15 @@ const FORBIDDEN: &[&str] = &[
     "Instant",
     "getrandom",
     "rusqlite",
-    "channel::kept",
+    "channel::machine::kept",
     "kept::",
     "super::super::kept",
     "channel::session",
-    "channel::home",
-    "channel::store",
-    "channel::reader::Reader",
+    "channel::machine",
+    "channel::ops",
+    "channel::machine::home",
+    "channel::log::store",
+    "channel::log::reader::Reader",
     "File::",
 ];
 
@@ -34,17 +36,32 @@ const FORBIDDEN: &[&str] = &[
 /// names none of [`FORBIDDEN`] whole.
 const FORBIDDEN_IN_GROUPS: &[&str] = &["fs", "io", "env", "net", "process", "thread"];
 
-/// The source files of the folds.
-fn fold_sources() -> Vec<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/channel");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(src.join("state"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "rs"))
-        .collect();
-    files.push(src.join("identity.rs"));
+/// Every `.rs` file under `dir`, sorted.
+fn sources_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path);
+            }
+        }
+    }
     files.sort();
     files
+}
+
+/// The channel's folder in the source.
+fn channel_source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/channel")
+}
+
+/// The source files of the folds: the whole fold layer.
+fn fold_sources() -> Vec<PathBuf> {
+    sources_under(&channel_source().join("fold"))
 }
 
 /// The code of a line: what comes before a `//` comment (a string holding `//` is cut short
@@ -149,4 +166,48 @@ fn the_fold_check_finds_std_modules_named_in_a_grouped_import_on_one_line_or_sev
         .map(|(_, line, name)| (line, name))
         .collect();
     assert_eq!(found, vec![(1, "fs"), (2, "io")]);
+}
+
+/// The channel's layers from the bottom up, and the modules of `channel` above each (issue 16,
+/// item 12): a layer's code never names a layer above it.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "log",
+        &[
+            "channel::fold",
+            "channel::machine",
+            "channel::session",
+            "channel::ops",
+        ],
+    ),
+    (
+        "fold",
+        &["channel::machine", "channel::session", "channel::ops"],
+    ),
+    ("machine", &["channel::session", "channel::ops"]),
+];
+
+#[test]
+fn each_channel_layer_names_only_the_layers_below_it() {
+    let mut found = Vec::new();
+    for (layer, above) in LAYERS {
+        let files = sources_under(&channel_source().join(layer));
+        assert!(!files.is_empty(), "the {layer} layer has no source");
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (number, line) in text.lines().map(code_of).enumerate() {
+                for name in above.iter().copied().filter(|name| line.contains(name)) {
+                    found.push((file.clone(), number + 1, name));
+                }
+                // A path that climbs out of the layer by `super::` is named absolutely instead.
+                let inside = channel_source().join(layer);
+                let depth = file.strip_prefix(&inside).unwrap().components().count()
+                    - usize::from(file.ends_with("mod.rs"));
+                if line.matches("super::").count() > depth {
+                    found.push((file.clone(), number + 1, "super:: out of the layer"));
+                }
+            }
+        }
+    }
+    assert_eq!(found, vec![]);
 }

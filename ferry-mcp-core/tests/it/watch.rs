@@ -8,13 +8,13 @@ use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::home::KeyHolder;
-use ferry_mcp_core::channel::keys::SecretKey;
-use ferry_mcp_core::channel::levels::Level;
-use ferry_mcp_core::channel::names::AgentName;
-use ferry_mcp_core::channel::reader::{IntegrityProblem, Reader};
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::log::keys::SecretKey;
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::reader::{IntegrityProblem, Reader};
+use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::session::{Actor, LOOK_EVERYWHERE_EVERY_S, Session};
-use ferry_mcp_core::channel::store::Channel;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 

@@ -1,8 +1,8 @@
 //! Asks: what the agents ask the human, pending first, with the agent's recommendation and
 //! reasoning; approve, reject, or send back with a note.
 
+use ferry_mcp_core::channel::fold::state::asks::AskState;
 use ferry_mcp_core::channel::ops::asks;
-use ferry_mcp_core::channel::state::asks::AskState;
 use maud::{Markup, html};
 
 use super::{ago, base, csrf, failed, passphrase, shown};

@@ -1,9 +1,9 @@
 //! Orders: the board with filters, an order with its body, progress and history, and the
 //! human's changes: issue, review (accept, or changes with notes), cancel, hand back.
 
+use ferry_mcp_core::channel::fold::state::orders::OrderState;
 use ferry_mcp_core::channel::ops::orders::{self, ListRequest};
 use ferry_mcp_core::channel::ops::primary;
-use ferry_mcp_core::channel::state::orders::OrderState;
 use maud::{Markup, html};
 
 use super::{ago, base, csrf, failed, passphrase, shown};

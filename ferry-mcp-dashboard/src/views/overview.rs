@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use ferry_mcp_core::channel::fold::state::asks::AskState;
 use ferry_mcp_core::channel::ops::orders::{self, ListRequest};
 use ferry_mcp_core::channel::ops::{asks, fleet, primary, status};
-use ferry_mcp_core::channel::state::asks::AskState;
 use maud::{Markup, html};
 
 use super::{age, base, failed, shown};

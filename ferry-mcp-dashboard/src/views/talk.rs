@@ -1,7 +1,7 @@
 //! Talk: the fleet's messages (with who read the human's own), and posting as the human.
 
+use ferry_mcp_core::channel::fold::state::since::Since;
 use ferry_mcp_core::channel::ops::talk::{self, ReadRequest};
-use ferry_mcp_core::channel::state::since::Since;
 use maud::{Markup, html};
 
 use super::{ago, base, csrf, failed, passphrase, shown};

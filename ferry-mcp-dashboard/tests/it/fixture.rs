@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_dashboard::http::Method;

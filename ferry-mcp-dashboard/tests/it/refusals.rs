@@ -1,7 +1,7 @@
 //! The gate: each refusal with its status and text, and nothing written when it refuses.
 
+use ferry_mcp_core::channel::fold::state::asks::AskState;
 use ferry_mcp_core::channel::ops::asks;
-use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_dashboard::Request;
 use ferry_mcp_dashboard::http::Method;
 

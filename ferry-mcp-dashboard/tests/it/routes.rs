@@ -1,12 +1,12 @@
 //! Every route, through the gate as the page's visitor: what each view shows, and what each
 //! change writes (read back through the agents' own operations).
 
-use ferry_mcp_core::channel::home::KeyHolder;
+use ferry_mcp_core::channel::fold::state::asks::AskState;
+use ferry_mcp_core::channel::fold::state::orders::OrderState;
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest, SubmitRequest};
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest, ReadRequest};
 use ferry_mcp_core::channel::ops::{access_show, asks, fleet};
-use ferry_mcp_core::channel::state::asks::AskState;
-use ferry_mcp_core::channel::state::orders::OrderState;
 use ferry_mcp_dashboard::AiApp;
 use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TEST_SEAL_COST;

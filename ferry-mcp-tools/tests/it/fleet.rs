@@ -7,14 +7,14 @@
 use std::fmt::Write as _;
 use std::fs;
 
-use ferry_mcp_core::channel::home::KeyHolder;
-use ferry_mcp_core::channel::identity::Seat;
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::identity::Seat;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::asks::AskState;
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::{self, primary};
 use ferry_mcp_core::channel::session::Actor;
-use ferry_mcp_core::channel::state::asks::AskState;
 use ferry_mcp_testkit::session::Session;
 use ferry_mcp_testkit::temp_channel::{TEST_SEAL_COST, TempChannel};
 use serde_json::{Value, json};

@@ -2,11 +2,11 @@
 //! arguments, reading this channel (ADR 0019), capped and masked like every other tool, and
 //! writing nothing.
 
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::state::orders::Verdict;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest, SubmitRequest};
 use ferry_mcp_core::channel::ops::primary;
 use ferry_mcp_core::channel::session::Actor;
-use ferry_mcp_core::channel::state::orders::Verdict;
 use ferry_mcp_testkit::session::Session;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};

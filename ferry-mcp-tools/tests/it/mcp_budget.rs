@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::primary;
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest};

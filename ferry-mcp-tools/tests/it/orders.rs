@@ -2,7 +2,7 @@
 //! reaching it through its own lazily opened session, driven by the testkit's scripted client
 //! (which checks every `tools/call` result against the tool's outputSchema).
 
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::session::{Actor, LazySession};
 use ferry_mcp_core::protocol::{Server, ServerConfig};

@@ -20,8 +20,8 @@ fn no_tool_names_the_channel_store_only_the_port() {
             for name in [
                 "Session",
                 "channel::session",
-                "channel::kept",
-                "channel::store",
+                "channel::machine::kept",
+                "channel::log::store",
             ] {
                 if code.contains(name) {
                     found.push(format!("{}:{}: {name}", path.display(), number + 1));

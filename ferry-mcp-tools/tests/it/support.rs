@@ -60,10 +60,19 @@ pub fn diff() -> String {
 /// Project `demo` with Members alice, bob and carol, and a Worker, wendy.
 pub fn fleet() -> TempChannel {
     TempChannel::builder()
-        .agent("alice", ferry_mcp_core::channel::levels::Level::Member)
-        .agent("bob", ferry_mcp_core::channel::levels::Level::Member)
-        .agent("carol", ferry_mcp_core::channel::levels::Level::Member)
-        .agent("wendy", ferry_mcp_core::channel::levels::Level::Worker)
+        .agent(
+            "alice",
+            ferry_mcp_core::channel::fold::levels::Level::Member,
+        )
+        .agent("bob", ferry_mcp_core::channel::fold::levels::Level::Member)
+        .agent(
+            "carol",
+            ferry_mcp_core::channel::fold::levels::Level::Member,
+        )
+        .agent(
+            "wendy",
+            ferry_mcp_core::channel::fold::levels::Level::Worker,
+        )
         .build()
         .unwrap()
 }

@@ -2,8 +2,8 @@
 //! `tools/list` bytes; that nothing about a
 //! server (time, agent, project) changes them, and what `ferry_orders` costs the model.
 
-use ferry_mcp_core::channel::home::Home;
-use ferry_mcp_core::channel::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::channel::session::{Actor, LazySession};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::Surface;

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use ferry_mcp_core::channel::levels::Level;
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::ops::releases::{
     self, ApproveRequest, ArtifactInput, Installed, THIS_PLATFORM,
 };

@@ -3,11 +3,11 @@
 use serde::Serialize;
 
 use super::{OpsError, Saved};
-use crate::channel::home::{Home, KeyHolder};
-use crate::channel::identity::{GrantBody, GrantStanding, Seat};
-use crate::channel::keys::PublicKey;
-use crate::channel::levels::{Level, LocalKey, Operation};
-use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::fold::identity::{GrantBody, GrantStanding, Seat};
+use crate::channel::fold::levels::{Level, LocalKey, Operation};
+use crate::channel::log::keys::PublicKey;
+use crate::channel::log::names::{AgentName, ProjectId};
+use crate::channel::machine::home::{Home, KeyHolder};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 

@@ -5,14 +5,14 @@
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
-use crate::channel::session::{Actor, Session};
-use crate::channel::state::EntryId;
-use crate::channel::state::asks::{
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::EntryId;
+use crate::channel::fold::state::asks::{
     AnswerBody, Ask, AskState, MAX_NOTE, MAX_REASONING, MAX_RECOMMENDATION, MAX_TITLE, RaiseBody,
     Verdict,
 };
+use crate::channel::log::names::AgentName;
+use crate::channel::session::{Actor, Session};
 use crate::guard::TextUse;
 use crate::time::Timestamp;
 

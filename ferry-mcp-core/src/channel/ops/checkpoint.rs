@@ -5,10 +5,10 @@
 use serde::Serialize;
 
 use super::access::AccessError;
-use crate::channel::checkpoint::CheckpointBody;
-use crate::channel::home::Home;
-use crate::channel::levels::Operation;
-use crate::channel::names::ProjectId;
+use crate::channel::fold::checkpoint::CheckpointBody;
+use crate::channel::fold::levels::Operation;
+use crate::channel::log::names::ProjectId;
+use crate::channel::machine::home::Home;
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 

@@ -9,13 +9,13 @@ use serde::Serialize;
 
 use super::OpsError;
 use super::primary::{Liveness, liveness};
-use crate::channel::levels::{Fix, Level, Operation, Refusal};
-use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::fold::levels::{Fix, Level, Operation, Refusal};
+use crate::channel::fold::state::Sections;
+use crate::channel::fold::state::asks::AskState;
+use crate::channel::fold::state::orders::{OrderRef, OrderState};
+use crate::channel::fold::state::since::Since;
+use crate::channel::log::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::Sections;
-use crate::channel::state::asks::AskState;
-use crate::channel::state::orders::{OrderRef, OrderState};
-use crate::channel::state::since::Since;
 use crate::time::Timestamp;
 
 /// Whether the caller can act, and if not, what fixes it.

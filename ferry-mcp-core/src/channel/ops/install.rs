@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use sha2::{Digest as _, Sha256 as Hasher};
 
-use crate::channel::state::releases::Sha256;
+use crate::channel::fold::state::releases::Sha256;
 
 /// The largest artifact taken (a `ferry` binary is a few tens of MiB).
 pub const MAX_ARTIFACT: u64 = 256 << 20;

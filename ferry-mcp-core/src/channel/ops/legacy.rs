@@ -12,11 +12,11 @@ use serde::Serialize;
 
 use super::orders::{OrderRow, OrdersError, row};
 use super::primary::{PrimaryError, is_silent};
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::orders::{OrderRef, OrderState, Verdict};
+use crate::channel::fold::state::{EntryId, Sections};
+use crate::channel::log::names::AgentName;
 use crate::channel::session::Session;
-use crate::channel::state::orders::{OrderRef, OrderState, Verdict};
-use crate::channel::state::{EntryId, Sections};
 use crate::time::Timestamp;
 
 /// Which rows of a list a page holds: `skip` rows, then at most `limit`.

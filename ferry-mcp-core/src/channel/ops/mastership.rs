@@ -9,11 +9,11 @@ use super::access::AccessError;
 use serde::Serialize;
 
 use super::{Saved, generate_key};
-use crate::channel::home::{Home, KeyHolder, SealCost};
-use crate::channel::identity::{self, HandoverBody};
-use crate::channel::keys::{PublicKey, Signature};
-use crate::channel::levels::Operation;
-use crate::channel::names::ProjectId;
+use crate::channel::fold::identity::{self, HandoverBody};
+use crate::channel::fold::levels::Operation;
+use crate::channel::log::keys::{PublicKey, Signature};
+use crate::channel::log::names::ProjectId;
+use crate::channel::machine::home::{Home, KeyHolder, SealCost};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 

@@ -36,12 +36,12 @@ pub mod secrets;
 pub mod status;
 pub mod talk;
 
-use super::home::HomeError;
-use super::levels::Refusal;
-use super::names::{AgentName, ProjectId};
-use super::state::ids::BadId;
-use super::state::since::SinceError;
-use super::store::StoreError;
+use crate::channel::fold::levels::Refusal;
+use crate::channel::fold::state::ids::BadId;
+use crate::channel::fold::state::since::SinceError;
+use crate::channel::log::names::{AgentName, ProjectId};
+use crate::channel::log::store::StoreError;
+use crate::channel::machine::home::HomeError;
 
 pub use access::{AgentRow, GrantRequest, access_set, access_show};
 pub use mastership::{NewMasterKey, master_handover, new_master_key};
@@ -288,6 +288,7 @@ pub(crate) fn check_not_empty(what: &'static str, text: &str) -> Result<(), OpsE
 }
 
 /// A fresh signing key.
-pub(crate) fn generate_key() -> Result<super::keys::SecretKey, OpsError> {
-    super::keys::SecretKey::generate().map_err(|err| OpsError::Random(err.to_string()))
+pub(crate) fn generate_key() -> Result<crate::channel::log::keys::SecretKey, OpsError> {
+    crate::channel::log::keys::SecretKey::generate()
+        .map_err(|err| OpsError::Random(err.to_string()))
 }

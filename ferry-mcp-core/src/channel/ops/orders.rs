@@ -10,16 +10,16 @@
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
-use crate::channel::session::{Actor, Session};
-use crate::channel::state::orders::{
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::orders::{
     self, Body, CancelBody, ChainEvent, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY,
     MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
     ProgressBody, ReleaseBody, ReviewBody, SubmitBody, Verdict, VoidReason,
 };
-use crate::channel::state::since::Since;
-use crate::channel::state::{EntryId, Sections};
+use crate::channel::fold::state::since::Since;
+use crate::channel::fold::state::{EntryId, Sections};
+use crate::channel::log::names::AgentName;
+use crate::channel::session::{Actor, Session};
 use crate::guard::TextUse;
 use crate::time::Timestamp;
 
@@ -359,11 +359,11 @@ pub fn issue(
     }
     session.guard(&request.title, TextUse::OrderBody)?;
     if let Some(body) = &request.body {
-        if body.len() as u64 > crate::channel::store::MAX_BLOB_LEN {
+        if body.len() as u64 > crate::channel::log::store::MAX_BLOB_LEN {
             return Err(OpsError::TooLong {
                 what: "the body",
                 len: body.len(),
-                max: crate::channel::store::MAX_BLOB_LEN as usize,
+                max: crate::channel::log::store::MAX_BLOB_LEN as usize,
                 unit: "bytes",
             }
             .into());

@@ -2,8 +2,6 @@
 //! of this module's domains, called with the session, so a tool and a `ferry` command still run
 //! the same function.
 
-use super::super::levels::Operation;
-use super::super::names::AgentName;
 use super::super::session::Session;
 use super::asks::{AskView, AsksError, RaiseRequest};
 use super::fleet::{Digest, DigestLimits, Joined};
@@ -19,7 +17,9 @@ use super::search::{SearchError, SearchPage, SearchRequest};
 use super::status::Status;
 use super::talk::{MessageView, PostRequest, ReadRequest, ReadResult, TalkError};
 use super::{OpsError, asks, fleet, legacy, orders, primary, search, status, talk};
-use crate::channel::state::orders::{OrderState, Verdict};
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::orders::{OrderState, Verdict};
+use crate::channel::log::names::AgentName;
 use crate::port::{self, HeavyQueue};
 use crate::time::Timestamp;
 

@@ -11,15 +11,15 @@ use super::talk::TalkError;
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
-use crate::channel::body::PresenceBody;
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
-use crate::channel::session::{Actor, Session};
-use crate::channel::state::primary::{
+use crate::channel::fold::body::PresenceBody;
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::primary::{
     BriefBody, DecideBody, MAX_BRIEF_LINE, MAX_CONSTRAINTS, MIN_QUIET_PERIOD_S, PRESENCE_FLOOR_MS,
     PRESENCE_PER_QUIET_PERIOD, PrimaryReleaseBody, PrimaryVoid, SettingsBody, StandbyBody,
     TakeBody, presence_every_ms,
 };
+use crate::channel::log::names::AgentName;
+use crate::channel::session::{Actor, Session};
 use crate::guard::TextUse;
 use crate::time::Timestamp;
 
@@ -105,7 +105,7 @@ impl Liveness {
 
 /// An agent counts as alive at most this long after it was last heard from.
 pub const ALIVE_FOR_S: u64 = 120;
-pub use crate::channel::body::PRESENCE;
+pub use crate::channel::fold::body::PRESENCE;
 
 /// How long ago `agent` was heard from here, and what that makes it, at `now`.
 pub fn liveness(session: &Session, agent: &AgentName, now: Timestamp) -> Option<(u64, Liveness)> {
@@ -277,7 +277,7 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, Prima
         Some(primary) if primary == me => {
             if let Some(from) = &view.primary {
                 let request = super::talk::PostRequest {
-                    to: crate::channel::state::talk::ALL.to_owned(),
+                    to: crate::channel::fold::state::talk::ALL.to_owned(),
                     text: format!("taking over from {from}"),
                     reply_to: None,
                 };

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{OpsError, generate_key};
-use crate::channel::home::{Home, HomeError, KeyHolder, PinOutcome, SealCost};
-use crate::channel::keys::PublicKey;
-use crate::channel::names::ProjectId;
-use crate::channel::store::{Channel, StoreError};
+use crate::channel::log::keys::PublicKey;
+use crate::channel::log::names::ProjectId;
+use crate::channel::log::store::{Channel, StoreError};
+use crate::channel::machine::home::{Home, HomeError, KeyHolder, PinOutcome, SealCost};
 use crate::time::Timestamp;
 
 /// Why creating or registering a project failed. One variant per cause;
@@ -123,7 +123,7 @@ fn remove_stale_temp_files(channel_dir: &Path) {
         let stale = entry
             .file_name()
             .to_str()
-            .is_some_and(|name| name.starts_with(crate::channel::store::TEMP_PREFIX));
+            .is_some_and(|name| name.starts_with(crate::channel::log::store::TEMP_PREFIX));
         if stale && entry.file_type().is_ok_and(|kind| kind.is_file()) {
             let _ = std::fs::remove_file(entry.path());
         }

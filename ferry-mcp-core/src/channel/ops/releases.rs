@@ -15,13 +15,13 @@ use serde::Serialize;
 
 use super::install::{self, InstallError};
 use super::{OpsError, check_chars};
-use crate::channel::levels::{Operation, Refusal};
-use crate::channel::session::{Actor, Session};
-use crate::channel::state::releases::{
+use crate::channel::fold::levels::{Operation, Refusal};
+use crate::channel::fold::state::releases::{
     Approval, ApproveBody, Artifact, NotInstallable, ReleaseState, RevokeBody, Sha256, Source,
     parse_version,
 };
-use crate::channel::store::BlobId;
+use crate::channel::log::store::BlobId;
+use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 
 /// The target triple this build runs on (compiled in by `build.rs`).
@@ -138,14 +138,14 @@ impl ReleasesError {
     }
 }
 
-impl From<crate::channel::store::StoreError> for ReleasesError {
-    fn from(err: crate::channel::store::StoreError) -> Self {
+impl From<crate::channel::log::store::StoreError> for ReleasesError {
+    fn from(err: crate::channel::log::store::StoreError) -> Self {
         Self::Ops(err.into())
     }
 }
 
-impl From<crate::channel::home::HomeError> for ReleasesError {
-    fn from(err: crate::channel::home::HomeError) -> Self {
+impl From<crate::channel::machine::home::HomeError> for ReleasesError {
+    fn from(err: crate::channel::machine::home::HomeError) -> Self {
         Self::Ops(err.into())
     }
 }

@@ -9,10 +9,10 @@
 use serde::Serialize;
 
 use super::OpsError;
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::Sections;
+use crate::channel::log::names::AgentName;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::Sections;
 use crate::guard;
 use crate::time::Timestamp;
 

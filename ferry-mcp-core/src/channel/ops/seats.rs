@@ -4,12 +4,12 @@ use super::access::AccessError;
 use serde::Serialize;
 
 use super::{Saved, generate_key};
-use crate::channel::body::JoinBody;
-use crate::channel::home::{Home, KeyHolder, SealCost};
-use crate::channel::identity::Seat;
-use crate::channel::keys::PublicKey;
-use crate::channel::levels::LocalKey;
-use crate::channel::names::{AgentName, ProjectId};
+use crate::channel::fold::body::JoinBody;
+use crate::channel::fold::identity::Seat;
+use crate::channel::fold::levels::LocalKey;
+use crate::channel::log::keys::PublicKey;
+use crate::channel::log::names::{AgentName, ProjectId};
+use crate::channel::machine::home::{Home, KeyHolder, SealCost};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
 

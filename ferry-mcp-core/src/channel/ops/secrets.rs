@@ -1,15 +1,15 @@
 //! `ferry channel secret`: send a named secret to one agent, and open it on that agent's
-//! machine. The value is sealed to the recipient's roster key (`channel::secret`) and stored as
+//! machine. The value is sealed to the recipient's roster key (`channel::log::secret`) and stored as
 //! a blob; the entry names only the secret, the recipient and the blob. No MCP tool calls
 //! these functions: a secret's value never reaches a model through ferry.
 
 use super::OpsError;
-use crate::channel::home::KeyHolder;
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
-use crate::channel::secret;
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::secrets::ShareBody;
+use crate::channel::log::names::AgentName;
+use crate::channel::log::secret;
+use crate::channel::machine::home::KeyHolder;
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::secrets::ShareBody;
 use crate::time::Timestamp;
 
 /// Why a secret operation failed. One variant per cause; [`SecretsError::code`] is stable.

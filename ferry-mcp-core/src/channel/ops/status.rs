@@ -6,12 +6,12 @@ use serde::Serialize;
 
 use super::OpsError;
 use super::access::{AgentRow, agent_rows};
-use crate::channel::home::{Home, KeyHolder, Pause};
-use crate::channel::identity::FoldProblem;
-use crate::channel::levels::LocalKey;
-use crate::channel::names::ProjectId;
+use crate::channel::fold::identity::FoldProblem;
+use crate::channel::fold::levels::LocalKey;
+use crate::channel::fold::state::Sections;
+use crate::channel::log::names::ProjectId;
+use crate::channel::machine::home::{Home, KeyHolder, Pause};
 use crate::channel::session::{Actor, Session};
-use crate::channel::state::Sections;
 use crate::time::Timestamp;
 
 /// A project's status: who is seated at which level, and every problem found.

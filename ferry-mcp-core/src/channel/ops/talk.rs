@@ -9,14 +9,14 @@
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
-use crate::channel::levels::Operation;
-use crate::channel::names::AgentName;
-use crate::channel::session::{Actor, Session};
-use crate::channel::state::since::Since;
-use crate::channel::state::talk::{
+use crate::channel::fold::levels::Operation;
+use crate::channel::fold::state::since::Since;
+use crate::channel::fold::state::talk::{
     MAX_INLINE_TEXT, MAX_TEXT, MarkBody, Message, PostBody, Recipient,
 };
-use crate::channel::state::{EntryId, Sections};
+use crate::channel::fold::state::{EntryId, Sections};
+use crate::channel::log::names::AgentName;
+use crate::channel::session::{Actor, Session};
 use crate::guard::{self, TextUse};
 use crate::time::Timestamp;
 
@@ -248,7 +248,10 @@ pub(super) fn post_announcing(
     Ok(session.id_of(&entry).to_string())
 }
 
-fn view(message: &Message, leadership: &crate::channel::state::primary::Leadership) -> MessageView {
+fn view(
+    message: &Message,
+    leadership: &crate::channel::fold::state::primary::Leadership,
+) -> MessageView {
     let void = message.takeover.as_ref().and_then(|take| {
         leadership
             .view()

@@ -1,0 +1,417 @@
+//! Talk: messages between agents and the human, and each reader's own marker.
+//!
+//! A message (`talk.post`) is an entry in its sender's log, to one agent, to the human
+//! (`master`) or to `all`. A reader's marker (`talk.mark`) is an entry in the **reader's own**
+//! log naming, per sender, the last message it has read; markers only grow (the fold keeps the
+//! highest of every sender's), so the marker follows the agent to any machine, and one reader's
+//! marker never hides a message from another. Whether a recipient has read a message (a read
+//! receipt) is its marker compared with the message's seq.
+//!
+//! A post counts when its sender was at Member or above for it (ADR 0005) or is the master; a
+//! marker counts when its author holds its name.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Acted, Changes, EntryId};
+use crate::channel::fold::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
+use crate::channel::fold::levels::Level;
+use crate::channel::log::keys::PublicKey;
+use crate::channel::log::names::AgentName;
+use crate::time::Timestamp;
+
+/// The entry kinds of talk.
+pub mod kinds {
+    pub const POST: &str = "talk.post";
+    pub const MARK: &str = "talk.mark";
+
+    /// Every kind talk folds.
+    pub const ALL: &[&str] = &[POST, MARK];
+}
+
+/// Whether talk folds entries of `kind`.
+pub fn is_kind(kind: &str) -> bool {
+    kinds::ALL.contains(&kind)
+}
+
+/// A message's text kept in the entry, at most; a longer one is in a blob, the entry keeping
+/// this much of it.
+pub const MAX_INLINE_TEXT: usize = 300;
+/// The longest message, in characters.
+pub const MAX_TEXT: usize = 8_000;
+/// The recipient that means every seated agent.
+pub const ALL: &str = "all";
+
+/// The body of `talk.post`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostBody {
+    /// An agent's name, `master` (the human) or `all`.
+    pub to: String,
+    /// The text, or its first [`MAX_INLINE_TEXT`] characters when it is in a blob.
+    pub text: String,
+    /// The whole text's blob id (hex), when it is longer than the entry keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// The takeover this message announces (`taking over from X`): the id of its
+    /// `primary.take`, so that a takeover that lost the race is shown as such.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// The body of `talk.mark`: per sender, the seq of the last message read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkBody {
+    pub upto: BTreeMap<AgentName, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<MasterPos>,
+}
+
+/// Who a message is for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Recipient {
+    /// Every seated agent (and the human).
+    All,
+    /// One agent, or the human (`master`).
+    One(AgentName),
+}
+
+impl Recipient {
+    pub fn parse(text: &str) -> Option<Self> {
+        if text == ALL {
+            return Some(Self::All);
+        }
+        AgentName::parse_any(text).ok().map(Self::One)
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::All => ALL,
+            Self::One(name) => name.as_str(),
+        }
+    }
+}
+
+/// One message, as folded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: EntryId,
+    pub from: AgentName,
+    key: PublicKey,
+    by_master: bool,
+    pub seq: u64,
+    pub to: Recipient,
+    pub text: String,
+    /// The whole text's blob, when the entry holds only its start.
+    pub blob: Option<String>,
+    pub reply_to: Option<String>,
+    /// The takeover it announces, when it does.
+    pub takeover: Option<EntryId>,
+    pub time: Timestamp,
+    pos: MasterPos,
+    /// The stamp of the change that brought it (for `since`).
+    pub stamp: u64,
+}
+
+impl Message {
+    /// Whether `reader` is among its recipients (never its own sender).
+    pub fn is_for(&self, reader: &AgentName) -> bool {
+        self.from != *reader
+            && match &self.to {
+                Recipient::All => true,
+                Recipient::One(name) => name == reader,
+            }
+    }
+
+    /// Whether it counts: the master's, or a seated sender's at Member or above for it.
+    fn counts(&self, identity: &Identity) -> bool {
+        self.by_master
+            || (identity.seat(&self.from) == Seat::Seated(&self.key)
+                && identity.level_at(&self.from, &self.key, self.seq, self.pos, self.time)
+                    >= Level::Member)
+    }
+}
+
+/// A reader's marker as folded, with the key that wrote it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Marker {
+    /// Per (writing key), per sender, the highest seq read.
+    by_key: Vec<(PublicKey, BTreeMap<AgentName, u64>)>,
+}
+
+/// Every message and marker. See the module docs.
+///
+/// Indexes keep a read cheap whatever the history: messages by stamp, each recipient's direct
+/// messages and the broadcasts by stamp, and per reader the stamp up to which it has read
+/// everything for it (advanced when its marker is folded), so a read looks only past that.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Talk {
+    messages: BTreeMap<u64, Message>,
+    ids: BTreeMap<EntryId, u64>,
+    inbox: BTreeMap<AgentName, BTreeSet<u64>>,
+    broadcast: BTreeSet<u64>,
+    /// Per reader: every message for it up to this stamp is read (or does not count).
+    read_through: BTreeMap<AgentName, u64>,
+    /// Per sender, the stamps of its latest messages.
+    sent: BTreeMap<AgentName, VecDeque<u64>>,
+    markers: BTreeMap<AgentName, Marker>,
+    /// Markers by the master (the human), whatever its key: the master's log is one reader.
+    master_marker: BTreeMap<AgentName, u64>,
+    problems: Vec<FoldProblem>,
+}
+
+const MAX_PROBLEMS: usize = 500;
+/// Sent messages remembered per sender, for read receipts.
+const KEPT_SENT: usize = 8;
+
+impl Talk {
+    fn report(&mut self, acted: &Acted<'_>, detail: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(FoldProblem::about(
+                acted.entry,
+                FoldProblemKind::MalformedBody,
+                detail,
+            ));
+        }
+    }
+
+    /// Problems with talk entries that could not be folded (bad bodies).
+    pub fn problems(&self) -> Vec<FoldProblem> {
+        self.problems.clone()
+    }
+
+    /// Folds one entry (other kinds are ignored).
+    pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
+        match acted.kind() {
+            kinds::POST => self.feed_post(acted, identity, changes),
+            kinds::MARK => self.feed_mark(acted, identity),
+            _ => {}
+        }
+    }
+
+    fn feed_post(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
+        let body = match PostBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad talk.post: {err}")),
+        };
+        let Some(to) = Recipient::parse(&body.to) else {
+            return self.report(acted, format!("talk.post to {:?}", body.to));
+        };
+        if body.text.chars().count() > MAX_TEXT {
+            return self.report(acted, "talk.post text too long".into());
+        }
+        let stamp = changes.stamp();
+        let message = Message {
+            id: acted.id.clone(),
+            from: acted.author.clone(),
+            key: *acted.key,
+            by_master: acted.by_master,
+            seq: acted.entry.seq(),
+            to,
+            text: body.text,
+            blob: body.blob,
+            reply_to: body.reply_to,
+            takeover: body.takeover.and_then(|id| id.parse().ok()),
+            time: acted.time,
+            pos: acted.pos,
+            stamp,
+        };
+        match &message.to {
+            Recipient::All => {
+                self.broadcast.insert(stamp);
+            }
+            Recipient::One(name) => {
+                self.inbox.entry(name.clone()).or_default().insert(stamp);
+            }
+        }
+        let sent = self.sent.entry(message.from.clone()).or_default();
+        if sent.len() >= KEPT_SENT {
+            sent.pop_front();
+        }
+        sent.push_back(stamp);
+        self.ids.insert(message.id.clone(), stamp);
+        let readers: Vec<AgentName> = match &message.to {
+            Recipient::One(name) => vec![name.clone()],
+            Recipient::All => self.markers.keys().cloned().collect(),
+        };
+        self.messages.insert(stamp, message);
+        // A marker folded before the messages it covers (logs are read in any order) moves its
+        // reader's read-through here; for a reader caught up this looks at one message.
+        for reader in readers {
+            if self.markers.contains_key(&reader) {
+                self.advance(&reader, identity);
+            }
+        }
+    }
+
+    fn feed_mark(&mut self, acted: &Acted<'_>, identity: &Identity) {
+        let body = match MarkBody::deserialize(acted.body()) {
+            Ok(body) => body,
+            Err(err) => return self.report(acted, format!("bad talk.mark: {err}")),
+        };
+        let merge = |into: &mut BTreeMap<AgentName, u64>| {
+            for (sender, seq) in &body.upto {
+                let at = into.entry(sender.clone()).or_default();
+                *at = (*at).max(*seq);
+            }
+        };
+        if acted.by_master {
+            merge(&mut self.master_marker);
+        } else {
+            let marker = self.markers.entry(acted.author.clone()).or_default();
+            match marker.by_key.iter_mut().find(|(key, _)| key == acted.key) {
+                Some((_, upto)) => merge(upto),
+                None => {
+                    let mut upto = BTreeMap::new();
+                    merge(&mut upto);
+                    marker.by_key.push((*acted.key, upto));
+                }
+            }
+        }
+        self.advance(acted.author, identity);
+    }
+
+    /// Moves `reader`'s read-through stamp past every message for it that it has read (or that
+    /// does not count), stopping at the first it has not.
+    fn advance(&mut self, reader: &AgentName, identity: &Identity) {
+        let marker = self.marker(reader, identity);
+        let from = self.read_through.get(reader).copied().unwrap_or(0);
+        let mut through = from;
+        for stamp in self.stream(reader, from) {
+            let message = &self.messages[&stamp];
+            if !message.is_for(reader) {
+                through = stamp;
+                continue;
+            }
+            let read = marker
+                .get(&message.from)
+                .is_some_and(|seq| *seq >= message.seq);
+            if !read && message.counts(identity) {
+                break;
+            }
+            through = stamp;
+        }
+        if through > from {
+            self.read_through.insert(reader.clone(), through);
+        }
+    }
+
+    /// Who holds a name changed: read-through stamps are worked out again.
+    pub fn rejudge(&mut self, identity: &Identity) {
+        let readers: Vec<AgentName> = self.read_through.keys().cloned().collect();
+        self.read_through.clear();
+        for reader in readers {
+            self.advance(&reader, identity);
+        }
+    }
+
+    /// The stamps of messages for `reader` after `after`, oldest first: its direct messages and
+    /// the broadcasts, merged (its own broadcasts left out later, by [`Message::is_for`]).
+    fn stream<'a>(&'a self, reader: &AgentName, after: u64) -> impl Iterator<Item = u64> + 'a {
+        let range = after.saturating_add(1)..;
+        let mut direct = self
+            .inbox
+            .get(reader)
+            .into_iter()
+            .flat_map(move |stamps| stamps.range(range.clone()))
+            .copied()
+            .peekable();
+        let mut broadcast = self
+            .broadcast
+            .range(after.saturating_add(1)..)
+            .copied()
+            .peekable();
+        std::iter::from_fn(move || match (direct.peek(), broadcast.peek()) {
+            (Some(a), Some(b)) if a < b => direct.next(),
+            (Some(_), Some(_)) => broadcast.next(),
+            (Some(_), None) => direct.next(),
+            (None, _) => broadcast.next(),
+        })
+    }
+
+    /// The message `id`, if it counts.
+    pub fn message(&self, id: &EntryId, identity: &Identity) -> Option<&Message> {
+        self.ids
+            .get(id)
+            .and_then(|stamp| self.messages.get(stamp))
+            .filter(|message| message.counts(identity))
+    }
+
+    /// What `reader` has read: per sender, the seq of the last message (its marker by the key
+    /// that holds its name now, or the master's).
+    pub fn marker(&self, reader: &AgentName, identity: &Identity) -> BTreeMap<AgentName, u64> {
+        if reader.is_master() {
+            return self.master_marker.clone();
+        }
+        let Some(key) = identity.holder(reader) else {
+            return BTreeMap::new();
+        };
+        self.markers
+            .get(reader)
+            .and_then(|marker| marker.by_key.iter().find(|(k, _)| k == key))
+            .map(|(_, upto)| upto.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether `reader` has read `message`.
+    pub fn has_read(&self, reader: &AgentName, message: &Message, identity: &Identity) -> bool {
+        self.marker(reader, identity)
+            .get(&message.from)
+            .is_some_and(|seq| *seq >= message.seq)
+    }
+
+    /// Messages for `reader` that count, oldest first, brought after stamp `after`; only those
+    /// it has not read when `unread_only`.
+    pub fn for_reader<'a>(
+        &'a self,
+        reader: &'a AgentName,
+        identity: &'a Identity,
+        after: u64,
+        unread_only: bool,
+    ) -> impl Iterator<Item = &'a Message> + 'a {
+        let (marker, from) = if unread_only {
+            let through = self.read_through.get(reader).copied().unwrap_or(0);
+            (self.marker(reader, identity), after.max(through))
+        } else {
+            (BTreeMap::new(), after)
+        };
+        self.stream(reader, from)
+            .filter_map(|stamp| self.messages.get(&stamp))
+            .filter(move |message| {
+                message.is_for(reader)
+                    && message.counts(identity)
+                    && marker
+                        .get(&message.from)
+                        .is_none_or(|seq| message.seq > *seq)
+            })
+    }
+
+    /// The latest messages `sender` sent that count, newest first (at most eight).
+    pub fn sent_by<'a>(
+        &'a self,
+        sender: &'a AgentName,
+        identity: &'a Identity,
+    ) -> impl Iterator<Item = &'a Message> + 'a {
+        self.sent
+            .get(sender)
+            .into_iter()
+            .flat_map(|stamps| stamps.iter().rev())
+            .filter_map(|stamp| self.messages.get(stamp))
+            .filter(move |message| message.counts(identity))
+    }
+
+    /// How many messages are folded.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+}
