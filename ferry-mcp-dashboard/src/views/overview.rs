@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ferry_mcp_core::channel::fold::state::asks::AskState;
 use ferry_mcp_core::channel::ops::orders::{self, ListRequest};
-use ferry_mcp_core::channel::ops::{asks, fleet, primary, status};
+use ferry_mcp_core::channel::ops::{asks, fleet, primary, releases, status};
 use maud::{Markup, html};
 
 use super::{age, base, failed, shown};
@@ -32,9 +32,19 @@ pub(super) fn view(visit: &Visit<'_>) -> Markup {
         now,
     );
     let pending = asks::list(&mut session, None, true, now);
+    // The same note `ferry_join` and the catch-up carry: a newer release the master approved
+    // and pinned for this machine's platform (ADR 0020).
+    let update = releases::update_note(&session);
     let _ = session.save();
     html! {
         div data-live id="overview" {
+            @if let Some(update) = &update {
+                p.flash role="status" {
+                    "ferry " (shown(&update.version)) " is approved for this machine (running "
+                    (shown(&update.running)) "): install it with " code { "ferry update apply" }
+                    ", between orders."
+                }
+            }
             section aria-labelledby="h-agents" {
                 h2 id="h-agents" { "Agents" }
                 @match (&status, &joined) {

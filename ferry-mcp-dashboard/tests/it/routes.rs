@@ -55,6 +55,37 @@ fn the_overview_shows_agents_the_primary_open_orders_and_what_waits() {
 }
 
 #[test]
+fn the_overview_shows_a_newer_release_the_master_approved_for_this_platform_and_nothing_before() {
+    use ferry_mcp_core::channel::ops::releases::{
+        self, ApproveRequest, ArtifactInput, THIS_PLATFORM,
+    };
+    let page = Page::new();
+    assert!(!page.get("/p/demo/").text().contains("ferry update apply"));
+    let request = ApproveRequest {
+        version: "99.0.0".to_owned(),
+        artifacts: vec![(
+            THIS_PLATFORM.to_owned(),
+            ArtifactInput::Url("http://127.0.0.1:9/ferry".to_owned()),
+        )],
+        sha256: vec![(
+            THIS_PLATFORM.to_owned(),
+            ferry_mcp_core::channel::fold::state::releases::Sha256::from_hex(&"ab".repeat(32))
+                .unwrap(),
+        )],
+        ..ApproveRequest::default()
+    };
+    let mut master = page.channel.master_session();
+    releases::approve(&mut master, &request, page.channel.now()).unwrap();
+    drop(master);
+    let html = page.get("/p/demo/").text();
+    assert!(
+        html.contains("ferry 99.0.0 is approved for this machine (running "),
+        "{html}"
+    );
+    assert!(html.contains("<code>ferry update apply</code>"), "{html}");
+}
+
+#[test]
 fn every_view_answers_and_labels_its_fields() {
     let page = Page::new();
     let id = issue_as_master(&page, "Write the lexer", None);
