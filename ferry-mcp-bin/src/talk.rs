@@ -67,52 +67,61 @@ pub fn run(cmd: TalkCommand) -> anyhow::Result<ExitCode> {
             limit,
             all,
             after,
-        } => with_session(&acting, |session| {
-            let request = ReadRequest {
-                peek,
-                since: after.or(since),
-                limit: crate::common::page_limit(all, limit),
-                receipts: 5,
+        } => {
+            let work = |session: &mut ferry_mcp_core::channel::session::Session| {
+                let request = ReadRequest {
+                    peek,
+                    since: after.or(since),
+                    limit: crate::common::page_limit(all, limit),
+                    receipts: 5,
+                };
+                let result = ops::read(session, &request, &mut |_| true, now)?;
+                let mut lines = Vec::new();
+                if result.messages.is_empty() {
+                    lines.push("no new messages".to_owned());
+                }
+                for message in &result.messages {
+                    lines.push(format!(
+                        "{} {} -> {}: {}{}{}",
+                        message.id,
+                        message.from,
+                        message.to,
+                        display::escape(&message.text),
+                        if message.long { " [...]" } else { "" },
+                        message
+                            .void
+                            .as_ref()
+                            .map(|why| format!(" (void: that takeover {why})"))
+                            .unwrap_or_default()
+                    ));
+                }
+                for receipt in &result.sent {
+                    lines.push(format!(
+                        "your {} to {}: read by {}; unread by {}",
+                        receipt.id,
+                        receipt.to,
+                        names(&receipt.read),
+                        names(&receipt.unread)
+                    ));
+                }
+                if let Some(why) = result.unmarked {
+                    lines.push(format!("(left unread: {why})"));
+                }
+                lines.push(format!("next: {}", result.next));
+                if result.more {
+                    lines.push(format!("more: --after {}", result.next));
+                }
+                let json = serde_json::to_value(&result).expect("a read serializes");
+                Ok((lines.join("\n"), json))
             };
-            let result = ops::read(session, &request, &mut |_| true, now)?;
-            let mut lines = Vec::new();
-            if result.messages.is_empty() {
-                lines.push("no new messages".to_owned());
+            // A peek writes nothing, so it needs no key: the person at the keyboard reads as
+            // an observer where this machine holds neither the agent's key nor the master's.
+            if peek {
+                crate::common::with_reading_session(&acting, work)
+            } else {
+                with_session(&acting, work)
             }
-            for message in &result.messages {
-                lines.push(format!(
-                    "{} {} -> {}: {}{}{}",
-                    message.id,
-                    message.from,
-                    message.to,
-                    display::escape(&message.text),
-                    if message.long { " [...]" } else { "" },
-                    message
-                        .void
-                        .as_ref()
-                        .map(|why| format!(" (void: that takeover {why})"))
-                        .unwrap_or_default()
-                ));
-            }
-            for receipt in &result.sent {
-                lines.push(format!(
-                    "your {} to {}: read by {}; unread by {}",
-                    receipt.id,
-                    receipt.to,
-                    names(&receipt.read),
-                    names(&receipt.unread)
-                ));
-            }
-            if let Some(why) = result.unmarked {
-                lines.push(format!("(left unread: {why})"));
-            }
-            lines.push(format!("next: {}", result.next));
-            if result.more {
-                lines.push(format!("more: --after {}", result.next));
-            }
-            let json = serde_json::to_value(&result).expect("a read serializes");
-            Ok((lines.join("\n"), json))
-        }),
+        }
     }
 }
 

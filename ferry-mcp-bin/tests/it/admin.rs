@@ -1106,9 +1106,28 @@ fn on_a_machine_without_the_master_key_or_an_agent_s_the_human_reads_the_board_t
         &["order", "issue", "Write the parser", "--project", "demo"],
     );
     assert!(issued.contains("m"), "{issued}");
+    run_ok(
+        &home,
+        &[
+            "talk",
+            "post",
+            "the lexer is merged",
+            "--to",
+            "all",
+            "--as",
+            "lead",
+            "--project",
+            "demo",
+        ],
+    );
     // Another machine: the same channel folder registered, and no key at all.
     let other = dir.path().join("other-home");
     run_ok(&other, &add_args(&dir.path().join("channel")));
+    let peeked = run_ok(&other, &["talk", "read", "--peek", "--project", "demo"]);
+    assert!(peeked.contains("the lexer is merged"), "{peeked}");
+    // Marking messages read is a signed write: without the key it is refused.
+    let marked = run_err(&other, &["talk", "read", "--project", "demo"]);
+    assert!(marked.contains("master"), "{marked}");
     for args in [
         &["order", "list", "--project", "demo"][..],
         &["order", "list", "--project", "demo", "--json"],
