@@ -483,7 +483,11 @@ fn close_inherited_descriptors() -> std::io::Result<()> {
     let mut inherited: Vec<RawFd> = Vec::new();
     while let Some(entry) = listing.read() {
         let name = entry?;
-        if let Some(fd) = name.file_name().to_str().ok().and_then(|name| name.parse().ok())
+        if let Some(fd) = name
+            .file_name()
+            .to_str()
+            .ok()
+            .and_then(|name| name.parse().ok())
             && fd > 2
             && fd != own
         {

@@ -66,10 +66,7 @@ pub struct Inbox {
 /// A new inbox and its [`Answers`].
 pub fn inbox() -> (Answers, Inbox) {
     let (sender, receiver) = mpsc::channel();
-    (
-        Answers(sender.clone()),
-        Inbox { sender, receiver },
-    )
+    (Answers(sender.clone()), Inbox { sender, receiver })
 }
 
 /// How many lines the reader has handed on that the loop has not taken yet: the reader waits

@@ -261,11 +261,10 @@ impl Server {
             progress: &mut report,
             channel: self.channel.as_mut(),
         };
-        let started =
-            std::panic::catch_unwind(AssertUnwindSafe(|| tool.start(args_map, &mut cx)))
-                .unwrap_or_else(|_| {
-                    Started::Now(ToolOutcome::error(format!("internal error: {name} failed")))
-                });
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| tool.start(args_map, &mut cx)))
+            .unwrap_or_else(|_| {
+                Started::Now(ToolOutcome::error(format!("internal error: {name} failed")))
+            });
         let taken = offered.filter(|_| cx.later.is_none());
         let outcome = match (started, taken) {
             (Started::Now(outcome), _) => outcome,

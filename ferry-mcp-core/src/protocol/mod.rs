@@ -389,7 +389,11 @@ impl Server {
     /// A `notifications/cancelled` for a call that answers later: it leaves the table and is
     /// told to stop; its answer, if it still comes, is dropped.
     fn cancel_pending(&mut self, id: &Id) {
-        if let Some(at) = self.pending.iter().position(|pending| pending.id.same_as(id)) {
+        if let Some(at) = self
+            .pending
+            .iter()
+            .position(|pending| pending.id.same_as(id))
+        {
             self.pending.remove(at).call.cancel();
         }
     }
