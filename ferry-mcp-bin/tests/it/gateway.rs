@@ -858,3 +858,143 @@ fn the_reference_server_everything_is_served_and_its_echo_called_through_serve()
     assert_eq!(result["_meta"]["ferry/thirdParty"]["server"], "everything");
     assert!(serving.finish());
 }
+
+#[test]
+fn a_client_that_floods_one_server_with_calls_gets_those_beyond_its_queue_refused_at_once() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    serving.warm_up();
+    let running = serving.send_call("fx_wait_cancel", json!({}));
+    await_file(&PathBuf::from(format!(
+        "{}.waiting",
+        setup.mode_file().display()
+    )));
+    // Eight wait behind the running call; the ninth is refused.
+    let queued: Vec<u64> = (0..9)
+        .map(|n| serving.send_call("fx_echo", json!({"text": format!("queued {n}")})))
+        .collect();
+    let ping = serving.send_request("ping", json!({}));
+    let answers = serving.answers_until(ping);
+    assert_eq!(ids(&answers), [json!(queued[8]), json!(ping)]);
+    let refused = &answers[0]["result"];
+    assert!(is_error(refused), "{refused}");
+    assert!(
+        text_of(refused).contains("8 calls wait for it already"),
+        "{refused}"
+    );
+    // Once the running call is cancelled, the eight queued are answered, in order.
+    serving.cancel(running);
+    let answers = serving.answers_until(queued[7]);
+    let expected: Vec<Value> = queued[..8].iter().map(|id| json!(id)).collect();
+    assert_eq!(ids(&answers), expected);
+    for (n, answer) in answers.iter().enumerate() {
+        assert!(
+            text_of(&answer["result"]).contains(&format!("echo: queued {n}")),
+            "{answer}"
+        );
+    }
+}
+
+/// One row of the must-show table: the case, what the gateway answered, how long it took.
+fn row(case: &str, result: &Value, took: Duration, extra: &str) {
+    let text = text_of(result).replace('\n', " ");
+    let text: String = text.chars().take(110).collect();
+    let kind = if is_error(result) { "isError" } else { "ok" };
+    println!(
+        "| {case} | {kind}: {text}{extra} | {:.2} s |",
+        took.as_secs_f64()
+    );
+}
+
+/// Prints the must-show table (timeout lowered to 2.5 s): each case, what the gateway
+/// answered and how long it took, and how long our own tools took while a call hung. Run
+/// by hand: `cargo nextest run -p ferry-mcp-bin --run-ignored only -E
+/// 'test(must_show_table_figures)' --no-capture`.
+#[test]
+#[ignore = "prints figures; run by hand"]
+fn must_show_table_figures() {
+    println!("| case | answer | took |\n|---|---|---|");
+    let hung = Setup::new();
+    std::fs::write(hung.mode_file(), "hang-at-start").unwrap();
+    let mut serving = hung.serve_impatient();
+    let (result, took) = serving.call("fx_echo", json!({"text": "hi"}));
+    row("hangs at start", &result, took, "");
+    drop(serving);
+
+    let setup = Setup::new();
+    setup.add("fy");
+    let mut serving = setup.serve_impatient_with("admin,gateway");
+    serving.warm_up();
+    let (_, _) = serving.call("fy_echo", json!({"text": "warm"}));
+    let started = Instant::now();
+    let hang = serving.send_call("fx_hang", json!({}));
+    let (_, ping_took) = serving.request("ping", json!({}));
+    let (_, list_took) = serving.request("tools/list", json!({}));
+    let (status, status_took) = serving.call("ferry_status", json!({}));
+    let (other, other_took) = serving.call("fy_echo", json!({"text": "meanwhile"}));
+    let answer = serving.answers_until(hang).pop().unwrap();
+    row("hangs on a call", &answer["result"], started.elapsed(), "");
+    println!(
+        "| meanwhile: ping, tools/list, ferry_status, another server's call | {}, {}, {}, {} | {:.3} s, {:.3} s, {:.3} s, {:.3} s |",
+        "ok",
+        "ok",
+        if is_error(&status) {
+            "isError (no channel)"
+        } else {
+            "ok"
+        },
+        if is_error(&other) { "isError" } else { "ok" },
+        ping_took.as_secs_f64(),
+        list_took.as_secs_f64(),
+        status_took.as_secs_f64(),
+        other_took.as_secs_f64()
+    );
+    drop(serving);
+
+    let mut serving = setup.serve_impatient();
+    serving.warm_up();
+    for (case, tool) in [
+        ("crashes mid-call", "fx_crash"),
+        ("answers out of order", "fx_out_of_order"),
+        ("100 notifications interleaved", "fx_notify"),
+        ("non-JSON on stdout", "fx_garbage"),
+        ("asks for sampling", "fx_sample"),
+    ] {
+        serving.warm_up();
+        let (result, took) = serving.call(tool, json!({}));
+        row(case, &result, took, "");
+    }
+    let (result, took) = serving.call("fx_huge", json!({}));
+    row(
+        "a 100 MB line",
+        &result,
+        took,
+        &format!("; serve's RSS {:.1} MB", serving.rss_kib() as f64 / 1024.0),
+    );
+    serving.warm_up();
+    let (result, took) = serving.call("fx_flood", json!({}));
+    row(
+        "floods its output",
+        &result,
+        took,
+        &format!("; serve's RSS {:.1} MB", serving.rss_kib() as f64 / 1024.0),
+    );
+    drop(serving);
+
+    let mut serving = setup.serve("gateway");
+    serving.warm_up();
+    let waiting = serving.send_call("fx_wait_cancel", json!({}));
+    await_file(&PathBuf::from(format!(
+        "{}.waiting",
+        setup.mode_file().display()
+    )));
+    let started = Instant::now();
+    serving.cancel(waiting);
+    let (seen, took) = serving.call("fx_cancelled", json!({}));
+    row(
+        "our client cancels (until the server's next call answers; the cancelled call gets no answer)",
+        &seen,
+        started.elapsed().max(took),
+        "",
+    );
+}
