@@ -900,7 +900,7 @@ fn row(case: &str, result: &Value, took: Duration, extra: &str) {
     let text = text_of(result).replace('\n', " ");
     let text: String = text.chars().take(110).collect();
     let kind = if is_error(result) { "isError" } else { "ok" };
-    println!(
+    eprintln!(
         "| {case} | {kind}: {text}{extra} | {:.2} s |",
         took.as_secs_f64()
     );
@@ -913,7 +913,7 @@ fn row(case: &str, result: &Value, took: Duration, extra: &str) {
 #[test]
 #[ignore = "prints figures; run by hand"]
 fn must_show_table_figures() {
-    println!("| case | answer | took |\n|---|---|---|");
+    eprintln!("| case | answer | took |\n|---|---|---|");
     let hung = Setup::new();
     std::fs::write(hung.mode_file(), "hang-at-start").unwrap();
     let mut serving = hung.serve_impatient();
@@ -934,10 +934,8 @@ fn must_show_table_figures() {
     let (other, other_took) = serving.call("fy_echo", json!({"text": "meanwhile"}));
     let answer = serving.answers_until(hang).pop().unwrap();
     row("hangs on a call", &answer["result"], started.elapsed(), "");
-    println!(
-        "| meanwhile: ping, tools/list, ferry_status, another server's call | {}, {}, {}, {} | {:.3} s, {:.3} s, {:.3} s, {:.3} s |",
-        "ok",
-        "ok",
+    eprintln!(
+        "| meanwhile: ping, tools/list, ferry_status, another server's call | ok, ok, {}, {} | {:.3} s, {:.3} s, {:.3} s, {:.3} s |",
         if is_error(&status) {
             "isError (no channel)"
         } else {
