@@ -13,6 +13,7 @@
 //! answer (each within its own timeout), and returns.
 
 use std::io::{self, Write};
+use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
@@ -104,7 +105,17 @@ pub fn serve_stdio(server: &mut Server, inbox: Inbox) -> anyhow::Result<()> {
     let reading = Arc::clone(&read_ahead);
     thread::Builder::new()
         .name("stdin".into())
-        .spawn(move || read_lines(io::stdin().lock(), &sender, &reading))
+        .spawn(move || {
+            let read = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                read_lines(io::stdin().lock(), &sender, &reading);
+            }));
+            // The loop waits for the end of input: a reader that died must still say so.
+            if read.is_err() {
+                let _ = sender.send(Input::End(Err(io::Error::other(
+                    "the stdin reader failed",
+                ))));
+            }
+        })
         .context("cannot start the stdin reader")?;
     let stdout = io::stdout();
     match answer_inputs(

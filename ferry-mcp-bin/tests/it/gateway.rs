@@ -895,6 +895,18 @@ fn a_client_that_floods_one_server_with_calls_gets_those_beyond_its_queue_refuse
     }
 }
 
+#[test]
+fn at_end_of_input_serve_answers_a_gateway_call_still_running_before_it_exits() {
+    let setup = Setup::new();
+    let mut serving = setup.serve("gateway");
+    let id = serving.send_call("fx_echo", json!({"text": "last words"}));
+    drop(serving.stdin.take());
+    let answers = serving.answers_until(id);
+    assert_eq!(ids(&answers), [json!(id)]);
+    assert!(text_of(&answers[0]["result"]).contains("echo: last words"));
+    assert!(serving.finish());
+}
+
 /// One row of the must-show table: the case, what the gateway answered, how long it took.
 fn row(case: &str, result: &Value, took: Duration, extra: &str) {
     let text = text_of(result).replace('\n', " ");
