@@ -111,9 +111,7 @@ pub fn serve_stdio(server: &mut Server, inbox: Inbox) -> anyhow::Result<()> {
             }));
             // The loop waits for the end of input: a reader that died must still say so.
             if read.is_err() {
-                let _ = sender.send(Input::End(Err(io::Error::other(
-                    "the stdin reader failed",
-                ))));
+                let _ = sender.send(Input::End(Err(io::Error::other("the stdin reader failed"))));
             }
         })
         .context("cannot start the stdin reader")?;
