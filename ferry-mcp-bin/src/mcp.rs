@@ -7,7 +7,7 @@
 pub(crate) mod connect;
 pub(crate) mod demo;
 mod gateway;
-mod gateway_cancel;
+mod gateway_calls;
 mod gateway_process;
 mod gateway_tools;
 mod lines;
@@ -170,7 +170,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .transpose()?;
         (project, agent)
     };
-    let (names, gateway) = gateway::for_serve(&project, &args.tools, &built_in_names)?;
+    let (answers, inbox) = stdio::inbox();
+    let (names, gateway) = gateway::for_serve(&project, &args.tools, &built_in_names, &answers)?;
     // Without --as there is nobody to write as: the same read-only surface and session. A
     // gateway's servers are served as configured (their tools are not the channel's; whether
     // a server without --as may serve them is the coordinator's call: see the report).
@@ -217,8 +218,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         instructions: surface.instructions().to_owned(),
         project: project.to_string(),
     };
-    let mut server = Server::new(config, surface).with_channel(Box::new(Announced::new(lazy)));
-    let served = stdio::serve_stdio(&mut server, gateway.cancels());
+    // Calls that wait on a third party (the gateway's) answer later, so that a hung one holds
+    // neither our own tools nor another server's (ADR 0027).
+    let mut server = Server::new(config, surface)
+        .with_channel(Box::new(Announced::new(lazy)))
+        .with_deferred_answers();
+    let served = stdio::serve_stdio(&mut server, inbox);
     // Every child is killed and reaped however serving ended (one that outlives a crash of
     // this process is killed by the kernel: `ferry mcp gateway-exec`).
     gateway.shutdown();

@@ -57,9 +57,12 @@ pub struct ToolDefinition {
 /// What a call may use besides its arguments. Time is passed in; the core reads no clock.
 pub struct CallContext<'a> {
     pub now: Timestamp,
-    /// The JSON-RPC id of the request being served (a gateway's call watches for its
-    /// cancellation).
+    /// The JSON-RPC id of the request being served.
     pub request: &'a Id,
+    /// The leave to answer later ([`Tool::start`], ADR 0027): given only when the host serves
+    /// deferred answers and the request is not part of a batch. A tool that answers later
+    /// takes it and hands it back with its answer ([`crate::protocol::Server::complete`]).
+    pub later: Option<Ticket>,
     /// The project this server is scoped to; used to build `ferry://<project>/...` links.
     pub project: &'a str,
     /// Reports progress; a no-op unless the request carried a progress token.
@@ -96,6 +99,46 @@ pub trait Tool: Send + Sync {
     }
     /// Runs the tool. `args` has already been validated against the input schema.
     fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome;
+    /// Starts the tool: what the core runs. A tool whose answer may take long (a gateway's,
+    /// waiting on a third party) takes `cx.later`, hands the work to a thread of the host's and
+    /// answers [`Started::Later`]; every other tool answers now, through [`Tool::call`].
+    fn start(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> Started {
+        Started::Now(self.call(args, cx))
+    }
+}
+
+/// Which call a later answer belongs to: given by the core in [`CallContext::later`], handed
+/// back with the answer. Never reused within a connection, so an answer that comes after its
+/// request was cancelled can never answer another request that took the same JSON-RPC id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ticket(u64);
+
+impl Ticket {
+    pub(crate) fn new(serial: u64) -> Self {
+        Self(serial)
+    }
+
+    /// The ticket's number (for logs).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// How a call started.
+#[derive(Debug)]
+pub enum Started {
+    /// Answered.
+    Now(ToolOutcome),
+    /// To be answered later with the ticket the tool took; what the core holds meanwhile.
+    Later(Box<dyn PendingCall>),
+}
+
+/// A call that answers later, as the core holds it until its answer comes (ADR 0027).
+pub trait PendingCall: Send + std::fmt::Debug {
+    /// The client cancelled the request (`notifications/cancelled`): stop the work and free
+    /// what it holds. The core sends no answer for it, whatever comes later (the MCP spec:
+    /// receivers of a cancellation should not send a response for the cancelled request).
+    fn cancel(&self);
 }
 
 /// The static description of one kind of resource, advertised by `resources/templates/list`

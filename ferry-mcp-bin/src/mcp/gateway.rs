@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
@@ -19,9 +19,10 @@ use ferry_mcp_core::guard;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::gateway_cancel::Cancels;
+use super::gateway_calls::CallQueue;
 use super::gateway_process::{Downstream, Launch, Timeouts};
 use super::gateway_tools::{self, StoredTool};
+use super::stdio::Answers;
 use crate::{common, display, paths};
 
 /// What `--tools` names to serve every configured server.
@@ -444,7 +445,9 @@ pub fn call(args: CallArgs) -> anyhow::Result<ExitCode> {
 
 /// `ferry mcp gateway-exec` (hidden): what a gateway's child runs first. It asks the kernel to
 /// kill it when the thread that started it dies, checks that its parent did not die before
-/// that, and becomes the command (its descriptors, all close-on-exec but stdio, do not pass).
+/// that, marks every descriptor it inherited beyond stdio close-on-exec, and becomes the
+/// command: only stdio passes (every descriptor `ferry` opens is close-on-exec already; these
+/// are what `ferry`'s own parent leaked to it).
 pub fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     #[cfg(target_os = "linux")]
     {
@@ -454,6 +457,7 @@ pub fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
         if parent.and_then(|pid| u32::try_from(pid).ok()) != Some(args.parent) {
             bail!("the server that started this command is gone");
         }
+        close_inherited_descriptors().context("cannot close the descriptors it inherited")?;
     }
     let (command, rest) = args.command.split_first().context("no command given")?;
     let err =
@@ -461,38 +465,76 @@ pub fn exec(args: ExecArgs) -> anyhow::Result<ExitCode> {
     bail!("cannot run `{}`: {err}", display::escape(command))
 }
 
+/// Marks every open descriptor above stdio close-on-exec, so the command this process becomes
+/// inherits none of them. Runs in `gateway-exec`, one thread, nothing opened but what std
+/// opens close-on-exec, right before `exec`.
+#[cfg(target_os = "linux")]
+fn close_inherited_descriptors() -> std::io::Result<()> {
+    use rustix::fs::{Dir, Mode, OFlags};
+    use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+    let listing = rustix::fs::open(
+        "/proc/self/fd",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let own = listing.as_raw_fd();
+    // Kept open until every descriptor is marked: none of the listed ones closes meanwhile.
+    let mut listing = Dir::new(listing)?;
+    let mut inherited: Vec<RawFd> = Vec::new();
+    while let Some(entry) = listing.read() {
+        let name = entry?;
+        if let Some(fd) = name
+            .file_name()
+            .to_str()
+            .ok()
+            .and_then(|name| name.parse().ok())
+            && fd > 2
+            && fd != own
+        {
+            inherited.push(fd);
+        }
+    }
+    for fd in inherited {
+        // SAFETY: `fd` is open: /proc listed it, this process runs one thread here and closes
+        // nothing until `exec`, and the listing's own handle (the one descriptor that could
+        // close) is left out and held open. The borrow lives for this iteration only and
+        // changes only the close-on-exec flag; ownership stays where it was. No safe API names
+        // a descriptor by number (rustix 1.x has no `close_range`, std has nothing).
+        #[allow(unsafe_code)]
+        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+        let flags = rustix::io::fcntl_getfd(borrowed)?;
+        rustix::io::fcntl_setfd(borrowed, flags | rustix::io::FdFlags::CLOEXEC)?;
+    }
+    drop(listing);
+    Ok(())
+}
+
 /// The gateway's part of one `serve`: the servers it starts on demand, and their groups.
 #[derive(Debug, Default)]
 pub struct Served {
     pub groups: Vec<&'static ferry_mcp_core::registry::Group>,
-    servers: Vec<Arc<Mutex<Downstream>>>,
-    cancels: Arc<Cancels>,
+    servers: Vec<Arc<CallQueue>>,
 }
 
 impl Served {
-    /// Where the stdin reader notes the cancellations the gateway's calls watch for.
-    pub fn cancels(&self) -> Arc<Cancels> {
-        Arc::clone(&self.cancels)
-    }
-
-    /// Stops every child (and reaps it): called when `serve` ends.
+    /// Stops every call still waiting and every child (and reaps it): called when `serve`
+    /// ends.
     pub fn shutdown(&self) {
         for server in &self.servers {
-            server
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .shutdown();
+            server.shutdown();
         }
     }
 }
 
 /// The groups `--tools` names that are not built in: `gateway` (every configured server) or a
 /// server's name. Returns the names to select (with `gateway` replaced by every server) and
-/// what serves them; a name that is neither stays for `assemble` to refuse.
+/// what serves them; a name that is neither stays for `assemble` to refuse. Each server's
+/// calls answer later, through `answers`, from a thread of its own.
 pub fn for_serve(
     project: &ProjectId,
     names: &[String],
     built_in: &[&str],
+    answers: &Answers,
 ) -> anyhow::Result<(Vec<String>, Served)> {
     let wanted: Vec<&str> = names
         .iter()
@@ -526,9 +568,11 @@ pub fn for_serve(
                 display::escape(&entry.name)
             );
         }
-        let downstream = Arc::new(Mutex::new(downstream(entry, timeouts)?));
-        let (group, skipped) =
-            gateway_tools::group(&entry.name, &entry.tools, &downstream, &served.cancels);
+        let server = gateway_tools::leak(entry.name.clone());
+        let queue = CallQueue::start(server, downstream(entry, timeouts)?)
+            .with_context(|| format!("cannot start the call thread of MCP server `{server}`"))?;
+        let queue = Arc::new(queue);
+        let (group, skipped) = gateway_tools::group(server, &entry.tools, &queue, answers);
         for tool in skipped {
             eprintln!(
                 "ferry mcp serve: server `{}`: tool `{}` left out (its served name would not be a valid or unique MCP tool name)",
@@ -540,7 +584,7 @@ pub fn for_serve(
             selected.push(entry.name.clone());
         }
         served.groups.push(group);
-        served.servers.push(downstream);
+        served.servers.push(queue);
     }
     Ok((selected, served))
 }

@@ -9,7 +9,9 @@
 //! waits on the queue with a deadline. A child that exited is started again by the next call.
 //!
 //! The child is started through `ferry mcp gateway-exec` (ours), which asks the kernel to kill
-//! it when this thread dies and then becomes the command, in a process group of its own that
+//! it when the thread that started it dies (in `serve`, the server's call thread, which lives
+//! as long as the process: `gateway_calls.rs`), marks every descriptor it inherited beyond
+//! stdio close-on-exec, and becomes the command, in a process group of its own that
 //! [`Downstream::shutdown`] kills whole; its environment is the scrubbed one it is given.
 
 use std::collections::VecDeque;
@@ -34,7 +36,7 @@ pub const MAX_CHILD_LINE_BYTES: usize = 4 << 20;
 const READ_AHEAD_LINES: usize = 4;
 /// The end of a child's stderr that is kept, for error texts.
 const STDERR_TAIL_BYTES: usize = 4096;
-/// How often a waiting call looks whether our client cancelled it.
+/// How often a waiting call looks whether our client cancelled it, when the child is quiet.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// Lines of a child's that were ignored (not JSON, notifications) that are logged to our
 /// stderr per start; the rest are only counted.
@@ -145,7 +147,7 @@ impl Downstream {
 
     /// Every tool the server lists (all pages), starting it if needed.
     pub fn list_tools(&mut self) -> Result<Vec<RemoteTool>, DownstreamError> {
-        self.ensure_started()?;
+        self.ensure_started(&|| false)?;
         let running = self.running.as_mut().expect("started");
         let (id, line) = running.client.list_tools()?;
         let _ = running.to_child.send(line);
@@ -164,7 +166,7 @@ impl Downstream {
         arguments: &Map<String, Value>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Map<String, Value>, DownstreamError> {
-        self.ensure_started()?;
+        self.ensure_started(cancelled)?;
         let running = self.running.as_mut().expect("started");
         let (id, line) = running.client.call_tool(tool, arguments)?;
         let _ = running.to_child.send(line);
@@ -193,7 +195,9 @@ impl Downstream {
         }
     }
 
-    fn ensure_started(&mut self) -> Result<(), DownstreamError> {
+    /// Starts the child and does the handshake, unless it runs; a cancelled call stops
+    /// waiting for a start too (and the half-started child is killed).
+    fn ensure_started(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), DownstreamError> {
         if let Some(running) = &mut self.running
             && matches!(running.child.try_wait(), Ok(None))
         {
@@ -209,7 +213,7 @@ impl Downstream {
         let (id, line) = running.client.initialize();
         let _ = running.to_child.send(line);
         self.running = Some(running);
-        match self.wait_for(id, self.timeouts.start, &|| false) {
+        match self.wait_for(id, self.timeouts.start, cancelled) {
             Ok(_) => Ok(()),
             Err(err) => {
                 self.shutdown();
@@ -283,28 +287,29 @@ impl Downstream {
         let name = self.launch.name.clone();
         let running = self.running.as_mut().expect("started");
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            // Asked before every line too, not only when the child is quiet: a child that
+            // floods its output must not keep a call past its deadline or its cancellation.
+            let now = Instant::now();
+            let stop = if cancelled() {
+                Some(("cancelled by the client", DownstreamError::Cancelled))
+            } else if now >= deadline {
+                Some(("timed out", DownstreamError::CallTimeout(limit)))
+            } else {
+                None
+            };
+            if let Some((reason, err)) = stop {
+                if let Some(cancel) = running.client.cancel(id, reason) {
+                    let _ = running.to_child.send(cancel);
+                }
+                return Err(err);
+            }
+            let left = deadline.saturating_duration_since(now);
             let events = match running.lines.recv_timeout(left.min(CANCEL_POLL)) {
                 Ok(Line::Complete(bytes)) => running.client.handle_line(&bytes),
                 Ok(Line::Oversized(prefix)) => running
                     .client
                     .handle_oversized_line(&prefix, MAX_CHILD_LINE_BYTES),
-                Err(RecvTimeoutError::Timeout) => {
-                    let stop = if cancelled() {
-                        Some(("cancelled by the client", DownstreamError::Cancelled))
-                    } else if Instant::now() >= deadline {
-                        Some(("timed out", DownstreamError::CallTimeout(limit)))
-                    } else {
-                        None
-                    };
-                    let Some((reason, err)) = stop else {
-                        continue;
-                    };
-                    if let Some(cancel) = running.client.cancel(id, reason) {
-                        let _ = running.to_child.send(cancel);
-                    }
-                    return Err(err);
-                }
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => {
                     let status = exit_status(&mut running.child);
                     self.shutdown();

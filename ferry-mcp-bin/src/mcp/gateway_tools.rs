@@ -1,21 +1,23 @@
 //! The gateway's tools as the protocol core serves them (ADR 0021): each tool of an external
 //! server under `NAME_`, its definition built once from what `ferry mcp add` stored, its result
-//! marked as third-party data, redacted by the guard and capped like our own results.
+//! marked as third-party data, redacted by the guard and capped like our own results. A call
+//! answers later (ADR 0027): it is queued on its server's call thread (`gateway_calls.rs`) and
+//! its answer handed to the stdio loop when it is there.
 //!
 //! Definitions are `&'static` in the registry; a gateway's are read from the configuration once
 //! when `serve` starts and leaked for the life of the process (a few kilobytes, never freed
 //! because the surface they are part of is never dropped either).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, mpsc};
 
 use ferry_mcp_core::guard;
 use ferry_mcp_core::registry::Group;
 use ferry_mcp_core::shape::{MAX_STRUCTURED_CHARS, ToolOutcome};
-use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
+use ferry_mcp_core::tool::{Annotations, CallContext, Started, Tool, ToolDefinition};
 use serde_json::{Map, Value, json};
 
-use super::gateway_cancel::Cancels;
-use super::gateway_process::Downstream;
+use super::gateway_calls::{CallQueue, Reply};
+use super::stdio::Answers;
 
 /// The characters of an external server's text blocks relayed at most, together.
 pub const MAX_RELAYED_CHARS: usize = MAX_STRUCTURED_CHARS;
@@ -42,8 +44,8 @@ pub struct GatewayTool {
     definition: &'static ToolDefinition,
     server: &'static str,
     remote: String,
-    downstream: Arc<Mutex<Downstream>>,
-    cancels: Arc<Cancels>,
+    queue: Arc<CallQueue>,
+    answers: Answers,
 }
 
 impl Tool for GatewayTool {
@@ -55,21 +57,26 @@ impl Tool for GatewayTool {
         true
     }
 
-    fn call(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> ToolOutcome {
-        let mut downstream = self
-            .downstream
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let cancelled = || self.cancels.take(cx.request);
-        match downstream.call(&self.remote, args, &cancelled) {
-            Ok(result) => mark(self.server, &result),
-            Err(err) => {
-                let stderr = downstream
-                    .last_stderr_line()
-                    .map(|line| format!("; its last stderr line: {}", guard::redact(&line).text))
-                    .unwrap_or_default();
-                failure(self.server, &format!("{err}{stderr}"))
-            }
+    /// Where the core may not take an answer later (a call inside a JSON-RPC batch): the
+    /// call still runs on its server's thread, and this waits for it.
+    fn call(&self, args: &Map<String, Value>, _cx: &mut CallContext<'_>) -> ToolOutcome {
+        let (sender, answer) = mpsc::channel();
+        match self.queue.submit(&self.remote, args, Reply::Now(sender)) {
+            Ok(_) => answer
+                .recv()
+                .unwrap_or_else(|_| failure(self.server, "its call thread is gone")),
+            Err(refused) => refused,
+        }
+    }
+
+    fn start(&self, args: &Map<String, Value>, cx: &mut CallContext<'_>) -> Started {
+        let Some(ticket) = cx.later.take() else {
+            return Started::Now(self.call(args, cx));
+        };
+        let reply = Reply::Later(self.answers.clone(), ticket);
+        match self.queue.submit(&self.remote, args, reply) {
+            Ok(queued) => Started::Later(Box::new(queued)),
+            Err(refused) => Started::Now(refused),
         }
     }
 }
@@ -83,12 +90,11 @@ pub fn failure(server: &str, what: &str) -> ToolOutcome {
 
 /// A group serving `tools` of the server `name`, for `--tools NAME` (and `--tools gateway`).
 pub fn group(
-    name: &str,
+    server: &'static str,
     tools: &[StoredTool],
-    downstream: &Arc<Mutex<Downstream>>,
-    cancels: &Arc<Cancels>,
+    queue: &Arc<CallQueue>,
+    answers: &Answers,
 ) -> (&'static Group, Vec<String>) {
-    let server = leak(name.to_owned());
     let mut skipped = Vec::new();
     let mut served: Vec<&'static dyn Tool> = Vec::new();
     for tool in tools {
@@ -106,8 +112,8 @@ pub fn group(
             definition,
             server,
             remote: tool.name.clone(),
-            downstream: Arc::clone(downstream),
-            cancels: Arc::clone(cancels),
+            queue: Arc::clone(queue),
+            answers: answers.clone(),
         })));
     }
     served.sort_by_key(|tool| tool.definition().name);
@@ -123,7 +129,7 @@ pub fn group(
     (group, skipped)
 }
 
-fn leak(text: String) -> &'static str {
+pub fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
 }
 

@@ -1,22 +1,29 @@
 //! The stdio loop: the only IO and the only clock read of `ferry mcp serve`.
 //!
-//! A reader thread splits stdin into capped lines and sends them over a bounded channel, so
-//! a client that writes faster than we answer is held back instead of filling memory. The
-//! main loop takes everything already read as one batch (so a `notifications/cancelled`
-//! can drop a request queued beside it), reads the wall clock once, hands the batch to the
-//! core and writes each answer as one line, flushing after every batch. At end of input it
-//! answers what it has read and returns.
+//! Everything the loop acts on arrives in one inbox, in the order it happened: the lines a
+//! reader thread splits stdin into (capped), the answers of calls that answer later (a
+//! gateway's, run on threads of their own: ADR 0027), and the end of input. The main loop
+//! takes everything already there as one batch (so a `notifications/cancelled` can drop a
+//! request queued beside it), reads the wall clock once, hands the lines to the core, gives it
+//! the later answers, and writes each answer as one line, flushing after every batch: it is
+//! the one writer of stdout, so lines never interleave. The reader may run ahead of the loop by
+//! [`READ_AHEAD_LINES`] lines only, so a client that writes faster than we answer is held back
+//! instead of filling memory; answers are never held back (a call's thread never waits on the
+//! loop). At end of input it answers what it has read, waits for the calls still running to
+//! answer (each within its own timeout), and returns.
 
 use std::io::{self, Write};
-use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 
 use anyhow::Context as _;
 use ferry_mcp_core::protocol::{MAX_LINE_BYTES, Server};
+use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::time::Timestamp;
+use ferry_mcp_core::tool::Ticket;
 
-use super::gateway_cancel::Cancels;
 use super::lines::{CappedLines, Line};
 
 /// Lines read ahead of the core at most; with the line cap this bounds memory to ~16 MiB.
@@ -26,76 +33,172 @@ const MAX_BATCH_LINES: usize = 256;
 /// A batch stops growing once it holds this many bytes, so it adds at most ~2 MiB to memory.
 const MAX_BATCH_BYTES: usize = MAX_LINE_BYTES;
 
-/// Serves stdin to stdout until end of input. A closed stdout (the client went away) ends
-/// serving quietly: nobody is left to answer. `cancels` learns of each
-/// `notifications/cancelled` as soon as it is read, for a gateway call still waiting.
-pub fn serve_stdio(server: &mut Server, cancels: Arc<Cancels>) -> anyhow::Result<()> {
-    let (sender, receiver) = mpsc::sync_channel(READ_AHEAD_LINES);
-    let reader = thread::Builder::new()
+/// What the loop acts on, in the order it happened.
+#[derive(Debug)]
+pub enum Input {
+    /// A line of stdin.
+    Line(Line),
+    /// The answer of a call that answered later.
+    Answered(Ticket, ToolOutcome),
+    /// Stdin ended (or could not be read).
+    End(io::Result<()>),
+}
+
+/// Where a call that answers later sends its answer (cloned into each such tool).
+#[derive(Debug, Clone)]
+pub struct Answers(Sender<Input>);
+
+impl Answers {
+    /// Hands the answer of the call `ticket` to the loop. Never blocks: a call's thread must
+    /// never wait on the loop, which may itself be waiting on that thread (a call in a batch).
+    pub fn give(&self, ticket: Ticket, outcome: ToolOutcome) {
+        // The loop is gone only when serving ended: nobody is left to answer.
+        let _ = self.0.send(Input::Answered(ticket, outcome));
+    }
+}
+
+/// The loop's inbox, and the handle calls answer through.
+#[derive(Debug)]
+pub struct Inbox {
+    sender: Sender<Input>,
+    receiver: Receiver<Input>,
+}
+
+/// A new inbox and its [`Answers`].
+pub fn inbox() -> (Answers, Inbox) {
+    let (sender, receiver) = mpsc::channel();
+    (Answers(sender.clone()), Inbox { sender, receiver })
+}
+
+/// How many lines the reader has handed on that the loop has not taken yet: the reader waits
+/// while [`READ_AHEAD_LINES`] are.
+#[derive(Debug, Default)]
+struct ReadAhead {
+    lines: Mutex<usize>,
+    taken: Condvar,
+}
+
+impl ReadAhead {
+    fn reserve(&self) {
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        while *lines >= READ_AHEAD_LINES {
+            lines = self
+                .taken
+                .wait(lines)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *lines += 1;
+    }
+
+    fn release(&self) {
+        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        *lines = lines.saturating_sub(1);
+        self.taken.notify_one();
+    }
+}
+
+/// Serves stdin to stdout until end of input and the last call's answer. A closed stdout (the
+/// client went away) ends serving quietly: nobody is left to answer.
+pub fn serve_stdio(server: &mut Server, inbox: Inbox) -> anyhow::Result<()> {
+    let read_ahead = Arc::new(ReadAhead::default());
+    let sender = inbox.sender.clone();
+    let reading = Arc::clone(&read_ahead);
+    thread::Builder::new()
         .name("stdin".into())
-        .spawn(move || read_lines_noting(io::stdin().lock(), sender, &cancels))
+        .spawn(move || {
+            let read = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                read_lines(io::stdin().lock(), &sender, &reading);
+            }));
+            // The loop waits for the end of input: a reader that died must still say so.
+            if read.is_err() {
+                let _ = sender.send(Input::End(Err(io::Error::other("the stdin reader failed"))));
+            }
+        })
         .context("cannot start the stdin reader")?;
     let stdout = io::stdout();
-    match answer_batches(server, &receiver, &mut stdout.lock(), wall_clock) {
-        Ok(()) => {}
+    match answer_inputs(
+        server,
+        &inbox.receiver,
+        &read_ahead,
+        &mut stdout.lock(),
+        wall_clock,
+    ) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(err).context("reading stdin failed"),
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {
             eprintln!("ferry mcp serve: stdout closed, stopping");
-            return Ok(());
+            Ok(())
         }
-        Err(err) => return Err(err).context("writing stdout failed"),
-    }
-    // The sender is gone, so the reader has returned; a panic there is a bug worth surfacing.
-    match reader.join() {
-        Ok(result) => result.context("reading stdin failed"),
-        Err(panic) => std::panic::resume_unwind(panic),
+        Err(err) => Err(err).context("writing stdout failed"),
     }
 }
 
-/// Reads lines until end of input or until the receiving side is gone.
-#[cfg(test)]
-pub fn read_lines(input: impl io::BufRead, sender: SyncSender<Line>) -> io::Result<()> {
-    read_lines_noting(input, sender, &Cancels::default())
-}
-
-/// [`read_lines`], telling `cancels` of each cancellation it reads.
-fn read_lines_noting(
-    input: impl io::BufRead,
-    sender: SyncSender<Line>,
-    cancels: &Cancels,
-) -> io::Result<()> {
+/// Reads lines into the inbox until end of input (then [`Input::End`]) or until the loop is
+/// gone.
+fn read_lines(input: impl io::BufRead, sender: &Sender<Input>, read_ahead: &ReadAhead) {
     let mut lines = CappedLines::new(input, MAX_LINE_BYTES);
-    while let Some(line) = lines.next_line()? {
-        if let Line::Complete(bytes) = &line {
-            cancels.note(bytes);
+    let end = loop {
+        match lines.next_line() {
+            Ok(Some(line)) => {
+                read_ahead.reserve();
+                if sender.send(Input::Line(line)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => break Ok(()),
+            Err(err) => break Err(err),
         }
-        if sender.send(line).is_err() {
-            break;
-        }
-    }
-    Ok(())
+    };
+    let _ = sender.send(Input::End(end));
 }
 
-/// Answers batches of lines from `receiver` until it is closed and empty.
-pub fn answer_batches(
+/// Answers what arrives in the inbox until stdin ended and no call is left to answer. The
+/// outer error is writing's, the inner one reading's.
+fn answer_inputs(
     server: &mut Server,
-    receiver: &Receiver<Line>,
+    receiver: &Receiver<Input>,
+    read_ahead: &ReadAhead,
     output: &mut impl Write,
     mut clock: impl FnMut() -> Timestamp,
-) -> io::Result<()> {
-    while let Ok(first) = receiver.recv() {
-        let mut bytes = first.len();
+) -> io::Result<io::Result<()>> {
+    let mut ended = None;
+    while ended.is_none() || server.pending_calls() > 0 {
+        // The inbox's own sender lives as long as the loop: this waits, never fails.
+        let Ok(first) = receiver.recv() else {
+            break;
+        };
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH_LINES && bytes < MAX_BATCH_BYTES {
+        let mut lines = 0;
+        let mut bytes = 0;
+        loop {
+            if let Some(Input::Line(line)) = batch.last() {
+                read_ahead.release();
+                lines += 1;
+                bytes += line.len();
+            }
+            if lines >= MAX_BATCH_LINES || bytes >= MAX_BATCH_BYTES {
+                break;
+            }
             match receiver.try_recv() {
-                Ok(line) => {
-                    bytes += line.len();
-                    batch.push(line);
-                }
+                Ok(input) => batch.push(input),
                 Err(_) => break,
             }
         }
         let now = clock();
-        for answer in answer_batch(server, &batch, now) {
+        let mut run = Vec::new();
+        let mut answers = Vec::new();
+        for input in batch {
+            match input {
+                Input::Line(line) => run.push(line),
+                Input::Answered(ticket, outcome) => {
+                    answers.extend(answer_batch(server, &std::mem::take(&mut run), now));
+                    answers.extend(server.complete(ticket, &outcome));
+                }
+                Input::End(result) => ended = Some(result),
+            }
+        }
+        answers.extend(answer_batch(server, &run, now));
+        for answer in answers {
             output.write_all(answer.as_bytes())?;
             output.write_all(b"\n")?;
         }
@@ -103,10 +206,10 @@ pub fn answer_batches(
         // Once the answers are out: keep what the calls verified.
         server.channel_mut().flush(now);
     }
-    Ok(())
+    Ok(ended.unwrap_or(Ok(())))
 }
 
-/// The answers to one batch, in input order. Runs of complete lines go to the core
+/// The answers to one batch of lines, in input order. Runs of complete lines go to the core
 /// together; an oversized line is answered on its own where it stood.
 fn answer_batch(server: &mut Server, batch: &[Line], now: Timestamp) -> Vec<String> {
     let mut answers = Vec::new();
@@ -156,18 +259,25 @@ mod tests {
     /// Answers `lines` as the loop does when they were all read before it woke up, and
     /// returns the ids of the answers and how often the clock was read.
     fn answer_all(lines: Vec<Line>) -> (Vec<Value>, usize) {
-        let (sender, receiver) = mpsc::sync_channel(lines.len());
+        let (_, inbox) = inbox();
         for line in lines {
-            sender.send(line).unwrap();
+            inbox.sender.send(Input::Line(line)).unwrap();
         }
-        drop(sender);
+        inbox.sender.send(Input::End(Ok(()))).unwrap();
         let mut server = ferry_mcp_tools::fixture::server("demo");
         let mut output = Vec::new();
         let mut clock_reads = 0;
-        answer_batches(&mut server, &receiver, &mut output, || {
-            clock_reads += 1;
-            Timestamp::from_millis(1_000)
-        })
+        answer_inputs(
+            &mut server,
+            &inbox.receiver,
+            &ReadAhead::default(),
+            &mut output,
+            || {
+                clock_reads += 1;
+                Timestamp::from_millis(1_000)
+            },
+        )
+        .unwrap()
         .unwrap();
         let text = String::from_utf8(output).unwrap();
         let ids = text
@@ -222,18 +332,20 @@ mod tests {
 
     #[test]
     fn every_answer_is_one_line_ending_in_a_newline() {
-        let (sender, receiver) = mpsc::sync_channel(4);
+        let (_, inbox) = inbox();
         for line in [line(INITIALIZE), line("not json"), ping(2)] {
-            sender.send(line).unwrap();
+            inbox.sender.send(Input::Line(line)).unwrap();
         }
-        drop(sender);
+        inbox.sender.send(Input::End(Ok(()))).unwrap();
         let mut output = Vec::new();
-        answer_batches(
+        answer_inputs(
             &mut ferry_mcp_tools::fixture::server("demo"),
-            &receiver,
+            &inbox.receiver,
+            &ReadAhead::default(),
             &mut output,
             || Timestamp::from_millis(0),
         )
+        .unwrap()
         .unwrap();
         assert!(output.ends_with(b"\n"));
         assert_eq!(output.iter().filter(|&&byte| byte == b'\n').count(), 3);
@@ -241,10 +353,10 @@ mod tests {
 
     #[test]
     fn the_reader_stops_when_the_loop_is_gone() {
-        let (sender, receiver) = mpsc::sync_channel(1);
+        let (sender, receiver) = mpsc::channel();
         drop(receiver);
         let mut input = &b"a\nb\nc\n"[..];
-        read_lines(&mut input, sender).unwrap();
+        read_lines(&mut input, &sender, &ReadAhead::default());
         // The first line could not be handed on: nothing after it was read.
         assert_eq!(input, b"b\nc\n");
     }

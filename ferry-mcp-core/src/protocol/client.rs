@@ -168,13 +168,17 @@ impl Client {
     }
 
     /// Stops waiting for `id`: the `notifications/cancelled` line to send, if it was pending
-    /// (a late reply to it is then dropped).
+    /// (a late reply to it is then dropped). `initialize` is never cancelled on the wire (the
+    /// spec forbids it): the transport gives up on such a server and stops it instead.
     pub fn cancel(&mut self, id: RequestId, reason: &str) -> Option<String> {
         let at = self
             .pending
             .iter()
             .position(|(pending, _)| *pending == id)?;
-        self.pending.remove(at);
+        let (_, purpose) = self.pending.remove(at);
+        if purpose == Purpose::Initialize {
+            return None;
+        }
         let params = json!({ "requestId": id.0, "reason": reason });
         Some(
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})

@@ -10,10 +10,10 @@ use std::panic::AssertUnwindSafe;
 use serde_json::{Map, Value, json};
 
 use super::wire::{self, Id, RpcError};
-use super::{Era, ProtocolVersion, Server};
+use super::{Era, Pending, ProtocolVersion, Server};
 use crate::shape::{Cursor, ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
-use crate::tool::{CallContext, Progress, ReadContext, ResourceError};
+use crate::tool::{CallContext, Progress, ReadContext, ResourceError, Started, Ticket};
 
 /// Every method we answer; anything else is `-32601`, before or after `initialize`.
 const METHODS: [&str; 8] = [
@@ -44,7 +44,8 @@ enum Cache {
 
 impl Server {
     /// Serves one request; `out` receives notifications (progress, under `progress_token`)
-    /// that precede the answer.
+    /// that precede the answer. `Ok(None)`: a call answers later (only when `may_defer`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn serve(
         &mut self,
         id: &Id,
@@ -53,7 +54,8 @@ impl Server {
         progress_token: Option<&Id>,
         now: Timestamp,
         out: &mut Vec<String>,
-    ) -> Result<String, RpcError> {
+        may_defer: bool,
+    ) -> Result<Option<String>, RpcError> {
         if !METHODS.contains(&method) {
             return Err(RpcError::new(
                 wire::METHOD_NOT_FOUND,
@@ -61,10 +63,10 @@ impl Server {
             ));
         }
         if method == "initialize" {
-            return Ok(self.initialize(params));
+            return Ok(Some(self.initialize(params)));
         }
         if method == "server/discover" {
-            return Ok(self.discover());
+            return Ok(Some(self.discover()));
         }
         let era = self.era(params)?;
         let (result, cache) = match method {
@@ -76,10 +78,12 @@ impl Server {
                 ));
             }
             "tools/list" => (self.tools_list(params)?, Some(Cache::Public(STATIC_TTL_MS))),
-            "tools/call" => (
-                self.tools_call(id, params, progress_token, era, now, out)?,
-                None,
-            ),
+            "tools/call" => {
+                match self.tools_call(id, params, progress_token, era, now, out, may_defer)? {
+                    Some(result) => (result, None),
+                    None => return Ok(None),
+                }
+            }
             "resources/list" => (resources_list(params)?, Some(Cache::Private(STATIC_TTL_MS))),
             "resources/templates/list" => {
                 (self.templates_list(), Some(Cache::Private(STATIC_TTL_MS)))
@@ -90,11 +94,31 @@ impl Server {
             ),
             _ => unreachable!("every method in METHODS is matched"),
         };
-        Ok(if era == Era::Stateless {
+        Ok(Some(if era == Era::Stateless {
             stateless_result(&result, cache)
         } else {
             result
-        })
+        }))
+    }
+
+    /// The answer of a call that answered later: its line, or none when the request was
+    /// cancelled meanwhile (or the ticket is not one this connection is waiting on).
+    pub fn complete(&mut self, ticket: Ticket, outcome: &ToolOutcome) -> Vec<String> {
+        let Some(at) = self
+            .pending
+            .iter()
+            .position(|pending| pending.ticket == ticket)
+        else {
+            return Vec::new();
+        };
+        let pending = self.pending.remove(at);
+        let result = call_result(outcome, pending.version);
+        let result = if pending.stateless {
+            stateless_result(&result, None)
+        } else {
+            result
+        };
+        vec![wire::result_line(&pending.id, &result)]
     }
 
     fn initialize(&mut self, params: Option<&Value>) -> String {
@@ -176,6 +200,8 @@ impl Server {
         Ok(result)
     }
 
+    /// A `tools/call` result; `Ok(None)` when the tool answers later.
+    #[allow(clippy::too_many_arguments)]
     fn tools_call(
         &mut self,
         id: &Id,
@@ -184,7 +210,8 @@ impl Server {
         era: Era,
         now: Timestamp,
         out: &mut Vec<String>,
-    ) -> Result<String, RpcError> {
+        may_defer: bool,
+    ) -> Result<Option<String>, RpcError> {
         let version = era.version().unwrap_or(ProtocolVersion::LATEST_INITIALIZE);
         let params = params.ok_or_else(|| invalid_params("missing params"))?;
         let name = params
@@ -202,20 +229,25 @@ impl Server {
             Some(args) => args,
         };
         let Some(args_map) = args.as_object() else {
-            return Ok(call_result(
+            return Ok(Some(call_result(
                 &ToolOutcome::error(format!(
                     "invalid arguments for {name}: arguments must be an object"
                 )),
                 version,
-            ));
+            )));
         };
         // What the schema says, checked here for every tool alike; what depends on the action
         // (the fields `claim` needs) is the tool's typed parser's to name.
         let problems = served.arguments().problems(args_map, MAX_ARGUMENT_PROBLEMS);
         if !problems.is_empty() {
             let text = format!("invalid arguments for {name}: {}", problems.join("; "));
-            return Ok(call_result(&ToolOutcome::error(text), version));
+            return Ok(Some(call_result(&ToolOutcome::error(text), version)));
         }
+        let offered = (may_defer && self.defers).then(|| {
+            let ticket = Ticket::new(self.next_ticket);
+            self.next_ticket += 1;
+            ticket
+        });
         let mut report = |progress: Progress| {
             if let Some(token) = progress_token {
                 out.push(progress_line(token, progress));
@@ -224,13 +256,37 @@ impl Server {
         let mut cx = CallContext {
             now,
             request: id,
+            later: offered,
             project: &self.config.project,
             progress: &mut report,
             channel: self.channel.as_mut(),
         };
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| tool.call(args_map, &mut cx)))
-            .unwrap_or_else(|_| ToolOutcome::error(format!("internal error: {name} failed")));
-        Ok(call_result(&outcome, version))
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| tool.start(args_map, &mut cx)))
+            .unwrap_or_else(|_| {
+                Started::Now(ToolOutcome::error(format!("internal error: {name} failed")))
+            });
+        let taken = offered.filter(|_| cx.later.is_none());
+        let outcome = match (started, taken) {
+            (Started::Now(outcome), _) => outcome,
+            (Started::Later(call), Some(ticket)) => {
+                self.pending.push(Pending {
+                    ticket,
+                    id: id.clone(),
+                    version,
+                    stateless: era == Era::Stateless,
+                    call,
+                });
+                return Ok(None);
+            }
+            // A tool that answers later without the leave to: nobody would ever answer it.
+            (Started::Later(call), None) => {
+                call.cancel();
+                ToolOutcome::error(format!(
+                    "internal error: {name} answered later where it may not"
+                ))
+            }
+        };
+        Ok(Some(call_result(&outcome, version)))
     }
 
     fn templates_list(&self) -> String {

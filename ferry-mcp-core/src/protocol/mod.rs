@@ -9,6 +9,12 @@
 //! each request names its version in `_meta` and `server/discover` replaces the handshake.
 //! Decisions (versions, batches, the size cap, the answer to each bad input) are in
 //! `docs/protocol.md`.
+//!
+//! A call may answer later (ADR 0027): when the host says it serves deferred answers
+//! ([`Server::with_deferred_answers`]), a tool that waits on a third party takes a [`Ticket`],
+//! the core keeps the request in a table of pending calls keyed by its JSON-RPC id, and the
+//! host hands the answer back with [`Server::complete`] once it is there. Everything else is
+//! answered in order, within the call that read it.
 
 pub mod client;
 mod message;
@@ -21,6 +27,7 @@ use serde_json::Value;
 use crate::port::{ChannelAccess, NoChannel};
 use crate::registry::Surface;
 use crate::time::Timestamp;
+use crate::tool::{PendingCall, Ticket};
 use message::Incoming;
 pub use version::ProtocolVersion;
 use wire::{Id, RpcError};
@@ -56,6 +63,23 @@ pub struct Server {
     /// The version `initialize` negotiated; `None` until then.
     negotiated: Option<ProtocolVersion>,
     tools_page_size: usize,
+    /// Whether the host takes answers later ([`Server::complete`]); off, every call answers
+    /// within the line that asked for it.
+    defers: bool,
+    /// The calls that will answer later, oldest first.
+    pending: Vec<Pending>,
+    /// The next [`Ticket`]'s number: tickets are never reused on a connection.
+    next_ticket: u64,
+}
+
+/// A request whose answer comes later, and what its answer needs.
+#[derive(Debug)]
+struct Pending {
+    ticket: Ticket,
+    id: Id,
+    version: ProtocolVersion,
+    stateless: bool,
+    call: Box<dyn PendingCall>,
 }
 
 /// The rules one request is served under.
@@ -100,7 +124,23 @@ impl Server {
             channel: Box::new(NoChannel),
             negotiated: None,
             tools_page_size: DEFAULT_TOOLS_PAGE_SIZE,
+            defers: false,
+            pending: Vec::new(),
+            next_ticket: 1,
         }
+    }
+
+    /// Lets a call answer later: the host runs such calls off its reading thread and hands
+    /// each answer back with [`Server::complete`]. Without it, every call answers at once
+    /// (a tool that would answer later waits instead).
+    pub fn with_deferred_answers(mut self) -> Self {
+        self.defers = true;
+        self
+    }
+
+    /// How many calls will answer later (not yet completed nor cancelled).
+    pub fn pending_calls(&self) -> usize {
+        self.pending.len()
     }
 
     /// Serves the tools through `channel` (the agent's session).
@@ -164,7 +204,7 @@ impl Server {
             {
                 continue;
             }
-            self.handle_incoming(incoming.clone(), now, &mut out);
+            self.handle_incoming(incoming.clone(), now, &mut out, true);
         }
         out
     }
@@ -181,7 +221,15 @@ impl Server {
         vec![wire::error_line(&id, &error)]
     }
 
-    fn handle_incoming(&mut self, incoming: Incoming, now: Timestamp, out: &mut Vec<String>) {
+    /// Handles one message; `may_defer` says whether a call may answer later (not inside a
+    /// batch, whose answers go out together as one array).
+    fn handle_incoming(
+        &mut self,
+        incoming: Incoming,
+        now: Timestamp,
+        out: &mut Vec<String>,
+        may_defer: bool,
+    ) {
         match incoming {
             Incoming::Blank | Incoming::Response => {}
             Incoming::ParseError(reason) => {
@@ -197,8 +245,11 @@ impl Server {
                 ));
             }
             // Never answered. `notifications/initialized` changes nothing we do; a cancellation
-            // arriving with its request is handled by `handle_lines`, and a later one finds the
-            // request answered already (requests run to completion within one call).
+            // arriving with its request is handled by `handle_lines`; a later one reaches a call
+            // that answers later, or finds the request answered already and is ignored.
+            Incoming::Notification {
+                cancels: Some(id), ..
+            } => self.cancel_pending(&id),
             Incoming::Notification { .. } => {}
             Incoming::Request {
                 id,
@@ -213,8 +264,9 @@ impl Server {
                     progress_token.as_ref(),
                     now,
                     out,
+                    may_defer,
                 );
-                out.push(answer);
+                out.extend(answer);
             }
             Incoming::Batch(items) => self.batch(items, now, out),
         }
@@ -257,14 +309,14 @@ impl Server {
                 }
                 incoming @ (Incoming::Request { .. } | Incoming::Invalid { .. }) => {
                     let mut lines = Vec::new();
-                    self.handle_incoming(incoming, now, &mut lines);
+                    self.handle_incoming(incoming, now, &mut lines, false);
                     // The last line is the answer; any before it are progress notifications.
                     if let Some(answer) = lines.pop() {
                         answers.push(answer);
                     }
                     out.extend(lines);
                 }
-                incoming => self.handle_incoming(incoming, now, out),
+                incoming => self.handle_incoming(incoming, now, out, false),
             }
         }
         if !answers.is_empty() {
@@ -306,6 +358,8 @@ impl Server {
         Err(unsupported_version(requested))
     }
 
+    /// The answer line of one request, or `None` when a call answers later.
+    #[allow(clippy::too_many_arguments)]
     fn request(
         &mut self,
         id: &Id,
@@ -314,21 +368,34 @@ impl Server {
         progress_token: Option<&Id>,
         now: Timestamp,
         out: &mut Vec<String>,
-    ) -> String {
-        match self.serve(id, method, params, progress_token, now, out) {
-            Ok(result) => wire::result_line(id, &result),
-            Err(error) => wire::error_line(id, &error),
+        may_defer: bool,
+    ) -> Option<String> {
+        // JSON-RPC ids name one request among those in flight: a second request under the id
+        // of a call still running could never be told apart from it by its answer.
+        if self.pending.iter().any(|pending| pending.id.same_as(id)) {
+            let error = RpcError::new(
+                wire::INVALID_REQUEST,
+                "invalid request: this id names a call still running",
+            );
+            return Some(wire::error_line(id, &error));
+        }
+        match self.serve(id, method, params, progress_token, now, out, may_defer) {
+            Ok(Some(result)) => Some(wire::result_line(id, &result)),
+            Ok(None) => None,
+            Err(error) => Some(wire::error_line(id, &error)),
         }
     }
-}
 
-/// The request a line cancels, when it is a `notifications/cancelled`: for a transport that
-/// must learn of a cancellation while a call still runs (the gateway's, ADR 0021), since the
-/// core sees the line only once the call is over.
-pub fn cancelled_request(line: &[u8]) -> Option<Id> {
-    match message::parse_line(line) {
-        Incoming::Notification { cancels, .. } => cancels,
-        _ => None,
+    /// A `notifications/cancelled` for a call that answers later: it leaves the table and is
+    /// told to stop; its answer, if it still comes, is dropped.
+    fn cancel_pending(&mut self, id: &Id) {
+        if let Some(at) = self
+            .pending
+            .iter()
+            .position(|pending| pending.id.same_as(id))
+        {
+            self.pending.remove(at).call.cancel();
+        }
     }
 }
 

@@ -144,6 +144,15 @@ fn a_cancelled_request_is_cancelled_downstream_and_its_late_reply_dropped() {
 }
 
 #[test]
+fn an_initialize_given_up_on_is_never_cancelled_on_the_wire() {
+    let mut client = Client::new("ferry", "0.1.0");
+    let (id, _) = client.initialize();
+    // The spec: "the initialize request MUST NOT be cancelled by clients".
+    assert!(client.cancel(id, "timed out").is_none());
+    assert_eq!(client.pending(), 0, "it is no longer waited for");
+}
+
+#[test]
 fn tools_list_follows_next_cursor_until_the_last_page() {
     let mut client = ready();
     let (origin, _) = client.list_tools().unwrap();

@@ -20,6 +20,7 @@ mod orders;
 mod port;
 mod protocol;
 mod protocol_bad_input;
+mod protocol_deferred;
 mod protocol_fuzz;
 mod registry;
 mod registry_schemas;

@@ -149,6 +149,7 @@ fn every_fixture_result_validates_against_its_output_schema() {
         let mut cx = CallContext {
             now: START,
             request: &request,
+            later: None,
             project: "demo",
             progress: &mut ignore,
             channel: &mut no_channel,
