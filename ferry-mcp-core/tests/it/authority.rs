@@ -507,7 +507,13 @@ fn a_primary_s_entry_folded_after_a_take_it_voids_voids_it_here_as_on_a_fresh_ma
     // Olga is silent for an hour; oscar takes over, and this machine folds that.
     let now = temp.clock().advance_secs(3600);
     hand_signed_take(&temp, "oscar", now);
-    assert_eq!(primary_on(temp.home(), &temp, now), Some(name("oscar")));
+    let mut session = Session::open(temp.home(), temp.project(), Actor::Observer, now).unwrap();
+    assert_eq!(
+        session.state().leadership.view().primary,
+        Some(name("oscar"))
+    );
+    session.save().unwrap();
+    drop(session);
     // Then olga's entry dated a second before the take arrives: by the quiet rule she was
     // active, so the take never counted, on this machine too.
     let before = Timestamp::from_millis(now.as_millis() - 1_000);
