@@ -13,8 +13,12 @@
 //! prove (the latest effective time of the primary's own entries, from its take on, not after
 //! the take's), with the quiet period in force at the take's master position. A seated
 //! Orchestrator signing its own take while the primary posted a second ago takes nothing, on
-//! every machine. An event dated after the reading time does not count before its time: the
-//! fold is given the reading time ([`Leadership::advance`]) and never reads a clock.
+//! every machine. A take also names the primary's last entry its author had folded
+//! ([`TakeBody::primary_seq`]): it is judged no earlier than that entry, and does not count
+//! where that entry has not been folded. An event dated after the reading time does not count
+//! before its time: the fold is given the reading time ([`Leadership::advance`]) and never
+//! reads a clock. A take by an author below Orchestrator at its position can never count (a
+//! later grant never raises that level), so it is reported and not kept.
 //! `primary.standby` records that an agent waits; it changes nothing.
 //!
 //! **A fold step judges one event** (issue 17, finding 8): the last resolve of the chain is
