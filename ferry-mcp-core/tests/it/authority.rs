@@ -396,6 +396,8 @@ fn a_seated_worker_s_takes_and_a_seated_member_s_repeated_claims_change_nothing_
     assert_eq!(walked, views[0]);
 }
 
+// ---- finding 3: what a take proves it had seen of the primary's log ----
+
 /// A take of the role `olga` holds, signed by `agent` at `at` following the chain's tip, that
 /// names olga's entry `primary_seq` as the last of hers it had folded.
 fn take_naming(temp: &TempChannel, agent: &str, primary_seq: u64, at: Timestamp) {
@@ -534,6 +536,8 @@ fn a_primary_s_entry_folded_after_a_take_it_voids_voids_it_here_as_on_a_fresh_ma
     }
 }
 
+// ---- finding 8: what can never count is not kept ----
+
 /// What the primary's fold keeps, as bytes (its kept form is the same fields).
 fn leadership_bytes(temp: &TempChannel, home: &Home) -> usize {
     let session = Session::open(home, temp.project(), Actor::Observer, temp.now()).unwrap();
@@ -654,6 +658,8 @@ fn a_claim_retried_after_a_grant_counts_though_its_void_claim_followed_the_same_
         assert_eq!(view.holder, Some(name("wes")), "{machine}: {view:?}");
     }
 }
+
+// ---- finding 3: the reading time and presence ----
 
 #[test]
 fn a_take_dated_in_the_future_does_not_count_until_its_time() {
