@@ -11,7 +11,9 @@
 //! Under `cargo test --benches` (no `--bench` flag) each shape holds 200 lines and is measured
 //! once; with `--bench`, 8,000 takes, 8,000 claims and 50,000 asks of each signer, each opened once outside
 //! criterion (a first open of the junk on main took seconds), and criterion measures the
-//! 1,000-line shapes.
+//! 1,000-line shapes. Beside them, in the same run, a normal channel's first open (the bulk
+//! fixture with talk mixed in: 100,000 entries with `--bench`, 1,000 without), so that the
+//! junk's cost reads against what an honest history of that size costs.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -24,6 +26,7 @@ use ferry_mcp_core::channel::fold::state::primary::{ROOT, kinds as primary_kinds
 use ferry_mcp_core::channel::log::keys::SecretKey;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_testkit::bulk;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 
@@ -178,4 +181,23 @@ fn main() {
                 .map_or("a key that holds no name", |name| name)
         );
     }
+
+    let entries = if bench_mode { 100_000 } else { 1_000 };
+    let normal = bulk::builder().entries(entries).talk_percent(30).build();
+    let _ = std::fs::remove_file(normal.verified_path());
+    let start = Instant::now();
+    let mut session = Session::open(
+        normal.home(),
+        normal.project(),
+        Actor::Observer,
+        normal.now(),
+    )
+    .expect("the normal channel opens");
+    let open = start.elapsed();
+    session.save().expect("saved");
+    drop(session);
+    eprintln!(
+        "junk none (a normal channel of {} entries): first open {open:.2?}",
+        normal.entries()
+    );
 }

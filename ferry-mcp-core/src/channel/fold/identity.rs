@@ -964,18 +964,19 @@ impl Identity {
             return self.standing_of(name, None, at).level;
         };
         let upto = history.partition_point(|grant| grant.order <= pos);
-        let binding = history[upto..]
+        let in_force = upto.checked_sub(1).map(|last| &history[last]);
+        // A later grant that binds the entry by its seq only ever takes away (ADR 0005, rule
+        // 2a): the entry acts at the least of what its position and each binding grant allow,
+        // so nothing the master writes later raises what an entry was written at, and an
+        // entry too low to count when it is folded never counts (the folds need not keep it).
+        history[upto..]
             .iter()
-            .rev()
-            .find(|grant| grant.binds(key, seq));
-        let (grant, at) = match binding {
-            Some(grant) => {
+            .filter(|grant| grant.binds(key, seq))
+            .map(|grant| {
                 let floor = self.master_time_at(grant.order).unwrap_or(at);
-                (Some(grant), at.max(floor))
-            }
-            None => (upto.checked_sub(1).map(|last| &history[last]), at),
-        };
-        self.standing_of(name, grant, at).level
+                self.standing_of(name, Some(grant), at.max(floor)).level
+            })
+            .fold(self.standing_of(name, in_force, at).level, Level::min)
     }
 
     /// Every problem with the entries folded so far, sorted by author, key and seq: entries

@@ -258,6 +258,7 @@ pub fn takeover(session: &mut Session, now: Timestamp) -> Result<Takeover, Prima
     let body = TakeBody {
         after: view.tip,
         seen: None,
+        primary_seq: session.state().leadership.primary_last_seq(),
     };
     let take = session.append(Operation::TakeOver, None, &body, now)?;
     let take = session.id_of(&take);

@@ -1267,12 +1267,13 @@ impl OrderBoard {
     }
 
     fn report(&mut self, acted: &Acted<'_>, detail: String) {
+        self.report_as(acted, FoldProblemKind::MalformedBody, detail);
+    }
+
+    fn report_as(&mut self, acted: &Acted<'_>, kind: FoldProblemKind, detail: String) {
         if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(FoldProblem::about(
-                acted.entry,
-                FoldProblemKind::MalformedBody,
-                detail,
-            ));
+            self.problems
+                .push(FoldProblem::about(acted.entry, kind, detail));
         }
     }
 
@@ -1411,6 +1412,13 @@ impl OrderBoard {
             after: body.after,
         };
         match self.whole_mut(&order_id) {
+            Ok(Some(order)) if repeats_a_standing_claim(order, &event, identity) => {
+                let detail = format!(
+                    "{} repeats its claim on the same event: it never counts",
+                    acted.author
+                );
+                self.report_as(acted, FoldProblemKind::Refused, detail);
+            }
             Ok(Some(order)) => {
                 order.events.push(event);
                 self.update(&order_id, identity, changes, Folded::Event);
@@ -1686,6 +1694,34 @@ fn fold_alone(order: &mut Order, identity: &Identity) -> Option<OrderView> {
     void(&mut end, event, reason);
     walk.end = end.clone();
     Some(end)
+}
+
+/// Whether `event` is a claim its own log already made following the same chain event, by a
+/// claim that stands as a rival there now (ADR 0016, rule 5). Such a repeat never counts: it
+/// ranks after the earlier one in every race (the same key, so the same tie-break; a later
+/// seq, dated no earlier), and whatever voids the earlier one later (a grant that binds by seq,
+/// an expiry, a seat) voids it too, since a later grant never raises a level. So it is not
+/// kept. Judged only where the event it follows is on the chain as last walked.
+fn repeats_a_standing_claim(order: &Order, event: &Event, identity: &Identity) -> bool {
+    if !matches!(event.kind, EventKind::Claim) || event.made.by_master {
+        return false;
+    }
+    let Some(walk) = order.walk.0.as_deref() else {
+        return false;
+    };
+    let Some(&at) = walk.at.get(&event.after) else {
+        return false;
+    };
+    let step = &walk.steps[at];
+    order.events.iter().any(|earlier| {
+        matches!(earlier.kind, EventKind::Claim)
+            && earlier.after == event.after
+            && earlier.made.key == event.made.key
+            && earlier.made.author == event.made.author
+            && !earlier.made.by_master
+            && earlier.made.seq < event.made.seq
+            && judge(earlier, &order.issue, &step.view, identity, step.floor).is_ok()
+    })
 }
 
 fn push_kept<T>(list: &mut Vec<T>, item: T, keep: usize) {

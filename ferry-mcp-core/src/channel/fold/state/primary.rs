@@ -13,8 +13,12 @@
 //! prove (the latest effective time of the primary's own entries, from its take on, not after
 //! the take's), with the quiet period in force at the take's master position. A seated
 //! Orchestrator signing its own take while the primary posted a second ago takes nothing, on
-//! every machine. An event dated after the reading time does not count before its time: the
-//! fold is given the reading time ([`Leadership::advance`]) and never reads a clock.
+//! every machine. A take also names the primary's last entry its author had folded
+//! ([`TakeBody::primary_seq`]): it is judged no earlier than that entry, and does not count
+//! where that entry has not been folded. An event dated after the reading time does not count
+//! before its time: the fold is given the reading time ([`Leadership::advance`]) and never
+//! reads a clock. A take by an author below Orchestrator at its position can never count (a
+//! later grant never raises that level), so it is reported and not kept.
 //! `primary.standby` records that an agent waits; it changes nothing.
 //!
 //! **A fold step judges one event** (issue 17, finding 8): the last resolve of the chain is
@@ -82,13 +86,19 @@ pub const MAX_BRIEF_LINE: usize = 300;
 /// Decisions kept (the newest).
 const KEPT_DECISIONS: usize = 32;
 
-/// The body of `primary.take`: the chain event it follows.
+/// The body of `primary.take`: the chain event it follows, and what its author had seen of
+/// the primary's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TakeBody {
     pub after: EntryHash,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
+    /// The seq of the last entry of the primary's log (the primary as the chain stands at
+    /// `after`) its author had folded, when someone held the role (ADR 0017, rule 2): the take
+    /// is dated no earlier than that entry, and does not count where it has not been folded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_seq: Option<u64>,
 }
 
 /// The body of `primary.release`: the chain event it follows.
@@ -165,16 +175,23 @@ struct Event {
     made: Made,
     hash: EntryHash,
     after: EntryHash,
+    /// A take's [`TakeBody::primary_seq`].
+    primary_seq: Option<u64>,
 }
 
 /// The effective times of one log's entries from its first take of the role on: what proves
 /// its author active while it was primary. Effective times never go back in a log, so the list
-/// is sorted.
+/// is sorted; each time is kept once, with the first seq dated at it, so the time of any
+/// entry from the first take on is known.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct Activity {
     author: AgentName,
     key: PublicKey,
     times: Vec<Timestamp>,
+    /// For each of `times`, the first seq of the log dated at it.
+    seqs: Vec<u64>,
+    /// The highest seq of the log folded here.
+    last_seq: u64,
 }
 
 impl Activity {
@@ -182,6 +199,17 @@ impl Activity {
     fn latest_by(&self, at: Timestamp) -> Option<Timestamp> {
         let upto = self.times.partition_point(|time| *time <= at);
         upto.checked_sub(1).map(|index| self.times[index])
+    }
+
+    /// The effective time of the log's entry `seq`: `Err` while it is not folded here,
+    /// `Ok(None)` for an entry before the log's first take (dated no later than it, so the
+    /// quiet rule already bounds a take by it).
+    fn time_of(&self, seq: u64) -> Result<Option<Timestamp>, ()> {
+        if seq > self.last_seq {
+            return Err(());
+        }
+        let upto = self.seqs.partition_point(|first| *first <= seq);
+        Ok(upto.checked_sub(1).map(|index| self.times[index]))
     }
 }
 
@@ -227,6 +255,10 @@ pub enum PrimaryVoid {
     /// Dated after the reading time: it does not count before its time.
     #[error("dated in the future ({at_ms} ms)")]
     NotYet { at_ms: u64 },
+    /// A take naming an entry of the primary's log that this machine has not folded: what it
+    /// claims to have seen is not proven here (yet).
+    #[error("it names {primary}'s entry {seq}, not folded here")]
+    Unseen { primary: AgentName, seq: u64 },
 }
 
 impl PrimaryVoid {
@@ -311,13 +343,20 @@ impl Leadership {
     }
 
     fn report(&mut self, acted: &Acted<'_>, detail: String) {
+        self.report_as(acted, FoldProblemKind::MalformedBody, detail);
+    }
+
+    fn report_as(&mut self, acted: &Acted<'_>, kind: FoldProblemKind, detail: String) {
         if self.problems.len() < 100 {
-            self.problems.push(FoldProblem::about(
-                acted.entry,
-                FoldProblemKind::MalformedBody,
-                detail,
-            ));
+            self.problems
+                .push(FoldProblem::about(acted.entry, kind, detail));
         }
+    }
+
+    /// Reports a take that can never count, which is kept nowhere else.
+    fn report_never(&mut self, acted: &Acted<'_>, level: Level) {
+        let detail = format!("a take by {}, a {level}: it never counts", acted.author);
+        self.report_as(acted, FoldProblemKind::Refused, detail);
     }
 
     /// Whether a take (`take`) or a release that `author` is about to write at `now`,
@@ -332,14 +371,21 @@ impl Leadership {
     ) -> Result<(), PrimaryVoid> {
         rules(take, author, self.view.primary.as_ref())?;
         match (take, &self.view.primary) {
-            (true, Some(primary)) => quiet_rule(
-                primary,
-                self.primary_activity(),
-                now,
-                self.quiet_period_at(None),
-            ),
+            (true, Some(primary)) => {
+                let activity = self.primary_activity();
+                let seen = activity.map(|log| log.last_seq);
+                let at = dated_after_seen(primary, activity, seen, now)?;
+                quiet_rule(primary, activity, at, self.quiet_period_at(None))
+            }
             _ => Ok(()),
         }
+    }
+
+    /// The seq of the primary's last entry folded here, while someone holds the role: what a
+    /// take written now names as seen ([`TakeBody::primary_seq`]).
+    pub fn primary_last_seq(&self) -> Option<u64> {
+        self.view.primary.as_ref()?;
+        self.primary_activity().map(|log| log.last_seq)
     }
 
     /// The activity of the primary as the chain stands.
@@ -402,37 +448,47 @@ impl Leadership {
 
     pub fn feed(&mut self, acted: &Acted<'_>, identity: &Identity, changes: &mut Changes) {
         self.as_of = self.as_of.max(acted.arrived);
-        if !acted.by_master {
-            self.note_activity(acted);
-        }
+        let moved = !acted.by_master && self.note_activity(acted);
         match acted.kind() {
             kinds::TAKE | kinds::RELEASE => {
-                let after = if acted.kind() == kinds::TAKE {
-                    TakeBody::deserialize(acted.body()).map(|body| body.after)
+                let parsed = if acted.kind() == kinds::TAKE {
+                    TakeBody::deserialize(acted.body()).map(|body| (body.after, body.primary_seq))
                 } else {
-                    PrimaryReleaseBody::deserialize(acted.body()).map(|body| body.after)
+                    PrimaryReleaseBody::deserialize(acted.body()).map(|body| (body.after, None))
                 };
-                let after = match after {
-                    Ok(after) => after,
+                let (after, primary_seq) = match parsed {
+                    Ok(parsed) => parsed,
                     Err(err) => return self.report(acted, format!("bad {}: {err}", acted.kind())),
                 };
                 if acted.by_master {
                     return self.report(acted, "the master is never primary".into());
                 }
                 let take = acted.kind() == kinds::TAKE;
+                let made = Made::from(acted);
+                if take
+                    && let Some(level) = made.level(identity)
+                    && level < Level::Orchestrator
+                {
+                    // It can never count (ADR 0005, rule 2a: a later grant never raises the
+                    // level an entry was written at), so it is not kept: reported, and gone.
+                    return self.report_never(acted, level);
+                }
                 if take && !self.tracks(acted) {
                     // From its first take on, its log's entries prove its author active.
                     self.activity.push(Activity {
                         author: acted.author.clone(),
                         key: *acted.key,
                         times: vec![acted.time],
+                        seqs: vec![acted.entry.seq()],
+                        last_seq: acted.entry.seq(),
                     });
                 }
                 self.events.push(Event {
                     take,
-                    made: Made::from(acted),
+                    made,
                     hash: *acted.entry.hash(),
                     after,
+                    primary_seq,
                 });
                 if !self.fold_alone(identity, changes) {
                     self.rejudge(identity, changes);
@@ -457,6 +513,12 @@ impl Leadership {
             kinds::BRIEF_SET if !acted.by_master => self.feed_brief(acted, identity, changes),
             kinds::BRIEF_DECIDE if !acted.by_master => self.feed_decision(acted, identity, changes),
             _ => {}
+        }
+        if moved && !matches!(acted.kind(), kinds::TAKE | kinds::RELEASE | kinds::SETTINGS) {
+            // The primary's activity moved under a take already judged (or reached the entry a
+            // take named as seen): the chain is walked again now, so that a machine that
+            // folded the take first ends where one that folded this entry first does.
+            self.rejudge(identity, changes);
         }
     }
 
@@ -536,31 +598,52 @@ impl Leadership {
             .any(|log| log.key == *acted.key && log.author == *acted.author)
     }
 
-    /// Records `acted` as activity of its log, if that log ever took the role.
-    fn note_activity(&mut self, acted: &Acted<'_>) {
+    /// Records `acted` as activity of its log, if that log ever took the role. Says whether a
+    /// take already judged may be judged otherwise now (its primary's activity moved at or
+    /// before it, or the entry it names as seen arrived): the last walk is then forgotten.
+    fn note_activity(&mut self, acted: &Acted<'_>) -> bool {
         let Some(index) = self
             .activity
             .iter()
             .position(|log| log.key == *acted.key && log.author == *acted.author)
         else {
-            return;
+            return false;
         };
+        let seq = acted.entry.seq();
         let log = &mut self.activity[index];
+        let before = log.last_seq;
+        log.last_seq = log.last_seq.max(seq);
         // In log order effective times never go back; a replayed log keeps the list sorted.
         let at = log.times.partition_point(|time| *time <= acted.time);
+        let mut moved = false;
         if at == 0 || log.times[at - 1] != acted.time {
             log.times.insert(at, acted.time);
+            log.seqs.insert(at, seq);
             // A take already judged against this log's activity, dated at or after the new
-            // time, may be judged otherwise now: the next event walks the chain.
+            // time, may be judged otherwise now.
             let judged = self
                 .walk
                 .0
                 .as_ref()
                 .and_then(|walk| walk.quiet_judged.get(&index));
-            if judged.is_some_and(|until| *until >= acted.time) {
-                self.walk = Walk::default();
-            }
+            moved = judged.is_some_and(|until| *until >= acted.time);
+        } else if log.seqs[at - 1] > seq {
+            log.seqs[at - 1] = seq;
         }
+        // A take that named an entry of this log not folded then may count now.
+        let waited = self
+            .walk
+            .0
+            .as_ref()
+            .and_then(|walk| walk.unseen.get(&index))
+            .is_some_and(|named| *named > before && *named <= seq);
+        // A walk not made since the state was read from the kept state remembers nothing of
+        // what was judged: the chain is walked again, once.
+        let forgotten = self.walk.0.is_none() && !self.events.is_empty();
+        if moved || waited {
+            self.walk = Walk::default();
+        }
+        moved || waited || forgotten
     }
 
     /// Folds the event just pushed by itself, when the last walk shows it can change nothing
@@ -601,11 +684,18 @@ impl Leadership {
                 match judge(
                     event.take,
                     &event.made,
+                    event.primary_seq,
                     step.primary.as_ref(),
                     holder,
                     &context,
                 ) {
-                    Err(reason) => reason,
+                    Err(reason) => {
+                        if let (PrimaryVoid::Unseen { seq, .. }, Some(log)) = (&reason, step.holder)
+                        {
+                            note_unseen(&mut walk.unseen, log, *seq);
+                        }
+                        reason
+                    }
                     Ok(()) => {
                         let key = race_key(event, &step.race_input);
                         let date = race::race_date(event.made.time, step.tip_time);
@@ -753,6 +843,9 @@ struct Steps {
     pending: HashSet<EntryHash>,
     /// For each activity log (by index), the latest take judged against it as the primary's.
     quiet_judged: HashMap<usize, Timestamp>,
+    /// For each activity log (by index), the lowest seq a take named as seen that is not
+    /// folded here: the chain is walked again when it arrives.
+    unseen: HashMap<usize, u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -806,6 +899,12 @@ fn race_key(event: &Event, race_input: &[u8; 32]) -> RaceKey {
     )
 }
 
+/// Remembers that a take named entry `seq` of activity log `log`, not folded here.
+fn note_unseen(unseen: &mut HashMap<usize, u64>, log: usize, seq: u64) {
+    let lowest = unseen.entry(log).or_insert(seq);
+    *lowest = (*lowest).min(seq);
+}
+
 /// The voids a view keeps, latest folded last.
 const KEPT_VOID: usize = 8;
 
@@ -834,6 +933,7 @@ struct Context<'a> {
 fn judge(
     take: bool,
     made: &Made,
+    primary_seq: Option<u64>,
     holder: Option<&AgentName>,
     primary: Option<&Activity>,
     context: &Context<'_>,
@@ -858,13 +958,43 @@ fn judge(
         _ => rules(take, &made.author, holder)?,
     }
     match (take, holder) {
-        (true, Some(holder)) => quiet_rule(
-            holder,
-            primary,
-            made.time,
-            quiet_period_at(context.quiet_periods, Some(made.pos)),
-        ),
+        (true, Some(holder)) => {
+            let at = dated_after_seen(holder, primary, primary_seq, made.time)?;
+            if at > context.now {
+                return Err(PrimaryVoid::NotYet {
+                    at_ms: at.as_millis(),
+                });
+            }
+            quiet_rule(
+                holder,
+                primary,
+                at,
+                quiet_period_at(context.quiet_periods, Some(made.pos)),
+            )
+        }
         _ => Ok(()),
+    }
+}
+
+/// The date a take of the role `holder` holds is judged at (ADR 0017, rule 2): its own, or
+/// the time of the primary's entry it names as seen when that is later (an entry is never
+/// dated before what it names). A named entry not folded here leaves the take uncounted:
+/// what it claims to have seen is not proven yet.
+fn dated_after_seen(
+    holder: &AgentName,
+    primary: Option<&Activity>,
+    primary_seq: Option<u64>,
+    at: Timestamp,
+) -> Result<Timestamp, PrimaryVoid> {
+    let (Some(seq), Some(log)) = (primary_seq, primary) else {
+        return Ok(at);
+    };
+    match log.time_of(seq) {
+        Ok(named) => Ok(named.map_or(at, |named| named.max(at))),
+        Err(()) => Err(PrimaryVoid::Unseen {
+            primary: holder.clone(),
+            seq,
+        }),
     }
 }
 
@@ -970,12 +1100,16 @@ fn resolve(events: &[Event], context: &Context<'_>) -> (PrimaryView, Option<Time
             match judge(
                 event.take,
                 &event.made,
+                event.primary_seq,
                 view.primary.as_ref(),
                 activity,
                 context,
             ) {
                 Ok(()) => valid.push((race_key(event, &race_input), index)),
                 Err(reason) => {
+                    if let (PrimaryVoid::Unseen { seq, .. }, Some(log)) = (&reason, holder) {
+                        note_unseen(&mut walk.unseen, log, *seq);
+                    }
                     decided[index] = true;
                     voids.push((index, reason));
                 }
