@@ -5,7 +5,7 @@
 use ferry_mcp_core::channel::fold::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::orders::{
-    ClaimOutcome, ListRequest, OrderDetail, OrdersError, RunVia, SubmitRequest,
+    ClaimOutcome, ClaimResult, ListRequest, OrderDetail, OrdersError, RunVia, SubmitRequest,
 };
 use ferry_mcp_core::guard;
 use ferry_mcp_core::port::{Channel, HeavyQueue};
@@ -141,7 +141,8 @@ pub struct OrdersOut {
     #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
     pub state: Option<OrderState>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
+    #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
+    pub outcome: Option<ClaimResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,7 +223,7 @@ fn run(
             ClaimOutcome::Claimed { id, state } => hinted(
                 OrdersOut {
                     id: Some(id.clone()),
-                    outcome: Some("claimed".into()),
+                    outcome: Some(ClaimResult::Claimed),
                     state: Some(state),
                     ..OrdersOut::default()
                 },
@@ -232,7 +233,7 @@ fn run(
             ClaimOutcome::LostRace { id, holder } => hinted(
                 OrdersOut {
                     id: Some(id.clone()),
-                    outcome: Some("lost_race".into()),
+                    outcome: Some(ClaimResult::LostRace),
                     holder: Some(holder.to_string()),
                     ..OrdersOut::default()
                 },
