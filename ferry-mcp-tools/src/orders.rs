@@ -571,21 +571,21 @@ impl ResourceKind for OrderBodies {
         uri: &ResourceUri,
         cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
-        let now = cx.now;
-        let channel = cx
-            .channel
-            .channel(now)
-            .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
-        match channel.order_body(uri.id(), now) {
-            Ok(text) => Ok(ResourceText {
-                mime_type: ORDER_TEMPLATE.mime_type,
-                text: guard::redact(&text).text.into_owned(),
-            }),
-            Err(OrdersError::UnknownOrder(_) | OrdersError::Ops(OpsError::BadId(_))) => {
-                Err(ResourceError::NotFound)
-            }
-            Err(err) => Err(ResourceError::Unreadable(err.to_string())),
-        }
+        facade::read_resource(
+            uri,
+            cx,
+            ORDER_TEMPLATE.mime_type,
+            |channel, id, now| {
+                let text = channel.order_body(id, now)?;
+                Ok(guard::redact(&text).text.into_owned())
+            },
+            |err| {
+                matches!(
+                    err,
+                    OrdersError::UnknownOrder(_) | OrdersError::Ops(OpsError::BadId(_))
+                )
+            },
+        )
     }
 }
 
