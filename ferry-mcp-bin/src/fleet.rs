@@ -181,17 +181,25 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
         }
         PrimaryCommand::Takeover { acting } => with_session(&acting, |session| {
             let outcome = primary::takeover(session, now)?;
-            let text = match &outcome {
-                Takeover::TookOver { from: Some(from) } => {
-                    format!("you are primary, taking over from {from} (the fleet was told)")
-                }
-                Takeover::TookOver { from: None } => "you are primary".to_owned(),
-                Takeover::AlreadyPrimary => "you are primary already".to_owned(),
-                Takeover::LostRace { primary } => {
-                    format!("{primary} took over first: its takeover won the race")
-                }
-            };
-            Ok((text, serde_json::to_value(&outcome)?))
+            let result = outcome.result();
+            Ok(match outcome {
+                Takeover::TookOver { from: Some(from) } => (
+                    format!("you are primary, taking over from {from} (the fleet was told)"),
+                    json!({"outcome": result, "from": from}),
+                ),
+                Takeover::TookOver { from: None } => (
+                    "you are primary".to_owned(),
+                    json!({"outcome": result, "from": null}),
+                ),
+                Takeover::AlreadyPrimary => (
+                    "you are primary already".to_owned(),
+                    json!({"outcome": result}),
+                ),
+                Takeover::LostRace { primary } => (
+                    format!("{primary} took over first: its takeover won the race"),
+                    json!({"outcome": result, "primary": primary}),
+                ),
+            })
         }),
         PrimaryCommand::Release { acting } => with_session(&acting, |session| {
             primary::release(session, now)?;

@@ -326,14 +326,16 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             })
         }
         OrderCommand::Claim { id, acting } => with_session(&acting, |session| {
-            Ok(match ops::claim(session, &id, now)? {
+            let outcome = ops::claim(session, &id, now)?;
+            let result = outcome.result();
+            Ok(match outcome {
                 ClaimOutcome::Claimed { id, .. } => (
                     format!("claimed {id}"),
-                    json!({"id": id, "outcome": "claimed"}),
+                    json!({"id": id, "outcome": result}),
                 ),
                 ClaimOutcome::LostRace { id, holder } => (
                     format!("{id} went to {holder}, whose claim won the race"),
-                    json!({"id": id, "outcome": "lost_race", "holder": holder}),
+                    json!({"id": id, "outcome": result, "holder": holder}),
                 ),
             })
         }),

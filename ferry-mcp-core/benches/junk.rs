@@ -83,7 +83,7 @@ fn junk(shape: Shape, lines: u64) -> TempChannel {
     )
     .expect("an order");
     let id = order.parse().expect("an id");
-    let issue = master.order(&id).expect("issued").issue.hash;
+    let issue = master.order(&id).unwrap().expect("issued").issue.hash;
     let seen = master.identity().master_position();
     drop(master);
     let (signer, key) = match shape.seated() {

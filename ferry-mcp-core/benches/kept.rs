@@ -113,7 +113,7 @@ fn main() {
     let count = listed.rows.len();
     drop(listed);
     let mut read = 0;
-    for order in view.board_whole().iter() {
+    for order in view.board_whole().unwrap().iter() {
         read += black_box(order.whole().unwrap()).view().revision as u64;
     }
     black_box(read);

@@ -243,7 +243,7 @@ fn prepared(history: usize, marker: Marker) -> Prepared {
     }
     let warm = read(&mut session, now);
     assert!(warm.messages.is_empty(), "the history is all read");
-    assert_eq!(session.talk().len(), history);
+    assert_eq!(session.talk().unwrap().len(), history);
     session.save().expect("the warm state saved");
     drop(session);
 
@@ -310,7 +310,7 @@ impl Prepared {
         // start-up bench's first call measures that).
         session.watch_channel();
         session.refresh(self.now);
-        black_box(session.talk());
+        black_box(session.talk().unwrap());
         for (path, lines) in &self.news {
             append(path, lines);
         }

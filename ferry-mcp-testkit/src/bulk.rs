@@ -986,7 +986,7 @@ mod tests {
     }
 
     fn assert_clean(session: &mut Session) {
-        assert_eq!(session.whole_state().problems(), Vec::new());
+        assert_eq!(session.whole_state().problems().unwrap(), Vec::new());
         assert_eq!(session.integrity_problems(), (&[][..], 0));
         assert!(session.local_problems().is_empty());
     }
@@ -999,7 +999,7 @@ mod tests {
         let mut session = busy.view();
         assert_clean(&mut session);
         assert_eq!(session.state().counter(), 200);
-        let board = session.board_whole();
+        let board = session.board_whole().unwrap();
         let wholes: Vec<_> = board.iter().map(|o| o.whole().unwrap()).collect();
         assert_eq!(board.len(), 49);
         let open = wholes.iter().filter(|o| !o.view().state.is_done()).count();
@@ -1143,12 +1143,13 @@ mod tests {
         let views = |state: &ChannelState| {
             state
                 .orders()
+                .unwrap()
                 .iter()
                 .map(|order| (order.id().clone(), order.whole().unwrap().view().clone()))
                 .collect::<Vec<_>>()
         };
         assert_eq!(views(&state), views(session.state()));
-        assert_eq!(state.problems(), Vec::new());
+        assert_eq!(state.problems().unwrap(), Vec::new());
     }
 
     #[test]
@@ -1164,6 +1165,7 @@ mod tests {
         let mut session = busy.agent_session(member.as_str());
         let open = session
             .board_whole()
+            .unwrap()
             .iter()
             .map(|o| o.whole().unwrap())
             .find(|o| o.view().state == OrderState::Open && o.issue.to.is_none())
@@ -1188,7 +1190,7 @@ mod tests {
         let mut session = bulk.warm();
         assert_clean(&mut session);
         assert_eq!(session.state().counter(), 1_030);
-        assert_eq!(session.board().len() as u64, bulk.orders());
+        assert_eq!(session.board().unwrap().len() as u64, bulk.orders());
         let seated = session
             .identity()
             .names()

@@ -1,12 +1,54 @@
 //! Entries written as another client (or a folder writer) would write them: signed and
-//! well-formed, but never shown to the guard. The tests that check every read masks a secret
-//! plant it with these, because the operations now refuse it on the way in.
+//! well-formed, but never shown to the guard nor to an operation's checks. The tests that
+//! check every read masks a secret plant it with these, because the operations now refuse it
+//! on the way in; the attack tests plant what a seated agent signing whatever it likes with
+//! its own key (or a former master's key) would write.
 
+use std::path::Path;
+
+use serde_json::Value;
+
+use ferry_mcp_core::channel::fold::identity::{GrantBody, Identity};
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::fold::levels::Operation;
 use ferry_mcp_core::channel::fold::state::orders::{Hints, IssueBody, MAX_INLINE_BODY};
 use ferry_mcp_core::channel::fold::state::talk::{MAX_INLINE_TEXT, PostBody};
+use ferry_mcp_core::channel::log::entry::VerifiedEntry;
+use ferry_mcp_core::channel::log::keys::{PublicKey, SecretKey};
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::log::store::Channel;
 use ferry_mcp_core::channel::session::Session;
 use ferry_mcp_core::time::Timestamp;
+
+/// Appends an entry of `kind` with `body`, dated `at`, to the log of `author` signed by `key`
+/// in the channel at `channel_dir`, past every check an operation makes (levels, the folds'
+/// judgement, the guard): its chain continues from the log's verified tip, as any client's
+/// would. Returns the entry.
+pub fn raw(
+    channel_dir: &Path,
+    author: &AgentName,
+    key: &SecretKey,
+    kind: &str,
+    body: Value,
+    at: Timestamp,
+) -> VerifiedEntry {
+    let channel = Channel::open(channel_dir).unwrap();
+    let mut writer = channel.writer(author, key).unwrap();
+    writer.append(kind, body, at).unwrap()
+}
+
+/// The body of a grant of `level` to `agent`'s roster `key`: unscoped, never expiring and
+/// taking nothing away (what most planted grants say).
+pub fn grant(agent: AgentName, key: PublicKey, level: Level) -> Value {
+    Identity::grant_body(&GrantBody {
+        agent,
+        key,
+        level,
+        scopes: Vec::new(),
+        expires: None,
+        after_seq: None,
+    })
+}
 
 /// A `talk.post` of `text` to `to` by the session's actor; returns the message's id.
 pub fn post(session: &mut Session, to: &str, text: &str, now: Timestamp) -> String {

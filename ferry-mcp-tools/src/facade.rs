@@ -9,9 +9,10 @@
 use ferry_mcp_core::channel::fold::levels::Refusal;
 use ferry_mcp_core::channel::ops::{OperationError, OpsError};
 use ferry_mcp_core::port::{Channel, Unavailable};
+use ferry_mcp_core::shape::ResourceUri;
 use ferry_mcp_core::shape::{MAX_STRUCTURED_CHARS, TRUNCATION_FIELDS_CHARS, ToolOutcome};
 use ferry_mcp_core::time::Timestamp;
-use ferry_mcp_core::tool::CallContext;
+use ferry_mcp_core::tool::{CallContext, ReadContext, ResourceError, ResourceText};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -45,6 +46,27 @@ pub(crate) fn start<'a, T: DeserializeOwned>(
 }
 
 /// The tool error of a channel that cannot be reached.
+/// Reads the text a resource URI names through the channel, the one way every resource kind
+/// reads: an id that names nothing (`not_found`) is not found, any other failure unreadable.
+pub(crate) fn read_resource<E: std::error::Error>(
+    uri: &ResourceUri,
+    cx: &mut ReadContext<'_>,
+    mime_type: &'static str,
+    read: impl FnOnce(&mut dyn Channel, &str, Timestamp) -> Result<String, E>,
+    not_found: impl Fn(&E) -> bool,
+) -> Result<ResourceText, ResourceError> {
+    let now = cx.now;
+    let channel = cx
+        .channel
+        .channel(now)
+        .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
+    match read(channel, uri.id(), now) {
+        Ok(text) => Ok(ResourceText { mime_type, text }),
+        Err(err) if not_found(&err) => Err(ResourceError::NotFound),
+        Err(err) => Err(ResourceError::Unreadable(err.to_string())),
+    }
+}
+
 pub(crate) fn unavailable(err: &Unavailable) -> ToolOutcome {
     ToolOutcome::error(format!("{}: {err}", err.code()))
 }

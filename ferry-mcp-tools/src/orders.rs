@@ -5,7 +5,7 @@
 use ferry_mcp_core::channel::fold::state::orders::{OrderState, Verdict};
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::ops::orders::{
-    ClaimOutcome, ListRequest, OrderDetail, OrdersError, RunVia, SubmitRequest,
+    ClaimOutcome, ClaimResult, ListRequest, OrderDetail, OrdersError, RunVia, SubmitRequest,
 };
 use ferry_mcp_core::guard;
 use ferry_mcp_core::port::{Channel, HeavyQueue};
@@ -141,7 +141,8 @@ pub struct OrdersOut {
     #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
     pub state: Option<OrderState>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
+    #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
+    pub outcome: Option<ClaimResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,7 +223,7 @@ fn run(
             ClaimOutcome::Claimed { id, state } => hinted(
                 OrdersOut {
                     id: Some(id.clone()),
-                    outcome: Some("claimed".into()),
+                    outcome: Some(ClaimResult::Claimed),
                     state: Some(state),
                     ..OrdersOut::default()
                 },
@@ -232,7 +233,7 @@ fn run(
             ClaimOutcome::LostRace { id, holder } => hinted(
                 OrdersOut {
                     id: Some(id.clone()),
-                    outcome: Some("lost_race".into()),
+                    outcome: Some(ClaimResult::LostRace),
                     holder: Some(holder.to_string()),
                     ..OrdersOut::default()
                 },
@@ -570,21 +571,21 @@ impl ResourceKind for OrderBodies {
         uri: &ResourceUri,
         cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
-        let now = cx.now;
-        let channel = cx
-            .channel
-            .channel(now)
-            .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
-        match channel.order_body(uri.id(), now) {
-            Ok(text) => Ok(ResourceText {
-                mime_type: ORDER_TEMPLATE.mime_type,
-                text: guard::redact(&text).text.into_owned(),
-            }),
-            Err(OrdersError::UnknownOrder(_) | OrdersError::Ops(OpsError::BadId(_))) => {
-                Err(ResourceError::NotFound)
-            }
-            Err(err) => Err(ResourceError::Unreadable(err.to_string())),
-        }
+        facade::read_resource(
+            uri,
+            cx,
+            ORDER_TEMPLATE.mime_type,
+            |channel, id, now| {
+                let text = channel.order_body(id, now)?;
+                Ok(guard::redact(&text).text.into_owned())
+            },
+            |err| {
+                matches!(
+                    err,
+                    OrdersError::UnknownOrder(_) | OrdersError::Ops(OpsError::BadId(_))
+                )
+            },
+        )
     }
 }
 

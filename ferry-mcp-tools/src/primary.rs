@@ -2,7 +2,7 @@
 //! about it: stand by, take over (an Orchestrator, only when the primary is silent), or hand
 //! the role back.
 
-use ferry_mcp_core::channel::ops::primary::{PrimaryStatus, Takeover};
+use ferry_mcp_core::channel::ops::primary::{Liveness, PrimaryStatus, Takeover, TakeoverResult};
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
 use serde::{Deserialize, Serialize};
@@ -32,12 +32,14 @@ pub struct PrimaryOut {
     pub age_s: Option<u64>,
     /// `alive`, `quiet` or `silent`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
+    pub state: Option<Liveness>,
     /// What the caller may do now.
     pub rule: String,
     /// For a takeover: `took_over`, `already_primary` or `lost_race`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<String>,
+    #[cfg_attr(feature = "schemas", schemars(with = "Option<String>"))]
+    pub outcome: Option<TakeoverResult>,
 }
 
 pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
@@ -55,13 +57,13 @@ pub(crate) static DEFINITION: ToolDefinition = ToolDefinition {
 #[derive(Debug)]
 pub struct FerryPrimary;
 
-fn out(status: &PrimaryStatus, outcome: Option<&str>) -> PrimaryOut {
+fn out(status: &PrimaryStatus, outcome: Option<TakeoverResult>) -> PrimaryOut {
     PrimaryOut {
         primary: status.primary.as_ref().map(ToString::to_string),
         age_s: status.age_s,
-        state: status.state.map(|state| state.as_str().to_owned()),
+        state: status.state,
         rule: status.rule.clone(),
-        outcome: outcome.map(str::to_owned),
+        outcome,
     }
 }
 
@@ -89,9 +91,10 @@ impl Tool for FerryPrimary {
                 .map(|status| (out(&status, None), "released the primary's role".to_owned())),
             PrimaryArgs::Takeover => channel.takeover(now).and_then(|outcome| {
                 let status = channel.primary_status(now)?;
+                let answer = out(&status, Some(outcome.result()));
                 Ok(match outcome {
                     Takeover::TookOver { from } => (
-                        out(&status, Some("took_over")),
+                        answer,
                         match from {
                             Some(from) => format!(
                                 "you are primary, taking over from {from} (the fleet was told); call ferry_catchup"
@@ -100,11 +103,11 @@ impl Tool for FerryPrimary {
                         },
                     ),
                     Takeover::AlreadyPrimary => (
-                        out(&status, Some("already_primary")),
+                        answer,
                         "you are primary already".to_owned(),
                     ),
                     Takeover::LostRace { primary } => (
-                        out(&status, Some("lost_race")),
+                        answer,
                         format!("{primary} took over first (its takeover won the race): standby"),
                     ),
                 })

@@ -263,20 +263,17 @@ impl ResourceKind for MessageBodies {
         uri: &ResourceUri,
         cx: &mut ReadContext<'_>,
     ) -> Result<ResourceText, ResourceError> {
-        let now = cx.now;
-        let channel = cx
-            .channel
-            .channel(now)
-            .map_err(|err| ResourceError::Unreadable(err.to_string()))?;
-        match channel.message_text(uri.id(), now) {
-            Ok(text) => Ok(ResourceText {
-                mime_type: MSG_TEMPLATE.mime_type,
-                text,
-            }),
-            Err(TalkError::UnknownMessage(_) | TalkError::Ops(OpsError::BadId(_))) => {
-                Err(ResourceError::NotFound)
-            }
-            Err(err) => Err(ResourceError::Unreadable(err.to_string())),
-        }
+        facade::read_resource(
+            uri,
+            cx,
+            MSG_TEMPLATE.mime_type,
+            |channel, id, now| channel.message_text(id, now),
+            |err| {
+                matches!(
+                    err,
+                    TalkError::UnknownMessage(_) | TalkError::Ops(OpsError::BadId(_))
+                )
+            },
+        )
     }
 }

@@ -20,7 +20,7 @@ use crate::channel::fold::body::EntryBody;
 use crate::channel::fold::checkpoint;
 use crate::channel::fold::identity::{AcceptBody, Identity, MasterEntry, MasterPos};
 use crate::channel::fold::levels::{self, Level, LocalKey, Operation, Request};
-use crate::channel::fold::state::{self, ChannelState, EntryId, SEEN_FIELD, Sections};
+use crate::channel::fold::state::{self, ChannelState, EntryId, NotPaged, SEEN_FIELD, Sections};
 use crate::channel::log::entry::VerifiedEntry;
 use crate::channel::log::keys::{PublicKey, SecretKey};
 use crate::channel::log::names::{AgentName, ProjectId};
@@ -28,10 +28,20 @@ use crate::channel::log::reader::{Cleared, IntegrityProblem, LogId, Prelook, Rea
 use crate::channel::log::stamp::FileStamp;
 use crate::channel::log::store::{Channel, LogWriter};
 use crate::channel::machine::home::{Home, HomeError, KeyHolder, PinOutcome};
-use crate::channel::machine::kept::{Kept, KeptRef, Loaded, Pinned, Store};
 use crate::guard::{self, TextUse};
 use crate::port::{self, ChannelAccess, HeavyQueue, Unavailable};
 use crate::time::Timestamp;
+use kept::{Kept, KeptRef, Loaded, Pinned, Store};
+
+// The kept state lives in the machine layer's folder (`machine/kept/`) but is a module of the
+// session's: the session owns the store and pages, so nothing else (the folds least of all) can
+// name it, by visibility. Tests that attack the store reach it through the `internals` feature.
+#[cfg(not(feature = "internals"))]
+#[path = "machine/kept/mod.rs"]
+mod kept;
+#[cfg(feature = "internals")]
+#[path = "machine/kept/mod.rs"]
+pub mod kept;
 
 /// At most this many integrity problems are kept; more are counted.
 const MAX_KEPT_PROBLEMS: usize = 1_000;
@@ -588,14 +598,16 @@ impl Session {
         &self.state
     }
 
-    /// The order board, loaded first if it is still in the kept state.
-    pub fn board(&mut self) -> &crate::channel::fold::state::OrderBoard {
+    /// The order board, loaded first if it is still in the kept state (a row that does not
+    /// read is reported and everything folded again, so [`NotPaged`] would be a bug of the
+    /// paging, answered as an error).
+    pub fn board(&mut self) -> Result<&crate::channel::fold::state::OrderBoard, NotPaged> {
         let now = self.loaded_at();
         self.load(Sections::BOARD, now).orders()
     }
 
-    /// Talk, loaded first if it is still in the kept state.
-    pub fn talk(&mut self) -> &crate::channel::fold::state::Talk {
+    /// Talk, loaded first if it is still in the kept state (see [`Session::board`]).
+    pub fn talk(&mut self) -> Result<&crate::channel::fold::state::Talk, NotPaged> {
         let now = self.loaded_at();
         self.load(Sections::TALK, now).talk()
     }
@@ -603,9 +615,12 @@ impl Session {
     /// The order `id` if it counts, its whole paged in from its record if it is not in
     /// memory (with the board, if that is not loaded yet). A record that does not read is
     /// reported and everything folded again from the channel.
-    pub fn order(&mut self, id: &EntryId) -> Option<&crate::channel::fold::state::orders::Order> {
+    pub fn order(
+        &mut self,
+        id: &EntryId,
+    ) -> Result<Option<&crate::channel::fold::state::orders::Order>, NotPaged> {
         self.page_order(id);
-        self.state.orders().get(id)?.whole()
+        Ok(self.state.orders()?.get(id).and_then(|order| order.whole()))
     }
 
     /// Pages in the order `id` whole (and the board) if they are not in memory, so that
@@ -628,7 +643,7 @@ impl Session {
     /// The order board with every order whole paged in (a walk of the whole board: tests,
     /// tools that show every order). A record that does not read is reported and everything
     /// folded again from the channel.
-    pub fn board_whole(&mut self) -> &crate::channel::fold::state::OrderBoard {
+    pub fn board_whole(&mut self) -> Result<&crate::channel::fold::state::OrderBoard, NotPaged> {
         let now = self.loaded_at();
         self.load(Sections::BOARD, now);
         let ids = self.state.orders_not_resident();
@@ -1130,23 +1145,27 @@ impl Session {
 
     /// The latest message `author` sent that counts, with its time, for
     /// [`Session::guard_seam`]. Read from the talk fold, so no order record is paged in.
-    pub fn last_post_of(&mut self, author: &AgentName) -> Option<(Timestamp, String)> {
-        self.talk();
-        self.state
-            .talk()
-            .sent_by(author, self.state.identity())
+    pub fn last_post_of(
+        &mut self,
+        author: &AgentName,
+    ) -> Result<Option<(Timestamp, String)>, NotPaged> {
+        let now = self.loaded_at();
+        let state = self.load(Sections::TALK, now);
+        Ok(state
+            .talk()?
+            .sent_by(author, state.identity())
             .next()
-            .map(|message| (message.time, message.text.clone()))
+            .map(|message| (message.time, message.text.clone())))
     }
 
     /// What `author` sent last, oldest first, for [`Session::guard_seam`] before a summary
     /// (whose hand-in reads the board anyway): its latest message that counts and its latest
     /// progress line on an order it holds. Only the orders it holds are paged in: an agent
     /// holds a few. A post does not use it: a post never reads the board.
-    pub fn last_texts_of(&mut self, author: &AgentName) -> Vec<String> {
-        let mut last: Vec<(Timestamp, String)> = self.last_post_of(author).into_iter().collect();
+    pub fn last_texts_of(&mut self, author: &AgentName) -> Result<Vec<String>, NotPaged> {
+        let mut last: Vec<(Timestamp, String)> = self.last_post_of(author)?.into_iter().collect();
         let held: Vec<EntryId> = self
-            .board()
+            .board()?
             .of_agent(author)
             .filter(|order| order.brief().holder.as_ref() == Some(author))
             .map(|order| order.id().clone())
@@ -1154,7 +1173,7 @@ impl Session {
         let mut line: Option<(Timestamp, String)> = None;
         for id in &held {
             if let Some(progress) = self
-                .order(id)
+                .order(id)?
                 .and_then(|order| order.view().progress.as_ref())
                 .filter(|progress| &progress.by == author)
                 && line.as_ref().is_none_or(|(time, _)| progress.time > *time)
@@ -1164,7 +1183,7 @@ impl Session {
         }
         last.extend(line);
         last.sort_by_key(|(time, _)| *time);
-        last.into_iter().map(|(_, text)| text).collect()
+        Ok(last.into_iter().map(|(_, text)| text).collect())
     }
 
     /// The short id of an entry this session folded (ADR 0007).
@@ -1431,10 +1450,10 @@ impl LazySession {
     /// Whether the open session's board holds more orders whole than the policy allows.
     fn holds_many_orders_whole(&self) -> bool {
         match &self.slot {
-            Slot::Open(session) => {
-                session.state().orders_loaded()
-                    && session.state().orders().resident() > self.policy.resident_orders
-            }
+            Slot::Open(session) => session
+                .state()
+                .orders()
+                .is_ok_and(|board| board.resident() > self.policy.resident_orders),
             _ => false,
         }
     }

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::fold::identity::{FoldProblemKind, GrantBody, Identity, kinds};
+use ferry_mcp_core::channel::fold::identity::{FoldProblemKind, kinds};
 use ferry_mcp_core::channel::fold::levels::{Level, Operation};
 use ferry_mcp_core::channel::log::entry::VerifiedEntry;
 use ferry_mcp_core::channel::log::keys::SecretKey;
@@ -18,7 +18,7 @@ use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::project::ProjectError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, OpsError};
 use ferry_mcp_core::channel::session::{Actor, Session};
-use ferry_mcp_testkit::plant::Note;
+use ferry_mcp_testkit::plant::{self, Note};
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 
@@ -136,9 +136,7 @@ fn note(session: &mut Session, temp: &TempChannel, n: u64) -> VerifiedEntry {
 
 /// Writes an entry as `author` with `key`, bypassing every check `ops` makes.
 fn write_raw(temp: &TempChannel, author: &AgentName, key: &SecretKey, kind: &str, body: Value) {
-    let channel = Channel::open(temp.channel_dir()).unwrap();
-    let mut writer = channel.writer(author, key).unwrap();
-    writer.append(kind, body, temp.now()).unwrap();
+    plant::raw(temp.channel_dir(), author, key, kind, body, temp.now());
 }
 
 // ---- 1. rollbacks on a machine that verified ----
@@ -296,14 +294,11 @@ fn a_genesis_rewritten_with_crlf_keeps_the_witness_so_a_former_master_s_new_gran
         &AgentName::master(),
         &old_master,
         kinds::GRANT,
-        Identity::grant_body(&GrantBody {
-            agent: name("fang"),
-            key: agent_key(&temp, "fang").public_key(),
-            level: Level::Orchestrator,
-            scopes: Vec::new(),
-            expires: None,
-            after_seq: None,
-        }),
+        plant::grant(
+            name("fang"),
+            agent_key(&temp, "fang").public_key(),
+            Level::Orchestrator,
+        ),
     );
 
     // A machine that never saw the handover takes the former master for the master.
@@ -499,14 +494,11 @@ fn deleting_a_handover_line_moves_mastership_back_on_no_machine_that_saw_the_new
         &AgentName::master(),
         &old_master,
         kinds::GRANT,
-        Identity::grant_body(&GrantBody {
-            agent: name("fang"),
-            key: agent_key(&temp, "fang").public_key(),
-            level: Level::Orchestrator,
-            scopes: Vec::new(),
-            expires: None,
-            after_seq: None,
-        }),
+        plant::grant(
+            name("fang"),
+            agent_key(&temp, "fang").public_key(),
+            Level::Orchestrator,
+        ),
     );
     let third = other_machine(&temp, "third");
     let there = open(&third, &temp, Actor::Observer);
@@ -564,6 +556,7 @@ fn order_views(
 )> {
     session
         .board_whole()
+        .unwrap()
         .iter()
         .map(|order| {
             (
@@ -673,8 +666,8 @@ fn folding_the_kept_state_plus_new_entries_equals_folding_everything() {
     assert_eq!(kept.identity(), everything.identity());
     assert_eq!(order_views(&mut kept), order_views(&mut everything));
     assert_eq!(
-        kept.whole_state().problems(),
-        everything.whole_state().problems()
+        kept.whole_state().problems().unwrap(),
+        everything.whole_state().problems().unwrap()
     );
     assert_eq!(kept.integrity_problems(), everything.integrity_problems());
     // The scenario reached what it compares.
@@ -734,7 +727,7 @@ fn a_new_master_s_entries_read_with_the_handover_are_folded_once() {
 
     let mut kept = open(&watcher, &temp, Actor::Observer);
     let mut everything = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(everything.board().len(), 1);
+    assert_eq!(everything.board().unwrap().len(), 1);
     assert_eq!(
         order_views(&mut kept),
         order_views(&mut everything),
@@ -758,14 +751,7 @@ fn foreign_verified_state(temp: &TempChannel) -> Vec<u8> {
     let mut writer = channel.writer(&name("fang"), &fang).unwrap();
     writer.append(kinds::ROSTER_JOIN, json!({}), later).unwrap();
     let mut writer = channel.writer(&AgentName::master(), &master).unwrap();
-    let body = Identity::grant_body(&GrantBody {
-        agent: name("fang"),
-        key: fang.public_key(),
-        level: Level::Orchestrator,
-        scopes: Vec::new(),
-        expires: None,
-        after_seq: None,
-    });
+    let body = plant::grant(name("fang"), fang.public_key(), Level::Orchestrator);
     for _ in 0..3 {
         // More master entries than `temp` has: nothing of `temp`'s would be read again.
         writer.append(kinds::GRANT, body.clone(), later).unwrap();
@@ -893,7 +879,7 @@ fn a_stale_verified_state_is_reported_and_rebuilt_never_trusted() {
     let forged = forged_verified_state(&temp);
     let path = temp.root().join("stale.db");
     fs::write(&path, &forged).unwrap();
-    let format = ferry_mcp_core::channel::machine::kept::FORMAT;
+    let format = ferry_mcp_core::channel::session::kept::FORMAT;
     tamper(
         &path,
         &format!(
@@ -943,16 +929,22 @@ fn deleting_the_verified_state_costs_only_time() {
     );
     assert_eq!(order_views(&mut after), order_views(&mut before));
     assert_eq!(
-        after.whole_state().problems(),
-        before.whole_state().problems()
+        after.whole_state().problems().unwrap(),
+        before.whole_state().problems().unwrap()
     );
-    assert!(after.board().get(&order.parse().unwrap()).is_some());
+    assert!(
+        after
+            .board()
+            .unwrap()
+            .get(&order.parse().unwrap())
+            .is_some()
+    );
 }
 
 #[test]
 fn a_rich_verified_state_reads_back_as_it_was_written() {
     use ferry_mcp_core::channel::fold::state::Sections;
-    use ferry_mcp_core::channel::machine::kept::{self, Kept, Loaded, Store};
+    use ferry_mcp_core::channel::session::kept::{self, Kept, Loaded, Store};
     // Everything the state can hold: grants with scopes and expiry, a handover, a void
     // grant, orders at every step, hand-ins, blobs, fold and integrity problems.
     let temp = TempChannel::with_each_level();
@@ -1021,7 +1013,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
     // Folded from the channel here and now, never loaded: a state that lost a field on its way
     // through the file must not be what is compared.
     let session = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert!(!problems.is_empty() && !session.state().problems().is_empty());
+    assert!(!problems.is_empty() && !session.state().problems().unwrap().is_empty());
     let mut kept = Kept {
         genesis: [7; 32],
         channel: [7; 32],
@@ -1036,7 +1028,10 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
             changed: vec![name("member")],
         }),
     };
-    assert!(!kept.state.orders().is_empty(), "the rich state has orders");
+    assert!(
+        !kept.state.orders().unwrap().is_empty(),
+        "the rich state has orders"
+    );
     let path = temp.root().join("roundtrip.db");
     Store::open(&path).unwrap().0.write(&mut kept).unwrap();
     let bytes = kept::encode(&kept).unwrap();
@@ -1064,7 +1059,7 @@ fn a_rich_verified_state_reads_back_as_it_was_written() {
 #[test]
 fn a_kept_log_read_to_its_end_or_rolled_back_reads_back_as_it_was() {
     use ferry_mcp_core::channel::fold::state::Sections;
-    use ferry_mcp_core::channel::machine::kept::{self, Kept, Loaded, Store};
+    use ferry_mcp_core::channel::session::kept::{self, Kept, Loaded, Store};
     let temp = TempChannel::builder()
         .agent("fang", Level::Member)
         .agent("scout", Level::Member)
@@ -1455,14 +1450,11 @@ fn a_former_master_s_entry_in_place_of_its_handover_line_does_not_count() {
         &AgentName::master(),
         &old_master,
         kinds::GRANT,
-        Identity::grant_body(&GrantBody {
-            agent: name("bolt"),
-            key: agent_key(&temp, "bolt").public_key(),
-            level: Level::Orchestrator,
-            scopes: Vec::new(),
-            expires: None,
-            after_seq: None,
-        }),
+        plant::grant(
+            name("bolt"),
+            agent_key(&temp, "bolt").public_key(),
+            Level::Orchestrator,
+        ),
     );
 
     let fresh = other_machine(&temp, "fresh");
@@ -1993,7 +1985,7 @@ fn a_warm_open_that_needs_no_order_reads_no_order_board() {
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(order_views(&mut view), order_views(&mut fresh));
     assert!(view.state().orders_loaded());
-    assert!(view.board().get(&order.parse().unwrap()).is_some());
+    assert!(view.board().unwrap().get(&order.parse().unwrap()).is_some());
     assert_eq!(view.local_problems(), &[] as &[String]);
 }
 
@@ -2011,7 +2003,7 @@ fn a_corrupt_order_board_row_is_reported_and_rebuilt_from_the_channel() {
     let mut view = temp.view();
     // The row's digest is checked when the row is read: when the board is first needed.
     assert_eq!(view.local_problems(), &[] as &[String]);
-    view.board();
+    view.board().unwrap();
     let local = view.local_problems().to_vec();
     assert_eq!(local.len(), 1, "{local:?}");
     assert!(local[0].contains("board row does not match"), "{local:?}");
@@ -2042,7 +2034,7 @@ fn a_kept_row_missing_refuses_the_whole_state() {
     );
     assert!(view.local_problems()[0].contains("missing"));
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
-    assert_eq!(view.talk(), fresh.talk());
+    assert_eq!(view.talk().unwrap(), fresh.talk().unwrap());
     assert_eq!(
         view.whole_state().identity(),
         fresh.whole_state().identity()
@@ -2164,7 +2156,7 @@ fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebu
     // The changed bytes are never trusted: the next open reports them and reads the
     // channel's board; once it saved, the state reads back whole.
     let mut next = temp.view();
-    next.board();
+    next.board().unwrap();
     assert!(
         next.local_problems()
             .iter()
@@ -2180,7 +2172,7 @@ fn a_board_row_changed_under_an_open_session_is_caught_by_the_next_open_and_rebu
 #[test]
 fn a_warm_open_of_enough_logs_to_stat_them_ahead_still_reads_what_was_appended_and_reports_what_vanished()
  {
-    use ferry_mcp_core::channel::machine::kept::Store;
+    use ferry_mcp_core::channel::session::kept::Store;
     use ferry_mcp_testkit::bulk;
 
     // Enough agents for the open to stat their logs and folders on a thread of its own (at
@@ -2283,11 +2275,11 @@ fn a_warm_open_lists_every_order_from_the_briefs_without_reading_a_record() {
     let (temp, order) = board_with_talk();
     let mut view = temp.view();
     assert_eq!(list_all(&mut view, temp.now()), 2);
-    assert_eq!(view.board().resident(), 0);
+    assert_eq!(view.board().unwrap().resident(), 0);
     // Asked for whole, one is read, and only that one.
     let shown = ops::orders::show(&mut view, &order, None, temp.now()).unwrap();
     assert_eq!(shown.row.id, order);
-    assert_eq!(view.board().resident(), 1);
+    assert_eq!(view.board().unwrap().resident(), 1);
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(order_views(&mut view), order_views(&mut fresh));
 }
@@ -2321,7 +2313,7 @@ fn an_order_record_changed_in_its_file_under_an_open_session_is_never_trusted_an
     // A session that reads the board's briefs and no record: its save appends no record.
     let mut member = temp.agent_session("member");
     assert_eq!(list_all(&mut member, temp.now()), 2);
-    assert_eq!(member.board().resident(), 0);
+    assert_eq!(member.board().unwrap().resident(), 0);
     // In place, so the session's handle reads the changed bytes.
     flip_record_bit(&temp, 0x01, |len| len - 2);
     post_to_all(&mut member, &temp, "a change to save");
@@ -2346,20 +2338,20 @@ fn a_seat_change_keeps_no_record_in_memory_whose_order_it_does_not_change() {
     let mut server = bulk.view();
     let orders = list_all(&mut server, bulk.now());
     assert!(orders > 100, "{orders}");
-    assert_eq!(server.board().resident(), 0);
+    assert_eq!(server.board().unwrap().resident(), 0);
     // A new agent, seated and granted: no order names it, so no record is read.
     let newcomer = TempChannel::agent("newcomer-1");
     ops::seats::join(bulk.home(), bulk.project(), &newcomer, None, bulk.now()).unwrap();
     grant(&bulk, bulk.home(), newcomer.as_str(), Level::Member);
     server.refresh(bulk.now());
-    assert_eq!(server.board().resident(), 0);
+    assert_eq!(server.board().unwrap().resident(), 0);
     // A member demoted to Worker: the orders it took part in are judged again (read from
     // their records); the demotion binds only what it writes from now on (ADR 0005 rule 2a),
     // so none changes, and none stays in memory.
     let member = bulk.agent_at(Level::Member).clone();
     grant(&bulk, bulk.home(), member.as_str(), Level::Worker);
     server.refresh(bulk.now());
-    assert_eq!(server.board().resident(), 0);
+    assert_eq!(server.board().unwrap().resident(), 0);
     let mut fresh = open(&other_machine(&bulk, "fresh"), &bulk, Actor::Observer);
     assert_eq!(order_views(&mut server), order_views(&mut fresh));
 }
@@ -2390,17 +2382,17 @@ fn a_save_moves_the_board_to_the_records_it_wrote_and_keeps_no_order_whole() {
     let mut member = temp.agent_session("member");
     // Every order read whole, and one changed.
     order_views(&mut member);
-    assert_eq!(member.board().resident(), 2);
+    assert_eq!(member.board().unwrap().resident(), 2);
     ops::orders::progress(&mut member, &order, "halfway there", temp.now()).unwrap();
     member.save().unwrap();
-    assert_eq!(member.board().resident(), 0);
+    assert_eq!(member.board().unwrap().resident(), 0);
     // Read again, from the file just written: as a machine that read everything has them.
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(order_views(&mut member), order_views(&mut fresh));
     // A second save copies them from there.
     post_to_all(&mut member, &temp, "saved again");
     member.save().unwrap();
-    assert_eq!(member.board().resident(), 0);
+    assert_eq!(member.board().unwrap().resident(), 0);
     assert_reads_back_whole(&temp, &mut fresh);
 }
 
@@ -2409,10 +2401,10 @@ fn a_session_that_folded_the_channel_from_nothing_keeps_no_order_whole_after_its
     let (temp, _) = board_with_talk();
     fs::remove_file(temp.home().verified_path(temp.project())).unwrap();
     let mut cold = temp.view();
-    assert_eq!(cold.board().resident(), 2);
+    assert_eq!(cold.board().unwrap().resident(), 2);
     cold.refresh(temp.now());
     cold.save().unwrap();
-    assert_eq!(cold.board().resident(), 0);
+    assert_eq!(cold.board().unwrap().resident(), 0);
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     assert_eq!(order_views(&mut cold), order_views(&mut fresh));
 }
@@ -2648,9 +2640,10 @@ fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
     let mut view = bulk.view();
     let orders = list_all(&mut view, bulk.now());
     assert!(orders > 100, "{orders}");
-    assert_eq!(live as usize, view.board().iter().count());
+    assert_eq!(live as usize, view.board().unwrap().iter().count());
     let (order, holder) = view
         .board()
+        .unwrap()
         .iter()
         .find_map(|order| {
             use ferry_mcp_core::channel::fold::state::orders::OrderState;
@@ -2680,6 +2673,7 @@ fn a_save_after_a_progress_line_writes_that_order_s_record_and_no_other() {
         let mut view = bulk.view();
         let order = view
             .board_whole()
+            .unwrap()
             .iter()
             .find(|o| o.id().to_string() == order)
             .unwrap();

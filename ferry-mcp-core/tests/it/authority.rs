@@ -19,6 +19,7 @@ use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use ferry_mcp_core::channel::ops::{self, GrantRequest, fleet, secrets};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
+use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -30,11 +31,15 @@ fn name(raw: &str) -> AgentName {
 /// Writes an entry as `agent` with its own key, dated `at`, bypassing every check `ops` makes.
 /// Returns its hash.
 fn write_raw(temp: &TempChannel, agent: &str, kind: &str, body: Value, at: Timestamp) -> EntryHash {
-    let channel = Channel::open(temp.channel_dir()).unwrap();
-    let mut writer = channel
-        .writer(&name(agent), &temp.agent_key(agent))
-        .unwrap();
-    *writer.append(kind, body, at).unwrap().hash()
+    *plant::raw(
+        temp.channel_dir(),
+        &name(agent),
+        &temp.agent_key(agent),
+        kind,
+        body,
+        at,
+    )
+    .hash()
 }
 
 /// A take of the primary's role, signed by `agent`, following the chain's tip as this machine
@@ -323,7 +328,7 @@ fn a_seated_worker_s_takes_and_a_seated_member_s_repeated_claims_change_nothing_
     )
     .unwrap();
     let id = order.parse().unwrap();
-    let issue = master.order(&id).unwrap().issue.hash;
+    let issue = master.order(&id).unwrap().unwrap().issue.hash;
     drop(master);
     ops::orders::claim(&mut temp.agent_session("mia"), &order, temp.now()).unwrap();
     let tip = temp.view().state().leadership.view().tip;
@@ -371,7 +376,7 @@ fn a_seated_worker_s_takes_and_a_seated_member_s_repeated_claims_change_nothing_
                 .any(|problem| problem.detail.contains("never counts")),
             "{machine}"
         );
-        let view = session.order(&id).unwrap().view().clone();
+        let view = session.order(&id).unwrap().unwrap().view().clone();
         assert_eq!(view.holder, Some(name("mia")), "{machine}");
         // Her repeats of her own standing claim can never count either: not kept.
         assert!(view.voided.is_empty(), "{machine}: {:?}", view.voided);
@@ -391,7 +396,7 @@ fn a_seated_worker_s_takes_and_a_seated_member_s_repeated_claims_change_nothing_
     let mut session = temp.view();
     let walked = (
         session.state().leadership.view().clone(),
-        session.order(&id).unwrap().view().clone(),
+        session.order(&id).unwrap().unwrap().view().clone(),
     );
     assert_eq!(walked, views[0]);
 }
@@ -622,7 +627,7 @@ fn a_claim_retried_after_a_grant_counts_though_its_void_claim_followed_the_same_
     )
     .unwrap();
     let id = order.parse().unwrap();
-    let issue = master.order(&id).unwrap().issue.hash;
+    let issue = master.order(&id).unwrap().unwrap().issue.hash;
     drop(master);
     // As a Worker, wes signs a claim by hand: void, it is below the level.
     let seen = temp.view().identity().master_position();
@@ -654,7 +659,7 @@ fn a_claim_retried_after_a_grant_counts_though_its_void_claim_followed_the_same_
     let fresh = fresh_machine(&temp, "fresh");
     for (machine, home) in [("this", temp.home()), ("fresh", &fresh)] {
         let mut session = Session::open(home, temp.project(), Actor::Observer, temp.now()).unwrap();
-        let view = session.order(&id).unwrap().view().clone();
+        let view = session.order(&id).unwrap().unwrap().view().clone();
         assert_eq!(view.holder, Some(name("wes")), "{machine}: {view:?}");
     }
 }

@@ -12,6 +12,7 @@ use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest, SubmitRequest};
 use ferry_mcp_core::channel::ops::primary;
+use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 
@@ -33,7 +34,7 @@ fn sign(temp: &TempChannel, agent: &str, kind: &str, mut body: Value) {
 fn issue_hash(temp: &TempChannel, id: &str) -> EntryHash {
     let mut view = temp.view();
     let id: EntryId = id.parse().unwrap();
-    view.order(&id).unwrap().issue.hash
+    view.order(&id).unwrap().unwrap().issue.hash
 }
 
 #[test]
@@ -167,6 +168,7 @@ fn forge(temp: &TempChannel, agent: &str, entries: &[(&str, Value)]) -> SecretKe
 fn order_titles(session: &mut ferry_mcp_core::channel::session::Session) -> Vec<(String, String)> {
     session
         .board_whole()
+        .unwrap()
         .iter()
         .map(|order| {
             let whole = order.whole().unwrap();
@@ -221,7 +223,7 @@ fn a_fresh_key_signing_under_an_orchestrator_s_name_does_not_make_its_order_vani
     )
     .unwrap();
     for (machine, session) in [("this machine", &mut here), ("a fresh machine", &mut fresh)] {
-        for problem in session.whole_state().problems() {
+        for problem in session.whole_state().problems().unwrap() {
             eprintln!("{machine}: problem: {problem}");
         }
         let titles = order_titles(session);
@@ -287,7 +289,7 @@ fn a_fresh_key_signing_under_an_agent_s_name_does_not_replace_its_ask() {
 
 #[test]
 fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
-    use ferry_mcp_core::channel::fold::identity::{GrantBody, Identity, kinds as identity_kinds};
+    use ferry_mcp_core::channel::fold::identity::kinds as identity_kinds;
     use ferry_mcp_core::channel::fold::state::asks::Verdict as AskVerdict;
     use ferry_mcp_core::channel::ops;
     let temp = TempChannel::builder()
@@ -322,14 +324,7 @@ fn a_re_keyed_name_s_new_ask_with_an_answered_ask_s_id_is_not_answered_by_it() {
             .home()
             .load_key(temp.project(), &KeyHolder::Master, temp.now())
             .unwrap();
-        let body = Identity::grant_body(&GrantBody {
-            agent: name("bob"),
-            key: new_key.public_key(),
-            level: Level::Member,
-            scopes: Vec::new(),
-            expires: None,
-            after_seq: None,
-        });
+        let body = plant::grant(name("bob"), new_key.public_key(), Level::Member);
         let session = temp.view();
         let mut writer = session
             .channel()
@@ -424,7 +419,13 @@ fn nothing_a_key_that_holds_no_name_signs_is_kept_by_the_folds() {
     let order: EntryId = id.parse().unwrap();
     session.page_order(&order);
     let state = session.state();
-    let order = state.orders().get(&order).unwrap().whole().unwrap();
+    let order = state
+        .orders()
+        .unwrap()
+        .get(&order)
+        .unwrap()
+        .whole()
+        .unwrap();
     let events = serde_json::to_value(order).unwrap()["events"]
         .as_array()
         .unwrap()
@@ -439,6 +440,7 @@ fn nothing_a_key_that_holds_no_name_signs_is_kept_by_the_folds() {
         .len();
     let not_on_roster = state
         .problems()
+        .unwrap()
         .into_iter()
         .filter(|problem| {
             problem.kind == ferry_mcp_core::channel::fold::identity::FoldProblemKind::NotOnRoster

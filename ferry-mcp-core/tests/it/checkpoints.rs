@@ -59,6 +59,7 @@ fn texts_of(session: &mut Session, author: &str, now: Timestamp) -> Vec<String> 
     let state = session.load(Sections::TALK, now);
     let mut texts: Vec<String> = state
         .talk()
+        .unwrap()
         .sent_by(&author, state.identity())
         .map(|message| message.text.clone())
         .collect();
@@ -334,6 +335,7 @@ fn a_checkpoint_that_omits_a_demotion_cannot_undo_it() {
     assert!(
         fresh
             .board_whole()
+            .unwrap()
             .iter()
             .all(|order| &*order.brief().title != "drop the prod database"),
         "a demoted agent's order counts on a new machine"

@@ -29,6 +29,7 @@ use ferry_mcp_core::channel::ops::talk::{self, ReadRequest};
 use ferry_mcp_core::channel::ops::{self, OperationError, OpsError};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_core::time::Timestamp;
+use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
 
@@ -660,7 +661,7 @@ fn an_ask_answer_signed_by_an_agent_is_ignored_and_reported_not_signed_by_master
     let forged = writer.append(ask_kinds::ANSWER, body, temp.now()).unwrap();
 
     let mut view = temp.view();
-    let problems = view.whole_state().problems();
+    let problems = view.whole_state().problems().unwrap();
     let reported: Vec<_> = problems
         .iter()
         .filter(|problem| problem.author == agent("olga") && problem.seq == forged.seq())
@@ -828,13 +829,17 @@ fn a_demoted_orchestrator_that_never_reads_the_master_log_cannot_take_over() {
 
 /// Writes an entry into `name`'s own log, bypassing every check `ops` makes.
 fn write_raw(temp: &TempChannel, name: &str, kind: &str, mut body: Value) -> u64 {
-    let channel = Channel::open(temp.channel_dir()).unwrap();
-    let mut writer = channel
-        .writer(&agent(name), &agent_key(temp, name))
-        .unwrap();
     let seen = temp.view().identity().master_position();
     body[SEEN_FIELD] = json!([seen.0, seen.1]);
-    writer.append(kind, body, temp.now()).unwrap().seq()
+    plant::raw(
+        temp.channel_dir(),
+        &agent(name),
+        &agent_key(temp, name),
+        kind,
+        body,
+        temp.now(),
+    )
+    .seq()
 }
 
 #[test]
@@ -884,6 +889,7 @@ fn a_brief_or_a_decision_by_a_worker_does_not_count_and_is_reported() {
     let reported: Vec<u64> = view
         .whole_state()
         .problems()
+        .unwrap()
         .iter()
         .filter(|problem| problem.author == agent("walt"))
         .map(|problem| problem.seq)

@@ -35,7 +35,7 @@ fn is_secret_refusal(code: &str, message: &str) -> bool {
 
 fn entries(temp: &TempChannel) -> usize {
     let mut session: Session = temp.view();
-    session.talk().len() + session.board().len()
+    session.talk().unwrap().len() + session.board().unwrap().len()
 }
 
 fn post(session: &mut Session, temp: &TempChannel, text: &str) -> Result<String, talk::TalkError> {

@@ -2,7 +2,7 @@
 //! when folding.
 
 use ferry_mcp_core::channel::fold::identity::{
-    FoldProblemKind, GrantBody, GrantStanding, Identity, Seat, kinds,
+    FoldProblemKind, GrantStanding, Identity, Seat, kinds,
 };
 use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::log::entry::VerifiedEntry;
@@ -12,6 +12,7 @@ use ferry_mcp_core::channel::log::store::Channel;
 use ferry_mcp_core::channel::machine::home::{Home, KeyHolder};
 use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::{self, GrantRequest, Joined, OpsError};
+use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 
@@ -27,9 +28,7 @@ fn write_raw(
     kind: &str,
     body: serde_json::Value,
 ) {
-    let view = temp.view();
-    let mut writer = view.channel().writer(author, key).unwrap();
-    writer.append(kind, body, temp.now()).unwrap();
+    plant::raw(temp.channel_dir(), author, key, kind, body, temp.now());
 }
 
 /// A handover body to `key`, with the proof that `key` is held.
@@ -90,14 +89,7 @@ fn grant_request(level: Level, key: Option<PublicKey>) -> GrantRequest {
 }
 
 fn grant_body(agent: &str, key: &SecretKey, level: Level) -> serde_json::Value {
-    Identity::grant_body(&GrantBody {
-        agent: name(agent),
-        key: key.public_key(),
-        level,
-        scopes: Vec::new(),
-        expires: None,
-        after_seq: None,
-    })
+    plant::grant(name(agent), key.public_key(), level)
 }
 
 #[test]

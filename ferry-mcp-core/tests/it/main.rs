@@ -17,6 +17,7 @@ mod local_files;
 mod oracle;
 mod order_seats;
 mod orders;
+mod paging;
 mod port;
 mod protocol;
 mod protocol_bad_input;

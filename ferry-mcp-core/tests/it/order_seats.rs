@@ -14,7 +14,7 @@ use serde_json::json;
 
 fn handins(session: &mut Session, order: &str) -> usize {
     let id: EntryId = order.parse().unwrap();
-    session.order(&id).unwrap().view().handins.len()
+    session.order(&id).unwrap().unwrap().view().handins.len()
 }
 
 #[test]

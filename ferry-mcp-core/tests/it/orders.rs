@@ -457,7 +457,11 @@ impl Row {
                     now,
                 );
                 effect(issued, |id| {
-                    temp.view().board().get(&id.parse().unwrap()).is_some()
+                    temp.view()
+                        .board()
+                        .unwrap()
+                        .get(&id.parse().unwrap())
+                        .is_some()
                 })
             }
             Op::List => effect(
@@ -680,7 +684,13 @@ fn two_machines_claiming_one_order_unseen_agree_on_the_tie_break_winner() {
         .unwrap();
     let id = issue(&temp, "one order, two claimants");
     // The event both claims will follow: the order's issue.
-    let contested = temp.view().order(&id.parse().unwrap()).unwrap().view().tip;
+    let contested = temp
+        .view()
+        .order(&id.parse().unwrap())
+        .unwrap()
+        .unwrap()
+        .view()
+        .tip;
     let now = temp.now();
     // Machine B: a synced copy of the channel, its own state folder, and bob's key (only there).
     let home_a = temp.home().clone();
@@ -1190,8 +1200,16 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
         demotion,
     );
     let mut view = temp.view();
-    assert!(view.board().get(&raw_id).is_none(), "{raw_id} counts");
-    assert!(view.board().get(&before.parse().unwrap()).is_some());
+    assert!(
+        view.board().unwrap().get(&raw_id).is_none(),
+        "{raw_id} counts"
+    );
+    assert!(
+        view.board()
+            .unwrap()
+            .get(&before.parse().unwrap())
+            .is_some()
+    );
     let shown = orders::show(&mut temp.view(), &raw_id.to_string(), None, temp.now());
     assert_eq!(code(&shown), "unknown_order");
 }
@@ -1294,7 +1312,7 @@ fn a_demoted_orchestrator_that_never_reads_the_master_log_issues_nothing_that_co
     ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
     let mut there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
     for session in [&mut temp.view(), &mut there] {
-        let board = session.board();
+        let board = session.board().unwrap();
         assert!(board.get(&before_id).is_some());
         for id in &raw {
             assert!(board.get(id).is_none(), "{id} counts");
@@ -1329,7 +1347,7 @@ fn an_entry_a_demotion_binds_is_voided_on_a_machine_that_had_counted_it_before_t
     let elsewhere = Home::at(temp.root().join("home-b"));
     ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
     let mut there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
-    assert!(there.board().get(&concurrent).is_some());
+    assert!(there.board().unwrap().get(&concurrent).is_some());
     there.save().unwrap();
 
     // The master's machine had read only her first entry when it demoted her.
@@ -1347,7 +1365,7 @@ fn an_entry_a_demotion_binds_is_voided_on_a_machine_that_had_counted_it_before_t
         ("warm", &mut warm),
         ("cold", &mut cold),
     ] {
-        let board = session.board();
+        let board = session.board().unwrap();
         assert!(
             board.get(&first).is_some(),
             "{label}: the first one is voided"
@@ -1474,7 +1492,7 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     let mut agents: Vec<AgentName> = busy.agents().iter().map(|a| a.name.clone()).collect();
     agents.push(AgentName::master());
     let check = |session: &mut Session, when: &str| {
-        let board = session.board_whole();
+        let board = session.board_whole().unwrap();
         let walked = board_walk(board);
         assert!(
             !walked.0.is_empty() && !walked.1.is_empty(),
@@ -1493,6 +1511,7 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     let find = |session: &mut Session, state: OrderState| {
         session
             .board_whole()
+            .unwrap()
             .iter()
             .map(|order| order.whole().unwrap())
             .find(|order| order.view().state == state)
@@ -1501,13 +1520,19 @@ fn the_board_s_indexes_answer_what_a_walk_of_the_whole_board_finds() {
     };
     let (held, holder) = find(&mut master, OrderState::Claimed);
     let holder = holder.unwrap();
-    let before = master.board().of_agent(&holder).count();
+    let before = master.board().unwrap().of_agent(&holder).count();
     ops::orders::cancel(&mut master, &held, Some("not needed"), busy.now()).unwrap();
-    assert_eq!(master.board().of_agent(&holder).count(), before - 1);
+    assert_eq!(
+        master.board().unwrap().of_agent(&holder).count(),
+        before - 1
+    );
     let (submitted, _) = find(&mut master, OrderState::Submitted);
-    let awaiting = master.board().awaiting_action().count();
+    let awaiting = master.board().unwrap().awaiting_action().count();
     ops::orders::review(&mut master, &submitted, Verdict::Accept, None, busy.now()).unwrap();
-    assert_eq!(master.board().awaiting_action().count(), awaiting - 1);
+    assert_eq!(
+        master.board().unwrap().awaiting_action().count(),
+        awaiting - 1
+    );
     check(&mut master, "after a cancel and an acceptance");
 }
 

@@ -297,7 +297,7 @@ fn an_approval_an_agent_signs_with_its_own_key_counts_for_nothing() {
     let err = releases::apply(&mut lead, Some("9.9.9"), temp.now()).unwrap_err();
     assert_eq!(err.code(), "not_approved", "{err}");
     untouched(&binary);
-    let problems = lead.load(Sections::ALL, temp.now()).problems();
+    let problems = lead.load(Sections::ALL, temp.now()).problems().unwrap();
     assert!(
         problems
             .iter()

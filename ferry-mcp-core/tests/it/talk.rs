@@ -448,10 +448,11 @@ fn a_long_post_keeps_its_first_300_characters_in_the_entry_and_the_whole_in_a_bl
     let id = post(&temp, "alice", "bob", &text);
 
     let mut view = temp.view();
-    view.talk();
+    view.talk().unwrap();
     let message = view
         .state()
         .talk()
+        .unwrap()
         .message(&id.parse::<EntryId>().unwrap(), view.identity())
         .unwrap();
     assert_eq!(message.text.chars().count(), MAX_INLINE_TEXT);
@@ -475,10 +476,11 @@ fn a_post_of_exactly_300_characters_stays_in_the_entry() {
     let text = long_text(MAX_INLINE_TEXT);
     let id = post(&temp, "alice", "bob", &text);
     let mut view = temp.view();
-    view.talk();
+    view.talk().unwrap();
     let message = view
         .state()
         .talk()
+        .unwrap()
         .message(&id.parse::<EntryId>().unwrap(), view.identity())
         .unwrap();
     assert_eq!(message.text, text);

@@ -4,13 +4,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ferry_mcp_core::channel::fold::identity::{FoldProblem, GrantBody, Identity, kinds};
+use ferry_mcp_core::channel::fold::identity::{FoldProblem, Identity, kinds};
 use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::log::entry::{Entry, EntryHash, VerifiedEntry};
 use ferry_mcp_core::channel::log::keys::SecretKey;
 use ferry_mcp_core::channel::log::names::AgentName;
 use ferry_mcp_core::channel::log::reader::{IntegrityProblem, ProblemKind};
 use ferry_mcp_core::channel::log::store::Channel;
+use ferry_mcp_testkit::plant;
 use serde_json::{Value, json};
 
 use crate::channel_log::kinds as problem_kinds;
@@ -210,14 +211,7 @@ fn seat_and_grant(channel: &Channel, master: &SecretKey, levels: &[Level]) {
     bob.append(kinds::ROSTER_JOIN, json!({}), NOW).unwrap();
     let mut writer = channel.writer(&AgentName::master(), master).unwrap();
     for level in levels {
-        let body = Identity::grant_body(&GrantBody {
-            agent: name("bob"),
-            key: key(2).public_key(),
-            level: *level,
-            scopes: Vec::new(),
-            expires: None,
-            after_seq: None,
-        });
+        let body = plant::grant(name("bob"), key(2).public_key(), *level);
         writer.append(kinds::GRANT, body, NOW).unwrap();
     }
 }

@@ -15,6 +15,7 @@ use ferry_mcp_core::channel::log::reader::{IntegrityProblem, Reader};
 use ferry_mcp_core::channel::log::store::Channel;
 use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::session::{Actor, LOOK_EVERYWHERE_EVERY_S, Session};
+use ferry_mcp_testkit::plant;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 
@@ -29,11 +30,14 @@ fn key(temp: &TempChannel, name: &str) -> SecretKey {
 }
 
 fn append(temp: &TempChannel, name: &str, n: u64) {
-    let channel = Channel::open(temp.channel_dir()).unwrap();
-    let mut writer = channel.writer(&agent(name), &key(temp, name)).unwrap();
-    writer
-        .append("note", json!({ "n": n }), temp.now())
-        .unwrap();
+    plant::raw(
+        temp.channel_dir(),
+        &agent(name),
+        &key(temp, name),
+        "note",
+        json!({ "n": n }),
+        temp.now(),
+    );
 }
 
 fn log_of(temp: &TempChannel, name: &str) -> PathBuf {
@@ -395,7 +399,7 @@ fn a_server_holding_more_orders_whole_than_its_policy_allows_writes_them_back_af
 
     // Something reads every order whole (as a handover's judging again does).
     let resident = served.policy.resident_orders;
-    let orders = served.session(1_000).board_whole();
+    let orders = served.session(1_000).board_whole().unwrap();
     assert!(orders.len() > resident, "{} orders", orders.len());
     for order in orders.iter() {
         order.whole();
@@ -403,7 +407,7 @@ fn a_server_holding_more_orders_whole_than_its_policy_allows_writes_them_back_af
     assert_eq!(orders.resident(), orders.len());
     served.agent_writes_then_flush(3_000);
     assert_ne!(served.written(), first, "not written back 3 s later");
-    assert_eq!(served.session(3_000).board().resident(), 0);
+    assert_eq!(served.session(3_000).board().unwrap().resident(), 0);
 }
 
 #[test]
@@ -501,11 +505,11 @@ fn a_call_right_after_a_server_s_save_reads_the_orders_that_save_took_out_of_mem
         Actor::Agent(agent("member")),
     );
     let session = server.session(now).unwrap();
-    assert!(session.order(&id.parse().unwrap()).is_some());
+    assert!(session.order(&id.parse().unwrap()).unwrap().is_some());
     server.flush(now);
     // The save dropped the order whole from memory; its record may still be being written.
     let session = server.session(now).unwrap();
-    assert_eq!(session.board().resident(), 0);
+    assert_eq!(session.board().unwrap().resident(), 0);
     let claimed = orders::claim(session, &id, now).unwrap();
     assert!(
         matches!(claimed, ClaimOutcome::Claimed { .. }),

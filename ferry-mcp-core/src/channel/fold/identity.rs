@@ -506,6 +506,7 @@ impl Identity {
     }
 
     /// The master's times, once loaded (the session loads them before it feeds anything).
+    #[cfg(feature = "internals")]
     pub(crate) fn master_times(&self) -> Option<&MasterTimes> {
         self.times.get()
     }

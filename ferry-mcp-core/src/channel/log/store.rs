@@ -29,7 +29,13 @@ use crate::channel::log::reader::{LogState, Reader};
 use crate::time::Timestamp;
 
 pub use durable::TEMP_PREFIX;
+// A writer is the session's alone (`Session::append`: authorize, then append); tests that plant
+// entries as another client would reach it through the `internals` feature, which only the
+// testkit turns on and the shipped binary never has.
+#[cfg(feature = "internals")]
 pub use writer::LogWriter;
+#[cfg(not(feature = "internals"))]
+pub(crate) use writer::LogWriter;
 
 /// The genesis file's name in the channel folder.
 pub const GENESIS_FILE: &str = "genesis.json";
@@ -306,15 +312,17 @@ impl Channel {
         self.dir.join(rel_log_path(author, key))
     }
 
-    /// A writer for the log of `author` signed by `key` (created on first use). Its tip is
-    /// what it verifies of the log now; prefer [`Channel::writer_from`] with what this
-    /// machine verified before, so that a log rolled back under it never reuses a seq.
+    /// A writer for the log of `author` signed by `key` (created on first use), outside any
+    /// session: for tests that plant entries as another client would (the `internals`
+    /// feature). Its tip is what it verifies of the log now.
+    #[cfg(feature = "internals")]
     pub fn writer(&self, author: &AgentName, key: &SecretKey) -> Result<LogWriter, StoreError> {
         LogWriter::open(self, author, key, None)
     }
 
-    /// A writer that continues from `verified`, this machine's verified state of the log.
-    pub fn writer_from(
+    /// A writer that continues from `verified`, this machine's verified state of the log, so
+    /// that a log rolled back under it never reuses a seq: the session's, for `Session::append`.
+    pub(crate) fn writer_from(
         &self,
         author: &AgentName,
         key: &SecretKey,

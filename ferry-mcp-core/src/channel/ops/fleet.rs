@@ -10,10 +10,10 @@ use serde::Serialize;
 use super::OpsError;
 use super::primary::{Liveness, liveness};
 use crate::channel::fold::levels::{Fix, Level, Operation, Refusal};
-use crate::channel::fold::state::Sections;
 use crate::channel::fold::state::asks::AskState;
 use crate::channel::fold::state::orders::{OrderRef, OrderState};
 use crate::channel::fold::state::since::Since;
+use crate::channel::fold::state::{OrderBoard, Sections};
 use crate::channel::log::names::{AgentName, ProjectId};
 use crate::channel::session::{Actor, Session};
 use crate::time::Timestamp;
@@ -132,15 +132,16 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
     heard.sort_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)));
     heard.truncate(MAX_ALIVE);
     // What each does is looked up only for those shown.
+    let board = session.state().orders()?;
     let alive: Vec<AliveAgent> = heard
         .into_iter()
         .map(|(name, age_s)| AliveAgent {
-            doing: held_by(session, name).map(|order| order.id().to_string()),
+            doing: held_by(board, name).map(|order| order.id().to_string()),
             name: name.clone(),
             age_s,
         })
         .collect();
-    let mine_open = agent.as_ref().map_or(0, |me| mine(session, me).count());
+    let mine_open = agent.as_ref().map_or(0, |me| mine(board, me).count());
     Ok(Joined {
         agent,
         project,
@@ -153,16 +154,16 @@ pub fn join(session: &mut Session, now: Timestamp) -> Result<Joined, OpsError> {
 }
 
 /// The first order `agent` holds.
-fn held_by<'s>(session: &'s Session, agent: &'s AgentName) -> Option<OrderRef<'s>> {
-    session.state().orders().of_agent(agent).find(|order| {
+fn held_by<'s>(board: &'s OrderBoard, agent: &'s AgentName) -> Option<OrderRef<'s>> {
+    board.of_agent(agent).find(|order| {
         let brief = order.brief();
         brief.holder.as_ref() == Some(agent) && brief.state.is_held()
     })
 }
 
 /// Orders `me` holds or that are offered to it, not done.
-fn mine<'s>(session: &'s Session, me: &'s AgentName) -> impl Iterator<Item = OrderRef<'s>> + 's {
-    session.state().orders().of_agent(me)
+fn mine<'s>(board: &'s OrderBoard, me: &'s AgentName) -> impl Iterator<Item = OrderRef<'s>> + 's {
+    board.of_agent(me)
 }
 
 /// One order row of a digest.
@@ -341,9 +342,9 @@ pub fn catchup(
         view.holder.as_ref() == Some(&me)
             || (view.state == OrderState::Offered && view.to.as_ref() == Some(&me))
     };
+    let board = state.orders()?;
     let others = || {
-        state
-            .orders()
+        board
             .changed_after(after)
             .filter(|order| !is_mine(order))
             .filter(|order| after > 0 || !order.brief().state.is_done())
@@ -351,12 +352,7 @@ pub fn catchup(
     let open = others().take(limits.open).map(row).collect();
     // Counted over briefs, so a capped digest still says how many there are.
     let open_total = others().count();
-    let mine_orders = || {
-        state
-            .orders()
-            .changed_after(after)
-            .filter(|order| is_mine(order))
-    };
+    let mine_orders = || board.changed_after(after).filter(|order| is_mine(order));
     let mine: Vec<DigestOrder> = mine_orders().take(limits.mine).map(row).collect();
     let mine_total = mine_orders().count();
     let asks = state
@@ -374,7 +370,7 @@ pub fn catchup(
         || session.actor() == &Actor::Master;
     // From the indexes, never a walk of the board: the caller's own orders with changes
     // requested, then (for a reviewer) submissions by others, only as many as are shown.
-    for order in state.orders().of_agent(&me) {
+    for order in state.orders()?.of_agent(&me) {
         let view = order.brief();
         if view.state == OrderState::ChangesRequested && view.holder.as_ref() == Some(&me) {
             waiting.push(format!(
@@ -384,7 +380,7 @@ pub fn catchup(
         }
     }
     if may_review {
-        let submitted = state.orders().awaiting_action().filter(|order| {
+        let submitted = state.orders()?.awaiting_action().filter(|order| {
             let view = order.brief();
             view.state == OrderState::Submitted
                 && view.submitted_by.as_ref().is_some_and(|by| *by != me)
@@ -399,7 +395,7 @@ pub fn catchup(
         }
     }
     // A race lost on another machine is learned here, on the next call (ADR 0006).
-    for order in state.orders().changed_after(after) {
+    for order in state.orders()?.changed_after(after) {
         for void in &order.brief().lost_races {
             if void.by == me {
                 waiting.push(format!(
@@ -436,7 +432,7 @@ pub fn catchup(
     waiting.truncate(limits.waiting);
     // Counted up to a bound: a reader far behind is told "many", not walked through.
     let counted = state
-        .talk()
+        .talk()?
         .for_reader(&me, identity, 0, true)
         .take(MAX_UNREAD_COUNTED + 1)
         .count();

@@ -157,7 +157,7 @@ fn open_board(session: &mut Session, now: Timestamp) -> Result<(), OrdersError> 
 pub fn board_counts(session: &mut Session, now: Timestamp) -> Result<BoardCounts, OrdersError> {
     open_board(session, now)?;
     let mut counts = BoardCounts::default();
-    for order in session.state().orders().iter() {
+    for order in session.state().orders()?.iter() {
         *counts.by_state.entry(order.brief().state).or_default() += 1;
         counts.total += 1;
         if task_row(session, order, now).stale {
@@ -175,7 +175,7 @@ pub fn tasks(
     now: Timestamp,
 ) -> Result<Page<TaskRow>, OrdersError> {
     open_board(session, now)?;
-    let board = session.state().orders();
+    let board = session.state().orders()?;
     let rows = board
         .changed_after(0)
         .map(|order| task_row(session, order, now))
@@ -195,7 +195,7 @@ pub fn board_changes(
     now: Timestamp,
 ) -> Result<Page<TaskRow>, OrdersError> {
     open_board(session, now)?;
-    let board = session.state().orders();
+    let board = session.state().orders()?;
     let newest: Vec<OrderRef<'_>> = board.changed_after(0).collect();
     let rows = newest
         .into_iter()
@@ -216,7 +216,7 @@ pub fn verdicts(
     open_board(session, now)?;
     let judged: Vec<EntryId> = session
         .state()
-        .orders()
+        .orders()?
         .changed_after(0)
         .filter(|order| {
             matches!(
@@ -231,7 +231,7 @@ pub fn verdicts(
     for id in &judged.rows {
         session.page_order(id);
     }
-    let board = session.state().orders();
+    let board = session.state().orders()?;
     let rows = judged
         .rows
         .iter()
@@ -266,7 +266,7 @@ pub fn acceptance(
 ) -> Result<Page<Acceptance>, OrdersError> {
     open_board(session, now)?;
     let mut per_agent = BTreeMap::<AgentName, (usize, usize)>::new();
-    for order in session.state().orders().iter() {
+    for order in session.state().orders()?.iter() {
         let brief = order.brief();
         if let Some(by) = &brief.submitted_by {
             let counts = per_agent.entry(by.clone()).or_default();

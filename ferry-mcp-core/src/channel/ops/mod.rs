@@ -132,6 +132,9 @@ pub enum OpsError {
     Empty(&'static str),
     #[error(transparent)]
     Guarded(#[from] crate::guard::GuardRefusal),
+    /// A fold read before the session paged it in (the session's bug, never a crash).
+    #[error(transparent)]
+    NotPaged(#[from] crate::channel::fold::state::NotPaged),
     /// An embedder's channel (`crate::port`) that does not serve this operation.
     #[error("this channel does not serve {0}")]
     Unsupported(&'static str),
@@ -159,6 +162,7 @@ impl OpsError {
             OpsError::TooLong { .. } => "too_long",
             OpsError::Empty(_) => "empty",
             OpsError::Guarded(refusal) => refusal.code(),
+            OpsError::NotPaged(_) => "not_paged",
             OpsError::Unsupported(_) => "unsupported",
         }
     }
@@ -225,6 +229,11 @@ macro_rules! via_ops {
             }
             impl From<crate::guard::GuardRefusal> for $domain {
                 fn from(err: crate::guard::GuardRefusal) -> Self {
+                    Self::Ops(err.into())
+                }
+            }
+            impl From<crate::channel::fold::state::NotPaged> for $domain {
+                fn from(err: crate::channel::fold::state::NotPaged) -> Self {
                     Self::Ops(err.into())
                 }
             }

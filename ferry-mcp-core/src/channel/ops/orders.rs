@@ -218,9 +218,8 @@ pub struct OrderDetail {
     pub voided: Vec<orders::Voided>,
 }
 
-/// What a claim came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+/// What a claim came to (its [`ClaimResult`] names it in an answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
     Claimed {
         id: String,
@@ -229,6 +228,24 @@ pub enum ClaimOutcome {
     },
     /// Another claim made without seeing this one won the tie-break (ADR 0006).
     LostRace { id: String, holder: AgentName },
+}
+
+/// The name of what a claim came to, serialized once (snake_case) for every answer that says
+/// it: the tool's `outcome`, the CLI's `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimResult {
+    Claimed,
+    LostRace,
+}
+
+impl ClaimOutcome {
+    pub fn result(&self) -> ClaimResult {
+        match self {
+            Self::Claimed { .. } => ClaimResult::Claimed,
+            Self::LostRace { .. } => ClaimResult::LostRace,
+        }
+    }
 }
 
 /// A row from the brief alone: listing (and a digest) reads no order's record.
@@ -246,8 +263,10 @@ pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
 fn page(session: &mut Session, id: &str) {
     match id.parse::<EntryId>() {
         Ok(parsed) => session.page_order(&parsed),
+        // The id does not parse: `find` says so, after the board is paged in like any find's
+        // (a board that did not page is `find`'s error too).
         Err(_) => {
-            session.board();
+            let _ = session.board();
         }
     }
 }
@@ -263,7 +282,7 @@ fn find_ref<'s>(session: &'s Session, id: &str) -> Result<OrderRef<'s>, OrdersEr
     let parsed: EntryId = id.parse()?;
     session
         .state()
-        .orders()
+        .orders()?
         .get(&parsed)
         .ok_or_else(|| OrdersError::UnknownOrder(id.to_owned()))
 }
@@ -518,7 +537,7 @@ pub fn progress(
     page(session, id);
     let me = agent_of(session)?;
     // What this author sent just before, oldest first: its last post, its last line here.
-    let mut previous: Vec<(Timestamp, String)> = session.last_post_of(&me).into_iter().collect();
+    let mut previous: Vec<(Timestamp, String)> = session.last_post_of(&me)?.into_iter().collect();
     let order = find(session, id)?;
     if let Some(line) = order.view().progress.as_ref().filter(|line| line.by == me) {
         previous.push((line.time, line.text.clone()));
@@ -568,7 +587,7 @@ pub fn hand_in(
         });
     }
     session.refresh(now);
-    let before = session.last_texts_of(&agent_of(session)?);
+    let before = session.last_texts_of(&agent_of(session)?)?;
     session.guard_seam(
         summary,
         &before.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -619,9 +638,9 @@ pub fn names_handin(session: &mut Session, order: &str, reference: &str) -> bool
         return false;
     };
     // Its hand-ins are in the order whole: paged in from the kept state.
-    session
-        .order(&order)
-        .is_some_and(|order| order.handin(&handin).is_some())
+    // A board the session could not page answers "no": the submit then pages the order
+    // itself and fails with that error.
+    matches!(session.order(&order), Ok(Some(order)) if order.handin(&handin).is_some())
 }
 
 /// Submits an order (holder only): a new revision for review, or done when the order needs
@@ -758,7 +777,7 @@ pub fn list(
         Some(_) => (None, true),
         None => (None, false),
     };
-    let board = &session.state().orders();
+    let board = &session.state().orders()?;
     let mut matching = board
         .changed_after(after.unwrap_or(0))
         // Changes include orders that became done: the reader learns they left the board.

@@ -216,9 +216,8 @@ pub fn standby(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, P
     status(session, now)
 }
 
-/// What a takeover came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+/// What a takeover came to (its [`TakeoverResult`] names it in an answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Takeover {
     /// The caller is primary now; `from` was primary before (a message told the fleet).
     TookOver { from: Option<AgentName> },
@@ -226,6 +225,26 @@ pub enum Takeover {
     AlreadyPrimary,
     /// Another Orchestrator's takeover, made without seeing this one, won the race.
     LostRace { primary: AgentName },
+}
+
+/// The name of what a takeover came to, serialized once (snake_case) for every answer that
+/// says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TakeoverResult {
+    TookOver,
+    AlreadyPrimary,
+    LostRace,
+}
+
+impl Takeover {
+    pub fn result(&self) -> TakeoverResult {
+        match self {
+            Self::TookOver { .. } => TakeoverResult::TookOver,
+            Self::AlreadyPrimary => TakeoverResult::AlreadyPrimary,
+            Self::LostRace { .. } => TakeoverResult::LostRace,
+        }
+    }
 }
 
 /// Takes over as primary: an Orchestrator, on a machine that is not paused, when the primary

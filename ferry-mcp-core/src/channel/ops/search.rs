@@ -135,7 +135,7 @@ pub fn search(
     let mut hits = Vec::new();
     // Titles are in the briefs: a search reads no order's record.
     let mut orders: Vec<_> = state
-        .orders()
+        .orders()?
         .iter()
         .filter(|order| matches(&order.brief().title))
         .collect();
@@ -167,7 +167,7 @@ pub fn search(
             }),
     );
     let mut messages: Vec<_> = state
-        .talk()
+        .talk()?
         .for_reader(&me, identity, 0, false)
         .filter(|message| matches(&message.text))
         .collect();

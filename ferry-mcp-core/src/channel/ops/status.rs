@@ -60,7 +60,7 @@ pub fn status_of(session: &mut Session, now: Timestamp) -> Result<Status, OpsErr
     problems.extend(
         session
             .state()
-            .problems()
+            .problems()?
             .iter()
             .map(FoldProblem::to_string),
     );

@@ -211,7 +211,7 @@ pub(super) fn post_announcing(
     let me = reader_of(session)?;
     // Only the author's last post: its last progress line would page the board in on every
     // post (ADR 0015), which a post never reads.
-    if let Some((_, last)) = session.last_post_of(&me) {
+    if let Some((_, last)) = session.last_post_of(&me)? {
         session.guard_seam(&request.text, &[&last])?;
     }
     let to = recipient(session, &request.to, &me)?;
@@ -220,7 +220,7 @@ pub(super) fn post_announcing(
         let id: EntryId = reply_to.parse()?;
         if session
             .state()
-            .talk()
+            .talk()?
             .message(&id, session.identity())
             .is_none()
         {
@@ -310,7 +310,7 @@ pub fn read(
         None => (None, false),
     };
     let identity = session.identity();
-    let talk = &session.state().talk();
+    let talk = &session.state().talk()?;
     let mut given: Vec<(MessageView, AgentName, u64, u64)> = Vec::new();
     let mut more = false;
     for message in talk.for_reader(&me, identity, after.unwrap_or(0), after.is_none()) {
@@ -330,7 +330,7 @@ pub fn read(
         Some((_, _, _, stamp)) if more => *stamp,
         _ => session.state().last_change(),
     };
-    let sent = receipts(session, &me, request.receipts);
+    let sent = receipts(session, &me, request.receipts)?;
     let unmarked = if given.is_empty() {
         None
     } else if request.peek {
@@ -367,10 +367,11 @@ pub fn read(
 }
 
 /// The reader's latest sent messages with who has read them.
-fn receipts(session: &Session, me: &AgentName, limit: usize) -> Vec<Receipt> {
+fn receipts(session: &Session, me: &AgentName, limit: usize) -> Result<Vec<Receipt>, TalkError> {
     let identity = session.identity();
-    let talk = &session.state().talk();
-    talk.sent_by(me, identity)
+    let talk = session.state().talk()?;
+    Ok(talk
+        .sent_by(me, identity)
         .take(limit)
         .map(|message| {
             let recipients: Vec<AgentName> = match &message.to {
@@ -391,7 +392,7 @@ fn receipts(session: &Session, me: &AgentName, limit: usize) -> Vec<Receipt> {
                 unread,
             }
         })
-        .collect()
+        .collect())
 }
 
 /// The whole text of a message (its blob's, when the entry holds only its start): what
@@ -403,7 +404,7 @@ pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<S
     let parsed: EntryId = id.parse()?;
     let message = session
         .state()
-        .talk()
+        .talk()?
         .message(&parsed, session.identity())
         .ok_or_else(|| TalkError::UnknownMessage(id.to_owned()))?;
     let text = match &message.blob {

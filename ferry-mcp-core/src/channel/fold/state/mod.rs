@@ -124,6 +124,17 @@ impl Acted<'_> {
     }
 }
 
+/// A lazy fold was read before the session paged it in: the session's bug, answered as an
+/// error instead of a crash (the session loads what it hands out: `Session::load`, `board`,
+/// `talk`, `whole_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotPaged {
+    #[error("the order board is not paged in")]
+    Board,
+    #[error("talk is not paged in")]
+    Talk,
+}
+
 /// The folded state of one channel. See the module docs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChannelState {
@@ -190,25 +201,17 @@ impl ChannelState {
         &self.identity
     }
 
-    /// The order board.
-    ///
-    /// # Panics
-    /// If it is still in the kept state: the session loads it before it hands the state out
-    /// for it (`Session::board`, `Session::load`); a fold never reads the store.
-    pub fn orders(&self) -> &OrderBoard {
-        self.orders
-            .get()
-            .expect("the session loads the order board before it is read")
+    /// The order board, or [`NotPaged`] while it is still in the kept state: the session
+    /// loads it before it hands the state out for it (`Session::board`, `Session::load`); a
+    /// fold never reads the store.
+    pub fn orders(&self) -> Result<&OrderBoard, NotPaged> {
+        self.orders.get().ok_or(NotPaged::Board)
     }
 
-    /// Talk.
-    ///
-    /// # Panics
-    /// If it is still in the kept state (see [`ChannelState::orders`]).
-    pub fn talk(&self) -> &Talk {
-        self.talk
-            .get()
-            .expect("the session loads talk before it is read")
+    /// Talk, or [`NotPaged`] while it is still in the kept state (see
+    /// [`ChannelState::orders`]).
+    pub fn talk(&self) -> Result<&Talk, NotPaged> {
+        self.talk.get().ok_or(NotPaged::Talk)
     }
 
     /// Which lazy folds are loaded (or made here).
@@ -426,12 +429,13 @@ impl ChannelState {
         replays
     }
 
-    /// Every problem the folds found: identity's, then the domain folds', sorted.
-    pub fn problems(&self) -> Vec<FoldProblem> {
+    /// Every problem the folds found: identity's, then the domain folds', sorted (the board
+    /// and talk paged in: `Session::whole_state`).
+    pub fn problems(&self) -> Result<Vec<FoldProblem>, NotPaged> {
         let mut all = self.identity.problems();
         all.extend(self.problems.iter().cloned());
-        all.extend(self.orders().problems());
-        all.extend(self.talk().problems());
+        all.extend(self.orders()?.problems());
+        all.extend(self.talk()?.problems());
         all.extend(self.secrets.problems());
         all.extend(self.leadership.problems());
         all.extend(self.asks.problems());
@@ -451,7 +455,7 @@ impl ChannelState {
         all.sort_by(|a, b| {
             (&a.author, &a.key, a.seq, a.kind).cmp(&(&b.author, &b.key, b.seq, b.kind))
         });
-        all
+        Ok(all)
     }
 
     /// How many problems were counted but not kept.

@@ -10,7 +10,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
@@ -86,7 +86,8 @@ impl LogWriter {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    #[cfg(feature = "internals")]
+    pub fn path(&self) -> &std::path::Path {
         &self.path
     }
 

@@ -495,7 +495,8 @@ impl Store {
         })
     }
 
-    /// Writes a whole kept state (for tests and tools that keep one made elsewhere).
+    /// Writes a whole kept state (for tests that keep one made elsewhere).
+    #[cfg(feature = "internals")]
     pub fn write(&mut self, kept: &mut Kept) -> Result<u64, String> {
         self.replace = true;
         let Kept {
@@ -525,6 +526,7 @@ impl Store {
 
 /// The bytes of everything `kept` holds, as a save writes them (for tests that compare what
 /// reads back): the core, then the lazy folds. Its orders' records must be kept already.
+#[cfg(feature = "internals")]
 pub fn encode(kept: &Kept) -> Result<Vec<u8>, String> {
     let mut bytes = postcard::to_stdvec(&CoreRef {
         reader: &kept.reader,
@@ -535,8 +537,8 @@ pub fn encode(kept: &Kept) -> Result<Vec<u8>, String> {
     })
     .map_err(|e| e.to_string())?;
     for part in [
-        postcard::to_stdvec(kept.state.orders()),
-        postcard::to_stdvec(kept.state.talk()),
+        postcard::to_stdvec(kept.state.orders().map_err(|e| e.to_string())?),
+        postcard::to_stdvec(kept.state.talk().map_err(|e| e.to_string())?),
         postcard::to_stdvec(
             kept.state
                 .identity()
