@@ -36,7 +36,7 @@ pub mod secrets;
 pub mod status;
 pub mod talk;
 
-use crate::channel::fold::levels::Refusal;
+use crate::channel::fold::levels::{BadScope, Refusal};
 use crate::channel::fold::state::ids::BadId;
 use crate::channel::fold::state::since::SinceError;
 use crate::channel::log::names::{AgentName, ProjectId};
@@ -132,6 +132,8 @@ pub enum OpsError {
     Empty(&'static str),
     #[error(transparent)]
     Guarded(#[from] crate::guard::GuardRefusal),
+    #[error(transparent)]
+    BadScope(#[from] BadScope),
     /// An embedder's channel (`crate::port`) that does not serve this operation.
     #[error("this channel does not serve {0}")]
     Unsupported(&'static str),
@@ -160,6 +162,7 @@ impl OpsError {
             OpsError::Empty(_) => "empty",
             OpsError::Guarded(refusal) => refusal.code(),
             OpsError::Unsupported(_) => "unsupported",
+            OpsError::BadScope(_) => "bad_scope",
         }
     }
 }
