@@ -15,7 +15,7 @@ use clap::{Args, Subcommand};
 
 use crate::common::{agent_name, kept, print, print_raw, project_id};
 use crate::{display, passphrase, paths};
-use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::fold::levels::{Level, check_scope};
 use ferry_mcp_core::channel::log::keys::{PublicKey, Signature};
 use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::machine::home::{KeyHolder, SealCost};
@@ -23,18 +23,9 @@ use ferry_mcp_core::channel::ops::{self, AgentRow, GrantRequest, Joined, Status}
 use ferry_mcp_core::time::Timestamp;
 use zeroize::Zeroizing;
 
-/// A project scope as granted: a non-empty word without spaces, commas or control characters
-/// (scopes are listed comma-separated in the agent table).
-fn scope(raw: &str) -> Result<String, String> {
-    if raw.is_empty() {
-        return Err("a scope cannot be empty".into());
-    }
-    if let Some(bad) = raw
-        .chars()
-        .find(|c| c.is_whitespace() || c.is_control() || *c == ',')
-    {
-        return Err(format!("a scope cannot contain {bad:?}"));
-    }
+/// A project scope as grants and orders name it (`levels::check_scope`).
+pub(crate) fn scope(raw: &str) -> Result<String, String> {
+    check_scope(raw).map_err(|err| err.to_string())?;
     Ok(raw.to_owned())
 }
 

@@ -72,6 +72,10 @@ pub enum OrderCommand {
         gpu_mem_gb: Option<u32>,
         #[arg(long, requires = "heavy")]
         expected_minutes: Option<u32>,
+        /// The project scope it belongs to: only agents granted without scopes, or granted
+        /// this scope (`ferry access set NAME LEVEL --scope S`), work on it above a Worker.
+        #[arg(long, value_parser = crate::admin::scope)]
+        scope: Option<String>,
     },
     /// Claim an order (an agent, `--as`).
     Claim {
@@ -170,7 +174,14 @@ fn board_text(rows: &[ops::ListedOrder]) -> String {
             row.id,
             row.state,
             row.holder.as_ref().map_or("-", AgentName::as_str),
-            display::escape(&row.title),
+            match &row.scope {
+                Some(scope) => format!(
+                    "[{}] {}",
+                    display::escape(scope),
+                    display::escape(&row.title)
+                ),
+                None => display::escape(&row.title).into_owned(),
+            },
         ));
     }
     lines.join("\n")
@@ -187,6 +198,9 @@ fn detail_text(detail: &OrderDetail) -> String {
     }
     if let Some(to) = &detail.to {
         lines.push(format!("offered to {to}"));
+    }
+    if let Some(scope) = &detail.scope {
+        lines.push(format!("in scope {}", display::escape(scope)));
     }
     if detail.review {
         lines.push("a submission needs a review".into());
@@ -300,6 +314,7 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
             ram_gb,
             gpu_mem_gb,
             expected_minutes,
+            scope,
         } => {
             let body = body_file
                 .map(|path| {
@@ -320,6 +335,7 @@ pub fn run_order(cmd: OrderCommand) -> anyhow::Result<ExitCode> {
                         gpu_mem_gb,
                         expected_minutes,
                     },
+                    scope,
                 };
                 let id = ops::issue(session, &request, now)?;
                 Ok((format!("issued order {id}"), json!({"id": id})))

@@ -161,6 +161,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         title: title.to_owned(),
         state: OrderState::Open,
         holder: None,
+        scope: None,
     };
     let channel = InMemory {
         me: ada,

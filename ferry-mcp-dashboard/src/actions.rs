@@ -137,17 +137,40 @@ fn level(visit: &Visit<'_>, fields: &Fields) -> Result<String, String> {
         .transpose()?;
     let request = GrantRequest {
         level,
-        scopes: Vec::new(),
+        scopes: scopes(fields),
         expires,
         key,
     };
     let home = visit.app.master_home(fields);
     ops::access_set(&home, visit.project, &name, &request, visit.now)
         .map_err(|err| err.to_string())?;
+    let within = match request.scopes.as_slice() {
+        [] => String::new(),
+        scopes => format!(" in {}", scopes.join(", ")),
+    };
+    let picked = match key {
+        Some(key) => format!(
+            " Its seat is the key {}.",
+            key.to_string().get(..12).unwrap_or("")
+        ),
+        None => String::new(),
+    };
     Ok(match expires {
-        Some(_) => format!("{name} is a {level} for the hours given."),
-        None => format!("{name} is a {level}."),
+        Some(_) => format!("{name} is a {level}{within} for the hours given.{picked}"),
+        None => format!("{name} is a {level}{within}.{picked}"),
     })
+}
+
+/// The scopes of a grant, as typed: comma-separated (none: the whole project).
+fn scopes(fields: &Fields) -> Vec<String> {
+    fields
+        .text("scopes")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|scope| !scope.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn issue(visit: &Visit<'_>, fields: &Fields) -> Result<(String, String), String> {
@@ -164,6 +187,7 @@ fn issue(visit: &Visit<'_>, fields: &Fields) -> Result<(String, String), String>
             gpu_mem_gb: number(fields, "gpu_mem_gb")?,
             expected_minutes: number(fields, "expected_minutes")?,
         },
+        scope: fields.text("scope").map(str::to_owned),
     };
     let id = as_master(visit, fields, |session, now| {
         orders::issue(session, &request, now)
@@ -247,26 +271,20 @@ fn connect(visit: &Visit<'_>, fields: &Fields) -> Result<String, String> {
         None => AgentName::parse(&format!("{}-{}", app.slug(), visit.app.config.machine))
             .map_err(|err| err.to_string())?,
     };
-    let write = fields.get("do") != Some("show");
     let request = ConnectRequest {
         app,
-        name: name.clone(),
+        name,
         project: visit.project.clone(),
-        write,
+        write: fields.get("do") != Some("show"),
+        level: match fields.get("level") {
+            Some("worker") => Level::Worker,
+            _ => Level::Member,
+        },
     };
-    let mut said = connector.connect(&visit.app.config.home, &request, visit.now)?;
-    if write && fields.get("level") != Some("worker") {
-        let grant = GrantRequest {
-            level: Level::Member,
-            scopes: Vec::new(),
-            expires: None,
-            key: None,
-        };
-        let home = visit.app.master_home(fields);
-        match ops::access_set(&home, visit.project, &name, &grant, visit.now) {
-            Ok(_) => said.push_str(&format!("{name} is a member.\n")),
-            Err(err) => said.push_str(&format!("{name} stays a worker: {err}\n")),
-        }
-    }
-    Ok(said)
+    connector.connect(
+        &visit.app.config.home,
+        &visit.app.master_home(fields),
+        &request,
+        visit.now,
+    )
 }

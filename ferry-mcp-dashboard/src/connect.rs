@@ -4,6 +4,7 @@
 //! their per-platform paths live in the binary's `mcp/connect.rs`, where `ferry mcp connect
 //! --write` uses them; the page calls the same functions through this seam instead of a copy.
 
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::machine::home::Home;
 use ferry_mcp_core::time::Timestamp;
@@ -49,14 +50,19 @@ pub struct ConnectRequest {
     pub project: ProjectId,
     /// Seat the agent and merge the entry into the app's file; else only show the entry.
     pub write: bool,
+    /// The level a newly seated agent is granted (Member; Worker for "work only").
+    pub level: Level,
 }
 
-/// What `ferry mcp connect` does, for the page: seats the agent (as a Worker) and writes the
-/// app's config (`write`), or describes the entry to copy. The text is the command's own.
+/// What `ferry mcp connect --write` does, for the page: seats the agent, grants a new seat
+/// `request.level` with the master key `master` opens (the page's: opened at start, or for
+/// this one action with the passphrase the form carried) and writes the app's config
+/// (`write`), or describes the entry to copy. The text is the command's own.
 pub trait Connector: Send + Sync + std::fmt::Debug {
     fn connect(
         &self,
         home: &Home,
+        master: &Home,
         request: &ConnectRequest,
         now: Timestamp,
     ) -> Result<String, String>;

@@ -796,6 +796,7 @@ impl Board {
             review,
             heavy: false,
             hints: Hints::default(),
+            scope: None,
             seen: None,
         };
         let (tip, id) = self.append(by, &body);

@@ -90,6 +90,7 @@ pub fn order(
         review,
         heavy: false,
         hints: Hints::default(),
+        scope: None,
         seen: None,
     };
     if let Some(text) = body {

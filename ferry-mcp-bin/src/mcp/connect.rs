@@ -715,8 +715,13 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     } else {
         Level::Member
     };
+    // Granting the level opens the master key here: a sealed one asks for its passphrase.
+    let master = home
+        .clone()
+        .unsealing_with(crate::passphrase::unsealer(None));
     let text = connect(
         &home,
+        &master,
         clock::now(),
         args.app,
         name,
@@ -730,12 +735,14 @@ pub fn run(args: ConnectArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `ferry mcp connect` does and says: with `write`, seats the agent at `level` and merges
-/// the entry into the app's config (`config`, else where the app keeps it here); without,
-/// describes it. The dashboard's "Connect an AI app" calls this too ([`PageConnector`]).
+/// What `ferry mcp connect` does and says: with `write`, seats the agent at `level` (a grant
+/// signed with the master key `master` opens) and merges the entry into the app's config
+/// (`config`, else where the app keeps it here); without, describes it. The dashboard's
+/// "Connect an AI app" calls this too ([`PageConnector`]).
 #[allow(clippy::too_many_arguments)]
 fn connect(
     home: &Home,
+    master: &Home,
     now: Timestamp,
     app: App,
     name: AgentName,
@@ -772,7 +779,7 @@ fn connect(
     if write {
         let (file, merged) =
             read.with_context(|| format!("not changing {}", request.path.display()))?;
-        apply(home, now, &request, &file, &merged)
+        apply(home, master, now, &request, &file, &merged)
     } else {
         preview(&request, &entry, read.map(|(_, merged)| merged), seat)
     }
@@ -787,6 +794,7 @@ impl ferry_mcp_dashboard::Connector for PageConnector {
     fn connect(
         &self,
         home: &Home,
+        master: &Home,
         request: &ferry_mcp_dashboard::ConnectRequest,
         now: Timestamp,
     ) -> Result<String, String> {
@@ -797,15 +805,16 @@ impl ferry_mcp_dashboard::Connector for PageConnector {
         };
         connect(
             home,
+            // The master key the page opened at start, or for this one action with the
+            // passphrase its form carried: never a passphrase read here.
+            master,
             now,
             app,
             request.name.clone(),
             request.project.clone(),
             request.write,
             None,
-            // The page seats a Worker: granting more needs the master key, which the page's
-            // own forms unlock for one action (Agents), never a passphrase read here.
-            Level::Worker,
+            request.level,
         )
         .map_err(|err| format!("{err:#}"))
     }
@@ -886,6 +895,7 @@ fn preview(
 /// the file unless it has the entry already.
 fn apply(
     home: &Home,
+    master: &Home,
     now: Timestamp,
     request: &Request,
     file: &ConfigFile,
@@ -895,8 +905,9 @@ fn apply(
         app, name, project, ..
     } = request;
     let (joined, _key) = crate::common::kept(ops::join(home, project, name, None, now)?);
-    // A new seat is a Worker: granting it the level asked for needs the master key here (a
-    // sealed one asks for its passphrase); without it, the level line says what to run.
+    // A new seat is a Worker: granting it the level asked for needs the master key here;
+    // without it, the level line says what to run.
+    let mut not_granted = None;
     if joined == Joined::Seated && request.level != Level::Worker {
         let grant = ops::GrantRequest {
             level: request.level,
@@ -904,16 +915,10 @@ fn apply(
             expires: None,
             key: None,
         };
-        let master = home
-            .clone()
-            .unsealing_with(crate::passphrase::unsealer(None));
         if let Err(err) =
-            ops::access_set(&master, project, name, &grant, now).map(crate::common::kept)
+            ops::access_set(master, project, name, &grant, now).map(crate::common::kept)
         {
-            eprintln!(
-                "ferry: {name} stays a worker: {}",
-                crate::display::escape(&err.to_string())
-            );
+            not_granted = Some(err.to_string());
         }
     }
     let row = standing(home, project, name, now)?
@@ -924,6 +929,13 @@ fn apply(
         Joined::Seated => writeln!(out, "seated {name} in {project} on this machine: {level}"),
         Joined::AlreadySeated => writeln!(out, "{name} is already seated in {project}: {level}"),
     };
+    if let Some(why) = not_granted {
+        let _ = writeln!(
+            out,
+            "{name} stays a worker: {}",
+            crate::display::escape(&why)
+        );
+    }
     let shown = request.path.display();
     let done = match merged.change {
         Change::Unchanged => {

@@ -449,6 +449,7 @@ fn the_human_approves_an_ask_issues_an_order_and_connects_an_app_in_a_real_brows
     browser.screenshot("orders");
     browser.type_into("#o-title", "Write the browser test");
     browser.type_into("#o-to", "demo-agent");
+    browser.type_into("#o-scope", "web");
     browser.click("#issue button[type=\"submit\"]");
     browser.wait_for("Issued ", WAIT);
     browser.screenshot("order");
@@ -482,7 +483,11 @@ fn the_human_approves_an_ask_issues_an_order_and_connects_an_app_in_a_real_brows
     browser.click("input[value=\"codex\"]");
     browser.type_into("#c-name", "codex-test");
     browser.click("button[value=\"write\"]");
-    browser.wait_for("seated codex-test", WAIT);
+    // Member, the level picked by default, granted with the key the page opened at start.
+    browser.wait_for(
+        "seated codex-test in demo on this machine: it is a member",
+        WAIT,
+    );
     let config =
         std::fs::read_to_string(user_home.join(".codex/config.toml")).expect("the config written");
     assert!(config.contains("\"--as\", \"codex-test\""), "{config}");

@@ -378,3 +378,41 @@ fn ferry_search_finds_an_order_by_a_word_of_its_title_and_pages_with_a_cursor() 
     let bad = error(&home, None, &["search", "x"]);
     assert_eq!(bad, "ferry: a query is 2 to 200 characters, not 1");
 }
+
+#[test]
+fn an_order_issued_with_a_scope_is_worked_only_by_agents_granted_it_or_granted_without_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = fleet(&dir);
+    run_ok(
+        &home,
+        &[
+            "access",
+            "set",
+            "bob",
+            "member",
+            "--scope",
+            "web",
+            "--project",
+            "demo",
+        ],
+    );
+    let infra = issue(&home, &["Rotate the disks", "--scope", "infra"]);
+    let web = issue(&home, &["Fix the login page", "--scope", "web"]);
+
+    assert_eq!(
+        error(&home, Some("bob"), &["order", "claim", &infra]),
+        "ferry: claim needs member in scope infra; bob's grant covers web"
+    );
+    json(&home, Some("bob"), &["order", "claim", &web]);
+    json(&home, Some("alice"), &["order", "claim", &infra]);
+    let shown = json(&home, None, &["order", "show", &infra]);
+    assert_eq!(shown["scope"], "infra", "{shown}");
+    let listed = run_ok(&home, &["order", "list", "--project", "demo"]);
+    assert!(listed.contains("[infra] Rotate the disks"), "{listed}");
+    let refused = error(
+        &home,
+        None,
+        &["order", "issue", "Bad", "--scope", "web,infra"],
+    );
+    assert!(refused.contains("a scope cannot contain ','"), "{refused}");
+}

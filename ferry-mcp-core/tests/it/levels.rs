@@ -334,11 +334,11 @@ fn a_scoped_grant_counts_only_inside_its_scopes() {
     );
     assert!(matches!(
         may_in(&temp, "worker", Operation::Claim, Some("backend")),
-        Err(Refusal::OutOfScope { scope, .. }) if scope == "backend"
+        Err(Refusal::OutOfScope { scope: Some(scope), .. }) if scope == "backend"
     ));
     assert!(matches!(
         may(&temp, "worker", Operation::Claim),
-        Err(Refusal::OutOfScope { .. })
+        Err(Refusal::OutOfScope { scope: None, .. })
     ));
 }
 

@@ -27,6 +27,7 @@ mod registry;
 mod registry_schemas;
 mod releases;
 mod saves;
+mod scopes;
 mod search;
 mod shape;
 mod sync_tools;

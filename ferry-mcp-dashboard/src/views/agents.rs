@@ -1,12 +1,52 @@
-//! Agents: who holds which name at which level, seats contested, and the human's two changes:
-//! seat a name on this machine, and set or lower a level (with an expiry).
+//! Agents: who holds which name at which level, seats contested (each key with the button that
+//! gives it the seat), and the human's changes: seat a name on this machine, and set or lower
+//! a level (in scopes, with an expiry).
 
+use ferry_mcp_core::channel::log::names::AgentName;
+use ferry_mcp_core::channel::machine::home::KeyHolder;
 use ferry_mcp_core::channel::ops::access::SeatState;
 use ferry_mcp_core::channel::ops::access_show;
 use maud::{Markup, html};
 
 use super::{base, csrf, failed, passphrase, shown};
 use crate::app::Visit;
+
+/// A contested name's keys, each with the button that gives it the seat: a grant naming that
+/// key at the level picked (Worker unless raised), signed as the human. The key this machine
+/// holds for the name is marked.
+fn contest(visit: &Visit<'_>, base: &str, name: &AgentName, keys: &[String]) -> Markup {
+    let here = visit
+        .app
+        .config
+        .home
+        .key_state(visit.project, &KeyHolder::Agent(name.clone()), visit.now)
+        .ok()
+        .and_then(|local| local.public().map(ToString::to_string));
+    html! {
+        ul.keys {
+            @for (at, key) in keys.iter().enumerate() {
+                @let id = format!("pick-{}-{at}", name.as_str());
+                li {
+                    form.pick method="post" action=(format!("{base}agents/level")) {
+                        (csrf(visit))
+                        input type="hidden" name="name" value=(name.as_str());
+                        input type="hidden" name="key" value=(key);
+                        code { (key) }
+                        @if here.as_deref() == Some(key.as_str()) { " " span.badge { "this machine's key" } }
+                        label for=(format!("{id}-level")) { "Level" }
+                        select id=(format!("{id}-level")) name="level" {
+                            option value="worker" selected { "Worker" }
+                            option value="member" { "Member" }
+                            option value="orchestrator" { "Orchestrator" }
+                        }
+                        (passphrase(visit, &format!("{id}-passphrase")))
+                        button type="submit" aria-label=(format!("Give {} to the key {}", name.as_str(), key)) { "Give the seat to this key" }
+                    }
+                }
+            }
+        }
+    }
+}
 
 pub(super) fn view(visit: &Visit<'_>) -> Markup {
     let base = base(visit);
@@ -27,7 +67,7 @@ pub(super) fn view(visit: &Visit<'_>) -> Markup {
                                     td {
                                         (row.seat.as_str())
                                         @if row.seat == SeatState::Contested {
-                                            ul.keys { @for key in &row.keys { li { code { (key) } } } }
+                                            (contest(visit, &base, &row.name, &row.keys))
                                         }
                                     }
                                     td { (row.level.as_str()) }
@@ -63,10 +103,10 @@ pub(super) fn view(visit: &Visit<'_>) -> Markup {
                     option value="member" selected { "Member" }
                     option value="orchestrator" { "Orchestrator" }
                 }
+                label for="level-scopes" { "Only in these scopes (optional, comma-separated; none: every order)" }
+                input id="level-scopes" name="scopes" maxlength="400" autocomplete="off" placeholder="for example web, docs";
                 label for="level-hours" { "Expires after (hours, optional)" }
                 input id="level-hours" name="hours" type="number" min="1" max="8760";
-                label for="level-key" { "Key (only for a contested name)" }
-                input id="level-key" name="key" maxlength="64" autocomplete="off";
                 (passphrase(visit, "level-passphrase"))
                 button type="submit" { "Set the level" }
             }

@@ -69,12 +69,13 @@ pub(super) fn board(visit: &Visit<'_>, fields: &Fields) -> Markup {
                         .collect();
                     p { (rows.len()) " orders" @if rows.len() > MAX_ROWS { ", the latest " (MAX_ROWS) " changed shown" } "." }
                     table {
-                        thead { tr { th scope="col" { "Order" } th scope="col" { "Title" } th scope="col" { "State" } th scope="col" { "Holder" } } }
+                        thead { tr { th scope="col" { "Order" } th scope="col" { "Title" } th scope="col" { "Scope" } th scope="col" { "State" } th scope="col" { "Holder" } } }
                         tbody {
                             @for listed in rows.iter().take(MAX_ROWS) {
                                 tr {
                                     td { a href=(format!("{base}orders/{}", encode(&listed.row.id))) { (shown(&listed.row.id)) } }
                                     td { (shown(&listed.row.title)) }
+                                    td { @if let Some(scope) = &listed.row.scope { (shown(scope)) } }
                                     td { (label(listed.row.state)) }
                                     td { @if let Some(holder) = &listed.row.holder { (shown(holder.as_str())) } }
                                 }
@@ -95,6 +96,8 @@ pub(super) fn board(visit: &Visit<'_>, fields: &Fields) -> Markup {
                 textarea id="o-body" name="body" rows="5" {}
                 label for="o-to" { "Offer it to (an agent, optional)" }
                 input id="o-to" name="to" maxlength="64" autocomplete="off";
+                label for="o-scope" { "Scope (optional: only agents granted it, or granted without scopes, work on it)" }
+                input id="o-scope" name="scope" maxlength="64" autocomplete="off" placeholder="for example web";
                 fieldset {
                     legend { "Options" }
                     label.check { input type="checkbox" name="review"; " needs a review" }
@@ -143,6 +146,7 @@ pub(super) fn one(visit: &Visit<'_>, id: &str) -> Markup {
                 dt { "Holder" } dd { @match &detail.row.holder { Some(holder) => { (shown(holder.as_str())) @if silent { " " span.badge { "silent" } } } None => { "—" } } }
                 dt { "Issued by" } dd { (shown(detail.issued_by.as_str())) }
                 @if let Some(to) = &detail.to { dt { "Offered to" } dd { (shown(to.as_str())) } }
+                dt { "Scope" } dd { @match &detail.scope { Some(scope) => { (shown(scope)) } None => { "none (agents granted a scope do not work on it)" } } }
                 dt { "Review" } dd { @if detail.review { "needed" } @else { "not needed" } }
                 @if detail.heavy { dt { "Heavy" } dd { "yes" } }
                 dt { "Revision" } dd { (detail.revision) }

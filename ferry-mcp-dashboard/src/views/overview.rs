@@ -1,10 +1,8 @@
 //! The overview: who is alive and doing what, the primary and its brief, open orders by state,
 //! what waits for the human, and the integrity problems, at a glance.
 
-use std::collections::BTreeMap;
-
 use ferry_mcp_core::channel::fold::state::asks::AskState;
-use ferry_mcp_core::channel::ops::orders::{self, ListRequest};
+use ferry_mcp_core::channel::ops::orders;
 use ferry_mcp_core::channel::ops::{asks, fleet, primary, releases, status};
 use maud::{Markup, html};
 
@@ -22,15 +20,8 @@ pub(super) fn view(visit: &Visit<'_>) -> Markup {
     let joined = fleet::join(&mut session, now);
     let leader = primary::status(&mut session, now);
     let digest = fleet::catchup(&mut session, None, fleet::DigestLimits::DETAIL, now);
-    let board = orders::list(
-        &mut session,
-        &ListRequest {
-            all: false,
-            since: None,
-            limit: usize::MAX,
-        },
-        now,
-    );
+    // Counted by the fold: the board itself is never listed here.
+    let counts = orders::count_by_state(&mut session, now);
     let pending = asks::list(&mut session, None, true, now);
     // The same note `ferry_join` and the catch-up carry: a newer release the master approved
     // and pinned for this machine's platform (ADR 0020).
@@ -103,12 +94,9 @@ pub(super) fn view(visit: &Visit<'_>) -> Markup {
             }
             section aria-labelledby="h-orders" {
                 h2 id="h-orders" { "Open orders" }
-                @match &board {
-                    Ok(board) => {
-                        @let counts = board.rows.iter().fold(BTreeMap::new(), |mut counts, listed| {
-                            *counts.entry(listed.row.state).or_insert(0usize) += 1;
-                            counts
-                        });
+                @match &counts {
+                    Ok(counts) => {
+                        @let counts: Vec<_> = counts.iter().filter(|(state, _)| !state.is_done()).collect();
                         @if counts.is_empty() { p { "No open order." } }
                         ul.counts {
                             @for (state, count) in &counts {

@@ -18,7 +18,13 @@ pub const PORT: u16 = 4765;
 pub struct Recorder(pub Mutex<Vec<ConnectRequest>>);
 
 impl Connector for Recorder {
-    fn connect(&self, _: &Home, request: &ConnectRequest, _: Timestamp) -> Result<String, String> {
+    fn connect(
+        &self,
+        _: &Home,
+        _: &Home,
+        request: &ConnectRequest,
+        _: Timestamp,
+    ) -> Result<String, String> {
         self.0.lock().unwrap().push(request.clone());
         Ok(format!("wrote the config of {}\n", request.name))
     }

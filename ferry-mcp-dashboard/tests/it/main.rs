@@ -4,3 +4,4 @@ mod fixture;
 mod live;
 mod refusals;
 mod routes;
+mod scopes_and_seats;

@@ -1,6 +1,7 @@
 //! Every route, through the gate as the page's visitor: what each view shows, and what each
 //! change writes (read back through the agents' own operations).
 
+use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::fold::state::asks::AskState;
 use ferry_mcp_core::channel::fold::state::orders::OrderState;
 use ferry_mcp_core::channel::machine::home::KeyHolder;
@@ -360,12 +361,22 @@ fn connecting_an_app_calls_the_connector_and_makes_a_member_unless_work_only() {
     let asked = page.connector.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 2);
     assert_eq!(
-        (asked[0].app, asked[0].name.as_str(), asked[0].write),
-        (AiApp::Codex, "codex-laptop", true)
+        (
+            asked[0].app,
+            asked[0].name.as_str(),
+            asked[0].write,
+            asked[0].level
+        ),
+        (AiApp::Codex, "codex-laptop", true, Level::Member)
     );
     assert_eq!(
-        (asked[1].app, asked[1].name.as_str(), asked[1].write),
-        (AiApp::ClaudeCode, "cc", false)
+        (
+            asked[1].app,
+            asked[1].name.as_str(),
+            asked[1].write,
+            asked[1].level
+        ),
+        (AiApp::ClaudeCode, "cc", false, Level::Worker)
     );
 }
 

@@ -153,6 +153,21 @@ pub struct FoldedGrant {
     pub order: MasterPos,
 }
 
+impl GrantBody {
+    /// The level this grant gives for an order of `scope` (`None`: an order without a scope,
+    /// or an act that has none, as a post): its level when it has no scopes or names that
+    /// scope, else a Worker's. The one rule of scopes, for the folds and the writing side.
+    pub fn level_in(&self, scope: Option<&str>) -> Level {
+        if self.scopes.is_empty()
+            || scope.is_some_and(|scope| self.scopes.iter().any(|s| s == scope))
+        {
+            self.level
+        } else {
+            Level::Worker
+        }
+    }
+}
+
 impl FoldedGrant {
     /// Whether it judges entry `seq` of `key`'s log whatever master position the entry shows.
     fn binds(&self, key: &PublicKey, seq: u64) -> bool {
@@ -900,7 +915,13 @@ impl Identity {
     /// `name`'s effective level at `now`, from its latest grant: what an operation asked for
     /// now is allowed at (the writing side's check).
     pub fn standing(&self, name: &AgentName, now: Timestamp) -> Standing {
-        self.standing_of(name, self.latest_grant(name), now)
+        self.standing_of(name, self.latest_grant(name), now, None)
+    }
+
+    /// [`Identity::standing`] for an act on an order of `scope`: its level is the one a grant
+    /// scoped to it gives there ([`GrantBody::level_in`]).
+    pub fn standing_in(&self, name: &AgentName, now: Timestamp, scope: Option<&str>) -> Standing {
+        self.standing_of(name, self.latest_grant(name), now, scope)
     }
 
     fn standing_of(
@@ -908,6 +929,7 @@ impl Identity {
         name: &AgentName,
         grant: Option<&FoldedGrant>,
         at: Timestamp,
+        scope: Option<&str>,
     ) -> Standing {
         let worker = |grant| Standing {
             level: Level::Worker,
@@ -930,13 +952,8 @@ impl Identity {
                 at: expires,
             });
         }
-        let level = if body.scopes.is_empty() {
-            body.level
-        } else {
-            Level::Worker
-        };
         Standing {
-            level,
+            level: body.level_in(scope),
             grant: GrantStanding::Active {
                 level: body.level,
                 scopes: body.scopes.clone(),
@@ -949,7 +966,7 @@ impl Identity {
     /// at or before `pos`, or a later one that binds the entry by its seq (`after_seq`; the
     /// entry's time is then at least that grant's), unexpired at that time, naming `key`.
     /// Worker when the key does not hold the name (the entry does not count at all then: see
-    /// [`Identity::admits`]).
+    /// [`Identity::admits`]). Outside any scope: a scoped grant makes a Worker here.
     pub fn level_at(
         &self,
         name: &AgentName,
@@ -958,11 +975,25 @@ impl Identity {
         pos: MasterPos,
         at: Timestamp,
     ) -> Level {
+        self.level_in(name, key, seq, pos, at, None)
+    }
+
+    /// [`Identity::level_at`] for an entry about an order of `scope`: a grant scoped to it
+    /// counts in full ([`GrantBody::level_in`]).
+    pub fn level_in(
+        &self,
+        name: &AgentName,
+        key: &PublicKey,
+        seq: u64,
+        pos: MasterPos,
+        at: Timestamp,
+        scope: Option<&str>,
+    ) -> Level {
         if self.seat(name) != Seat::Seated(key) {
             return Level::Worker;
         }
         let Some(history) = self.grants.get(name) else {
-            return self.standing_of(name, None, at).level;
+            return self.standing_of(name, None, at, scope).level;
         };
         let upto = history.partition_point(|grant| grant.order <= pos);
         let in_force = upto.checked_sub(1).map(|last| &history[last]);
@@ -975,9 +1006,9 @@ impl Identity {
             .filter(|grant| grant.binds(key, seq))
             .map(|grant| {
                 let floor = self.master_time_at(grant.order).unwrap_or(at);
-                self.standing_of(name, Some(grant), at.max(floor)).level
+                self.standing_of(name, Some(grant), at.max(floor), scope).level
             })
-            .fold(self.standing_of(name, in_force, at).level, Level::min)
+            .fold(self.standing_of(name, in_force, at, scope).level, Level::min)
     }
 
     /// Every problem with the entries folded so far, sorted by author, key and seq: entries

@@ -246,14 +246,57 @@ pub enum Refusal {
         granted: Level,
         at: Timestamp,
     },
-    #[error("{operation} needs {needed} in scope {scope}; {agent}'s grant covers {granted}")]
+    #[error("{operation} needs {needed} {}; {agent}'s grant covers {granted}", in_scope(.scope.as_deref()))]
     OutOfScope {
         agent: AgentName,
         operation: Operation,
         needed: Level,
-        scope: String,
+        /// The order's scope (`None`: an order without one, which only an unscoped grant
+        /// covers).
+        scope: Option<String>,
         granted: String,
     },
+}
+
+/// Where an act falls short, in a refusal's words.
+fn in_scope(scope: Option<&str>) -> String {
+    match scope {
+        Some(scope) => format!("in scope {scope}"),
+        None => "on an order without a scope".to_owned(),
+    }
+}
+
+/// The longest scope name, in characters.
+pub const MAX_SCOPE: usize = 64;
+
+/// Why a scope name is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadScope {
+    #[error("a scope cannot be empty")]
+    Empty,
+    #[error("a scope is at most {MAX_SCOPE} characters")]
+    TooLong,
+    #[error("a scope cannot contain {0:?}")]
+    Char(char),
+}
+
+/// A project scope as grants and orders name it: a non-empty word of at most [`MAX_SCOPE`]
+/// characters without spaces, commas or control characters (scopes are listed
+/// comma-separated). Scopes match exactly, case included.
+pub fn check_scope(raw: &str) -> Result<(), BadScope> {
+    if raw.is_empty() {
+        return Err(BadScope::Empty);
+    }
+    if raw.chars().count() > MAX_SCOPE {
+        return Err(BadScope::TooLong);
+    }
+    match raw
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || *c == ',')
+    {
+        Some(bad) => Err(BadScope::Char(bad)),
+        None => Ok(()),
+    }
 }
 
 /// What fixes a refusal on this machine. The refusal's text names no command: the CLI and the
@@ -393,7 +436,7 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
             },
         });
     }
-    let standing = identity.standing(agent, request.now);
+    let standing = identity.standing_in(agent, request.now, request.scope);
     if standing.level >= needed {
         return Ok(standing.level);
     }
@@ -410,21 +453,16 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
             at,
         });
     }
+    // A grant that would do, but not for this scope (its level counted above where it does).
     if let GrantStanding::Active { level, scopes } = &standing.grant
         && *level >= needed
         && !scopes.is_empty()
     {
-        let in_scope = request
-            .scope
-            .is_some_and(|scope| scopes.iter().any(|granted| granted == scope));
-        if in_scope {
-            return Ok(*level);
-        }
         return Err(Refusal::OutOfScope {
             agent: agent.clone(),
             operation: request.operation,
             needed,
-            scope: request.scope.unwrap_or("(none)").to_owned(),
+            scope: request.scope.map(str::to_owned),
             granted: scopes.join(", "),
         });
     }

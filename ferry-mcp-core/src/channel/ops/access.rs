@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::{OpsError, Saved};
 use crate::channel::fold::identity::{GrantBody, GrantStanding, Seat};
-use crate::channel::fold::levels::{Level, LocalKey, Operation};
+use crate::channel::fold::levels::{Level, LocalKey, Operation, check_scope};
 use crate::channel::log::keys::PublicKey;
 use crate::channel::log::names::{AgentName, ProjectId};
 use crate::channel::machine::home::{Home, KeyHolder};
@@ -199,25 +199,27 @@ pub fn access_show(
     Ok(Saved::after(&mut session, rows))
 }
 
-/// Whether `new` lets its key do less than `previous` did: a lower level (scopes make a
-/// Worker), or an expiry where there was none or an earlier one.
+/// Whether `new` lets its key do less than `previous` did: a lower level in some scope (or
+/// outside every scope: scopes where there were none, or fewer of them), or an expiry where
+/// there was none or an earlier one.
 fn takes_away(previous: Option<&GrantBody>, new: &GrantBody) -> bool {
     let Some(previous) = previous.filter(|previous| previous.key == new.key) else {
         return false;
     };
-    let effective = |grant: &GrantBody| {
-        if grant.scopes.is_empty() {
-            grant.level
-        } else {
-            Level::Worker
-        }
-    };
+    // Each scope either names, and every other (`None` stands for them all).
+    let lower = previous
+        .scopes
+        .iter()
+        .chain(&new.scopes)
+        .map(|scope| Some(scope.as_str()))
+        .chain([None])
+        .any(|scope| new.level_in(scope) < previous.level_in(scope));
     let sooner = match (new.expires, previous.expires) {
         (Some(_), None) => true,
         (Some(new), Some(previous)) => new < previous,
         (None, _) => false,
     };
-    effective(new) < effective(previous) || sooner
+    lower || sooner
 }
 
 /// A level to grant.
@@ -239,6 +241,9 @@ pub fn access_set(
     request: &GrantRequest,
     now: Timestamp,
 ) -> Result<Saved<GrantBody>, AccessError> {
+    for scope in &request.scopes {
+        check_scope(scope).map_err(OpsError::from)?;
+    }
     let mut session = Session::open(home, project, Actor::Master, now)?;
     session.master_key(now)?;
     let key = match (session.identity().seat(name), &request.key) {

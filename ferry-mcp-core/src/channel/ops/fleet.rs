@@ -298,6 +298,7 @@ pub fn catchup(
             title,
             state,
             holder,
+            ..
         } = super::orders::row(order);
         DigestOrder {
             silent: held && silent(holder.as_ref()),

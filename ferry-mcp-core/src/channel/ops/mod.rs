@@ -36,7 +36,7 @@ pub mod secrets;
 pub mod status;
 pub mod talk;
 
-use crate::channel::fold::levels::Refusal;
+use crate::channel::fold::levels::{BadScope, Refusal};
 use crate::channel::fold::state::ids::BadId;
 use crate::channel::fold::state::since::SinceError;
 use crate::channel::log::names::{AgentName, ProjectId};
@@ -135,6 +135,8 @@ pub enum OpsError {
     /// A fold read before the session paged it in (the session's bug, never a crash).
     #[error(transparent)]
     NotPaged(#[from] crate::channel::fold::state::NotPaged),
+    #[error(transparent)]
+    BadScope(#[from] BadScope),
     /// An embedder's channel (`crate::port`) that does not serve this operation.
     #[error("this channel does not serve {0}")]
     Unsupported(&'static str),
@@ -164,6 +166,7 @@ impl OpsError {
             OpsError::Guarded(refusal) => refusal.code(),
             OpsError::NotPaged(_) => "not_paged",
             OpsError::Unsupported(_) => "unsupported",
+            OpsError::BadScope(_) => "bad_scope",
         }
     }
 }

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
-use crate::channel::fold::levels::Operation;
+use crate::channel::fold::levels::{Operation, check_scope};
 use crate::channel::fold::state::orders::{
     self, Body, CancelBody, ChainEvent, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY,
     MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
@@ -107,6 +107,8 @@ pub struct IssueRequest {
     pub review: bool,
     pub heavy: bool,
     pub hints: Hints,
+    /// The project scope: only agents granted it (or granted without scopes) work on it.
+    pub scope: Option<String>,
 }
 
 /// One row of the board: what a list shows.
@@ -117,6 +119,8 @@ pub struct OrderRow {
     pub state: OrderState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<AgentName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// What [`list`] gives: rows in the order of their last change, oldest first.
@@ -202,6 +206,8 @@ pub struct OrderDetail {
     pub review: bool,
     pub heavy: bool,
     pub hints: Hints,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
     pub run_via: RunVia,
     /// The command a heavy order runs through the queue with (`<command>` stands for the work).
     pub run_command: Option<String>,
@@ -256,6 +262,7 @@ pub(super) fn row(order: OrderRef<'_>) -> OrderRow {
         title: brief.title.to_string(),
         state: brief.state,
         holder: brief.holder.clone(),
+        scope: brief.scope.as_deref().map(str::to_owned),
     }
 }
 
@@ -373,6 +380,9 @@ pub fn issue(
 ) -> Result<String, OrdersError> {
     check_not_empty("the title", &request.title)?;
     check_chars("the title", &request.title, MAX_TITLE)?;
+    if let Some(scope) = &request.scope {
+        check_scope(scope).map_err(OpsError::from)?;
+    }
     if request.title.contains(['\n', '\r']) {
         return Err(OrdersError::TitleNotOneLine);
     }
@@ -408,6 +418,7 @@ pub fn issue(
         review: request.review,
         heavy: request.heavy,
         hints: request.hints,
+        scope: request.scope.clone(),
         seen: None,
     };
     if let Some(text) = request
@@ -421,7 +432,7 @@ pub fn issue(
             body.body = Some(text.to_owned());
         }
     }
-    let entry = session.append(Operation::Issue, None, &body, now)?;
+    let entry = session.append(Operation::Issue, request.scope.as_deref(), &body, now)?;
     Ok(session.id_of(&entry).to_string())
 }
 
@@ -440,7 +451,8 @@ pub fn claim(session: &mut Session, id: &str, now: Timestamp) -> Result<ClaimOut
         wanted: "open or offered",
     };
     judged(session, order, &body, asked)?;
-    let entry = session.append(Operation::Claim, None, &body, now)?;
+    let scope = order.issue.scope.clone();
+    let entry = session.append(Operation::Claim, scope.as_deref(), &body, now)?;
     let mine = session.id_of(&entry);
     let order = find(session, id)?;
     // What the fold made of it: a claim that lost a race is void, and says to whom.
@@ -510,7 +522,8 @@ pub fn release(
         wanted: HELD,
     };
     judged(session, order, &body, asked)?;
-    session.append(operation, None, &body, now)?;
+    let scope = order.issue.scope.clone();
+    session.append(operation, scope.as_deref(), &body, now)?;
     Ok(find_ref(session, id)?.brief().state)
 }
 
@@ -562,7 +575,8 @@ pub fn progress(
         after: order.view().tip,
         text: text.to_owned(),
     };
-    session.append(Operation::Progress, None, &body, now)?;
+    let scope = order.issue.scope.clone();
+    session.append(Operation::Progress, scope.as_deref(), &body, now)?;
     Ok(find_ref(session, id)?.brief().state)
 }
 
@@ -603,7 +617,8 @@ pub fn hand_in(
         summary: summary.to_owned(),
         seen: None,
     };
-    let entry = session.append(Operation::HandIn, None, &body, now)?;
+    let scope = order.issue.scope.clone();
+    let entry = session.append(Operation::HandIn, scope.as_deref(), &body, now)?;
     Ok(EntryId::Agent {
         name: entry.author().clone(),
         seq: entry.seq(),
@@ -688,7 +703,8 @@ pub fn submit(
         wanted: HELD,
     };
     judged(session, order, &body, asked)?;
-    session.append(Operation::Submit, None, &body, now)?;
+    let scope = order.issue.scope.clone();
+    session.append(Operation::Submit, scope.as_deref(), &body, now)?;
     Ok(find_ref(session, id)?.brief().state)
 }
 
@@ -723,7 +739,8 @@ pub fn review(
         wanted: "submitted",
     };
     judged(session, order, &body, asked)?;
-    session.append(Operation::Review, None, &body, now)?;
+    let scope = order.issue.scope.clone();
+    session.append(Operation::Review, scope.as_deref(), &body, now)?;
     Ok(find_ref(session, id)?.brief().state)
 }
 
@@ -797,6 +814,18 @@ pub fn list(
     })
 }
 
+/// How many orders stand in each state (states without one left out): the fold's count, so an
+/// overview of a large board lists none of it.
+pub fn count_by_state(
+    session: &mut Session,
+    now: Timestamp,
+) -> Result<std::collections::BTreeMap<OrderState, usize>, OrdersError> {
+    session.authorize(Operation::Read, None, now)?;
+    session.refresh(now);
+    session.load(Sections::BOARD, now);
+    Ok(session.state().orders()?.count_by_state().clone())
+}
+
 /// Everything about one order, and how it would run here when it is heavy.
 pub fn show(
     session: &mut Session,
@@ -825,6 +854,7 @@ pub fn show(
         review: issue.review,
         heavy: issue.heavy,
         hints: issue.hints,
+        scope: issue.scope.clone(),
         run_via: if via_queue {
             RunVia::Snifrig
         } else {

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use super::race::{self, tiebreak};
 use super::{Acted, Changes, EntryId};
 use crate::channel::fold::identity::{FoldProblem, FoldProblemKind, Identity, MasterPos, Seat};
-use crate::channel::fold::levels::Level;
+use crate::channel::fold::levels::{Level, check_scope};
 use crate::channel::log::entry::EntryHash;
 use crate::channel::log::keys::PublicKey;
 use crate::channel::log::names::AgentName;
@@ -157,6 +157,10 @@ pub struct IssueBody {
         serialize_with = "Hints::serialize_given"
     )]
     pub hints: Hints,
+    /// The project scope it belongs to: only an unscoped grant, or one scoped to it, lets an
+    /// agent act on it above a Worker's level. None: only unscoped grants do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<MasterPos>,
 }
@@ -387,6 +391,8 @@ pub struct Issue {
     pub review: bool,
     pub heavy: bool,
     pub hints: Hints,
+    /// Its project scope ([`IssueBody::scope`]).
+    pub scope: Option<String>,
 }
 
 /// What a chain event does, as the fold judges it.
@@ -581,19 +587,34 @@ impl Made {
         self.by_master || identity.seat(&self.author) == Seat::Seated(&self.key)
     }
 
-    fn level(&self, identity: &Identity) -> Level {
-        identity.level_at(&self.author, &self.key, self.seq, self.pos, self.time)
+    /// The level in force for it on an order of `scope`.
+    fn level(&self, identity: &Identity, scope: Option<&str>) -> Level {
+        identity.level_in(
+            &self.author,
+            &self.key,
+            self.seq,
+            self.pos,
+            self.time,
+            scope,
+        )
     }
 
-    /// The level in force for it as a chain event that names an event standing at `floor`
-    /// (ADR 0016, rule 2: neither its position nor its time is before what it names).
-    fn level_after(&self, identity: &Identity, floor: (MasterPos, Timestamp)) -> Level {
-        identity.level_at(
+    /// The level in force for it as a chain event on an order of `scope` that names an event
+    /// standing at `floor` (ADR 0016, rule 2: neither its position nor its time is before
+    /// what it names).
+    fn level_after(
+        &self,
+        identity: &Identity,
+        floor: (MasterPos, Timestamp),
+        scope: Option<&str>,
+    ) -> Level {
+        identity.level_in(
             &self.author,
             &self.key,
             self.seq,
             self.pos.max(floor.0),
             self.time.max(floor.1),
+            scope,
         )
     }
 }
@@ -748,6 +769,7 @@ impl Order {
             review: false,
             heavy: false,
             hints: Hints::default(),
+            scope: brief.scope.as_deref().map(str::to_owned),
         };
         let view = initial_view(&issue, false);
         Self {
@@ -799,6 +821,8 @@ pub struct Brief {
     /// Whom it was offered to.
     pub to: Option<AgentName>,
     pub title: Box<str>,
+    /// Its project scope.
+    pub scope: Option<Box<str>>,
     /// Who made the latest counted submission.
     pub submitted_by: Option<AgentName>,
     /// Its events that lost a race (a catch-up tells their authors).
@@ -825,6 +849,7 @@ impl Brief {
             holder: view.holder.clone(),
             to: order.issue.to.clone(),
             title: order.issue.title.as_str().into(),
+            scope: order.issue.scope.as_deref().map(Into::into),
             submitted_by: view.submission.as_ref().map(|s| s.by.clone()),
             lost_races: view
                 .voided
@@ -1243,6 +1268,12 @@ impl OrderBoard {
             .filter_map(|id| self.get(id))
     }
 
+    /// How many orders that count stand in each state (states without one left out), from
+    /// the board's index: no walk of the board.
+    pub fn count_by_state(&self) -> &BTreeMap<OrderState, usize> {
+        &self.index.by_state
+    }
+
     /// How many orders count.
     pub fn len(&self) -> usize {
         self.iter().count()
@@ -1303,6 +1334,9 @@ impl OrderBoard {
                 format!("order title empty or over {MAX_TITLE} characters"),
             );
         }
+        if let Some(Err(bad)) = body.scope.as_deref().map(check_scope) {
+            return self.report(acted, format!("bad order scope: {bad}"));
+        }
         let order_body = match (body.body, body.blob) {
             (Some(text), None) => Body::Inline(text),
             (None, Some(blob)) => Body::Blob(blob),
@@ -1324,6 +1358,7 @@ impl OrderBoard {
             review: body.review,
             heavy: body.heavy,
             hints: body.hints,
+            scope: body.scope,
         };
         let id = acted.id.clone();
         let mut order = Order {
@@ -1346,12 +1381,13 @@ impl OrderBoard {
         order.view = walk(&mut order, identity);
         self.by_change.insert(order.changed, id.clone());
         let slot = Slot::resident(order);
-        self.index.add(&id, &slot.brief);
-        if let Some(replaced) = self.orders.insert(id.clone(), slot) {
+        // The replaced one's index keys first: the index counts orders by state.
+        if let Some(replaced) = self.orders.remove(&id) {
             self.index.remove(&id, &replaced.brief);
-            self.index.add(&id, &self.orders[&id].brief);
             self.by_change.remove(&replaced.brief.changed);
         }
+        self.index.add(&id, &slot.brief);
+        self.orders.insert(id.clone(), slot);
     }
 
     fn wait(&mut self, order: EntryId, waiting: Waiting) {
@@ -1738,6 +1774,9 @@ struct Index {
     awaiting: BTreeSet<EntryId>,
     /// Not done, by the agent that holds it or that it is offered to.
     by_agent: BTreeMap<AgentName, BTreeSet<EntryId>>,
+    /// How many orders that count stand in each state (none at zero), so an overview counts
+    /// the board without listing it.
+    by_state: BTreeMap<OrderState, usize>,
 }
 
 impl Index {
@@ -1759,6 +1798,9 @@ impl Index {
     }
 
     fn add(&mut self, id: &EntryId, brief: &Brief) {
+        if brief.counts {
+            *self.by_state.entry(brief.state).or_default() += 1;
+        }
         let (awaits, agents) = Self::keys(brief);
         if awaits {
             self.awaiting.insert(id.clone());
@@ -1772,6 +1814,14 @@ impl Index {
     }
 
     fn remove(&mut self, id: &EntryId, brief: &Brief) {
+        if brief.counts
+            && let Some(count) = self.by_state.get_mut(&brief.state)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.by_state.remove(&brief.state);
+            }
+        }
         let (awaits, agents) = Self::keys(brief);
         if awaits {
             self.awaiting.remove(id);
@@ -1809,14 +1859,21 @@ fn initial_view(issue: &Issue, counts: bool) -> OrderView {
     }
 }
 
-/// Whether the issue counts: the master's, or an Orchestrator's whose grant was in force.
+/// Whether the issue counts: the master's, or an Orchestrator's whose grant was in force for
+/// the order's scope.
 fn issue_counts(id: &EntryId, issue: &Issue, identity: &Identity) -> bool {
     if issue.by_master {
         return true;
     }
     identity.seat(&issue.by) == Seat::Seated(&issue.key)
-        && identity.level_at(&issue.by, &issue.key, id.seq(), issue.pos, issue.time)
-            >= Level::Orchestrator
+        && identity.level_in(
+            &issue.by,
+            &issue.key,
+            id.seq(),
+            issue.pos,
+            issue.time,
+            issue.scope.as_deref(),
+        ) >= Level::Orchestrator
 }
 
 /// Whether `event` may happen to an order standing at `view` (ADR 0006, rule 1): its author
@@ -1834,7 +1891,8 @@ fn judge(
             author: made.author.clone(),
         });
     }
-    let level = (!made.by_master).then(|| made.level_after(identity, floor));
+    let level =
+        (!made.by_master).then(|| made.level_after(identity, floor, issue.scope.as_deref()));
     rules(
         &event.kind,
         &made.author,
@@ -1953,13 +2011,14 @@ fn check_len(text: Option<&str>, max: usize, field: TextField) -> Result<(), Voi
     }
 }
 
-/// Whether a progress line by `made` counts, when `holder` held the order right after the
-/// event it names: the line's rules, by its author seated at Member or above.
+/// Whether a progress line by `made` counts, when `holder` held the order (of `scope`) right
+/// after the event it names: the line's rules, by its author seated at Member or above there.
 fn judge_line(
     made: &Made,
     holder: Option<&AgentName>,
     text: &str,
     identity: &Identity,
+    scope: Option<&str>,
 ) -> Result<(), VoidReason> {
     line_rules(&made.author, holder, text)?;
     if !made.seated(identity) {
@@ -1967,7 +2026,7 @@ fn judge_line(
             author: made.author.clone(),
         });
     }
-    let level = made.level(identity);
+    let level = made.level(identity, scope);
     if level < Level::Member {
         return Err(VoidReason::LevelTooLow {
             event: EventName::Progress,
@@ -2239,7 +2298,8 @@ fn count_lines(
     let mut counted = 0u32;
     for line in &order.progress {
         let holder = holder_after.get(&line.after).and_then(Option::as_ref);
-        if judge_line(&line.made, holder, &line.text, identity).is_ok() {
+        let scope = order.issue.scope.as_deref();
+        if judge_line(&line.made, holder, &line.text, identity, scope).is_ok() {
             counted += 1;
             if view.holder.as_ref() == Some(&line.made.author) && view.state == OrderState::Claimed
             {
@@ -2278,6 +2338,7 @@ mod tests {
             holder: None,
             to: None,
             title: "a title".into(),
+            scope: None,
             submitted_by: None,
             lost_races: Box::new([]),
             involves: vec![AgentName::parse("ada").unwrap()].into(),
