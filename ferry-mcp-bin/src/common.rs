@@ -72,10 +72,7 @@ pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
 /// ([`Session::reading_without_key`]; a write it leads to is still refused).
 /// `agent_without_key` says whether `--as AGENT` reads so (`ferry join` does not: what it tells
 /// is whether AGENT can act here).
-fn open_reading_session(
-    acting: &Acting,
-    agent_without_key: bool,
-) -> anyhow::Result<Session> {
+fn open_reading_session(acting: &Acting, agent_without_key: bool) -> anyhow::Result<Session> {
     let session = open_session(acting)?;
     if acting.agent.is_some() {
         return Ok(match session.local_key(clock::now())? {

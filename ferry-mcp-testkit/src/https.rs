@@ -57,7 +57,12 @@ pub fn serve(replies: &[(&str, Reply)]) -> Served {
     let made = Command::new("openssl")
         .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
         .args(["ec_paramgen_curve:P-256", "-nodes", "-days", "1"])
-        .args(["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
@@ -110,7 +115,9 @@ pub fn serve(replies: &[(&str, Reply)]) -> Served {
     let mut line = String::new();
     let port = loop {
         line.clear();
-        let read = stdout.read_line(&mut line).expect("openssl s_server's output");
+        let read = stdout
+            .read_line(&mut line)
+            .expect("openssl s_server's output");
         assert!(read > 0, "openssl s_server ended before it listened");
         if let Some(port) = line
             .trim_end()

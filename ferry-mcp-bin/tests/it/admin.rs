@@ -1158,7 +1158,14 @@ fn on_a_machine_without_an_agent_s_key_its_reads_with_as_work_from_its_side_and_
     };
     let order = json(
         &home,
-        &["order", "issue", "Write the parser", "--project", "demo", "--json"],
+        &[
+            "order",
+            "issue",
+            "Write the parser",
+            "--project",
+            "demo",
+            "--json",
+        ],
     )["id"]
         .as_str()
         .unwrap()
@@ -1172,8 +1179,17 @@ fn on_a_machine_without_an_agent_s_key_its_reads_with_as_work_from_its_side_and_
     let ask = json(
         &home,
         &[
-            "ask", "raise", "--title", "Merge now?", "--recommendation", "yes", "--as", "lead",
-            "--project", "demo", "--json",
+            "ask",
+            "raise",
+            "--title",
+            "Merge now?",
+            "--recommendation",
+            "yes",
+            "--as",
+            "lead",
+            "--project",
+            "demo",
+            "--json",
         ],
     )["id"]
         .as_str()
@@ -1213,7 +1229,14 @@ fn on_a_machine_without_an_agent_s_key_its_reads_with_as_work_from_its_side_and_
         &["order", "claim", &order][..],
         &["talk", "post", "hello", "--to", "all"],
         &["talk", "read"],
-        &["ask", "raise", "--title", "Again?", "--recommendation", "no"],
+        &[
+            "ask",
+            "raise",
+            "--title",
+            "Again?",
+            "--recommendation",
+            "no",
+        ],
     ] {
         assert_eq!(run_err(&other, &as_lead(args)), reason, "{args:?}");
     }

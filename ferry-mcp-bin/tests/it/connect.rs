@@ -654,8 +654,7 @@ fn connect_names_the_ferry_installed_on_path_by_its_real_path_and_warns_of_nothi
 }
 
 #[test]
-fn connect_without_a_ferry_on_path_names_this_binary_and_warns_that_it_lives_in_a_build_folder()
-{
+fn connect_without_a_ferry_on_path_names_this_binary_and_warns_that_it_lives_in_a_build_folder() {
     let setup = Setup::new();
     let this = fs::canonicalize(env!("CARGO_BIN_EXE_ferry")).unwrap();
     let config = setup.path("config.toml");

@@ -307,7 +307,14 @@ fn ferry_update_apply_fetches_an_https_artifact_with_curl_and_refuses_a_server_t
     run_ok(
         &home,
         &[
-            "release", "approve", "9.9.9", "--artifact", &pair, "--sha256", &pin, "--project",
+            "release",
+            "approve",
+            "9.9.9",
+            "--artifact",
+            &pair,
+            "--sha256",
+            &pin,
+            "--project",
             "demo",
         ],
     );

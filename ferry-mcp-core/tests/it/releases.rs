@@ -662,8 +662,12 @@ fn without_curl_https_is_refused_with_a_clear_error_and_an_approval_can_still_pi
         artifacts: vec![(THIS_PLATFORM.to_owned(), ArtifactInput::Url(url.clone()))],
         ..ApproveRequest::default()
     };
-    let err = releases::approve(&mut without_curl(temp.master_session()), &request, temp.now())
-        .unwrap_err();
+    let err = releases::approve(
+        &mut without_curl(temp.master_session()),
+        &request,
+        temp.now(),
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "https_unavailable", "{err}");
     assert!(err.to_string().contains("no curl on PATH"), "{err}");
     let request = ApproveRequest {

@@ -166,7 +166,10 @@ fn an_orchestrator_s_apply_installs_a_release_served_over_https_and_refuses_a_re
     for (version, path) in [("9.9.9", "ferry"), ("9.9.10", "moved")] {
         let request = ApproveRequest {
             version: version.into(),
-            artifacts: vec![(THIS_PLATFORM.to_owned(), ArtifactInput::Url(served.url(path)))],
+            artifacts: vec![(
+                THIS_PLATFORM.to_owned(),
+                ArtifactInput::Url(served.url(path)),
+            )],
             sha256: vec![(THIS_PLATFORM.to_owned(), pin)],
             ..ApproveRequest::default()
         };

@@ -301,10 +301,7 @@ pub fn approve(
             ArtifactInput::Url(url) => {
                 let found = match pin_given {
                     Some(pin) => pin,
-                    None => install::hash(&mut *install::fetch(
-                        url,
-                        &session.installed().https,
-                    )?)?,
+                    None => install::hash(&mut *install::fetch(url, &session.installed().https)?)?,
                 };
                 (Some(found), Source::Url(url.clone()))
             }
