@@ -998,7 +998,7 @@ fn only_the_master_cancels_an_order_and_a_done_order_stays_done() {
 }
 
 #[test]
-fn a_workers_hand_in_counts_and_the_holder_submits_only_a_hand_in_of_its_own_by_its_id() {
+fn a_workers_hand_in_counts_and_the_holder_submits_it_by_its_id() {
     let temp = TempChannel::with_each_level();
     let id = issue_reviewed(&temp, "team work");
     claim(&temp, "member", &id);
@@ -1031,34 +1031,17 @@ fn a_workers_hand_in_counts_and_the_holder_submits_only_a_hand_in_of_its_own_by_
         code(&orders::submit(&mut member, &id, &unknown, temp.now())),
         "unknown_handin"
     );
-    // The worker's hand-in is the worker's: the holder submits it by its ref, or hands in
-    // the work itself and submits that.
     let theirs = SubmitRequest {
         handin: Some(handin.clone()),
         git_ref: None,
         summary: "the worker's parser".into(),
     };
-    let refused = orders::submit(&mut member, &id, &theirs, temp.now()).unwrap_err();
-    assert_eq!(refused.code(), "handin_of_another", "{refused}");
     assert_eq!(
-        refused.to_string(),
-        format!(
-            "hand-in {handin} of order {id} is worker's, not member's: an agent submits only a hand-in of its own (submit the work's git ref instead)"
-        )
-    );
-    let own = orders::hand_in(&mut member, &id, "worker/part", "the parser", temp.now()).unwrap();
-    assert!(own.starts_with("member-"), "{own}");
-    let mine = SubmitRequest {
-        handin: Some(own.clone()),
-        git_ref: None,
-        summary: "the parser, handed in by me".into(),
-    };
-    assert_eq!(
-        orders::submit(&mut member, &id, &mine, temp.now()).unwrap(),
+        orders::submit(&mut member, &id, &theirs, temp.now()).unwrap(),
         OrderState::Submitted
     );
     let submission = show(&temp, &id).submission.unwrap();
-    assert_eq!(submission.handin, Some(own));
+    assert_eq!(submission.handin, Some(handin));
     assert_eq!(submission.by, agent("member"));
     // The worker cannot submit it itself.
     let id2 = issue(&temp, "alone");
@@ -1211,62 +1194,6 @@ fn an_order_issued_before_a_demotion_counts_and_one_that_saw_the_demotion_does_n
     assert!(view.board().get(&before.parse().unwrap()).is_some());
     let shown = orders::show(&mut temp.view(), &raw_id.to_string(), None, temp.now());
     assert_eq!(code(&shown), "unknown_order");
-}
-
-#[test]
-fn a_holder_that_signs_a_submission_of_another_agents_hand_in_itself_submits_nothing() {
-    let temp = TempChannel::with_each_level();
-    let id = issue_reviewed(&temp, "team work");
-    claim(&temp, "member", &id);
-    let theirs = orders::hand_in(
-        &mut temp.agent_session("worker"),
-        &id,
-        "worker/part",
-        "the parser",
-        temp.now(),
-    )
-    .unwrap();
-    let order: EntryId = id.parse().unwrap();
-    let mut view = temp.view();
-    let tip = view.order(&order).unwrap().view().tip;
-    let seen = view.identity().master_position();
-    // The holder skips the operation and signs the submission with its own key.
-    let raw = write_with_seen(
-        &temp,
-        "member",
-        kinds::SUBMIT,
-        json!({"order": id, "after": tip, "summary": "mine now", "handin": theirs}),
-        seen,
-    );
-    // It counts for nothing, here or on a machine that folds the channel from nothing: the
-    // order is still the holder's to submit, and shows no submission.
-    let elsewhere = Home::at(temp.root().join("home-b"));
-    ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
-    let there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
-    for mut session in [temp.view(), there] {
-        let detail = orders::show(&mut session, &id, None, temp.now()).unwrap();
-        assert_eq!(detail.row.state, OrderState::Claimed, "{raw} counted");
-        assert_eq!(detail.submission, None);
-        assert_eq!(detail.revision, 0);
-    }
-    // With its own hand-in, the same submission counts.
-    let own = orders::hand_in(
-        &mut temp.agent_session("member"),
-        &id,
-        "worker/part",
-        "the parser",
-        temp.now(),
-    )
-    .unwrap();
-    let tip = temp.view().order(&order).unwrap().view().tip;
-    write_with_seen(
-        &temp,
-        "member",
-        kinds::SUBMIT,
-        json!({"order": id, "after": tip, "summary": "mine", "handin": own}),
-        seen,
-    );
-    assert_eq!(show(&temp, &id).row.state, OrderState::Submitted);
 }
 
 /// Appends `kind` with `body` to `name`'s log, signed with its key on this machine, showing

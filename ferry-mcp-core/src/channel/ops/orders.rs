@@ -52,15 +52,6 @@ pub enum OrdersError {
     OwnSubmission { agent: AgentName },
     #[error("unknown hand-in {handin} for order {order}")]
     UnknownHandIn { handin: String, order: String },
-    #[error(
-        "hand-in {handin} of order {order} is {by}'s, not {agent}'s: an agent submits only a hand-in of its own (submit the work's git ref instead)"
-    )]
-    HandInOfAnother {
-        handin: String,
-        order: String,
-        by: AgentName,
-        agent: AgentName,
-    },
     #[error("the human does not {action}: agents do")]
     AgentsOnly { action: &'static str },
     #[error("only the human (the master key) may {action}")]
@@ -95,7 +86,6 @@ impl OrdersError {
             Self::DoesNotCount { .. } => "does_not_count",
             Self::OwnSubmission { .. } => "own_submission",
             Self::UnknownHandIn { .. } => "unknown_handin",
-            Self::HandInOfAnother { .. } => "handin_of_another",
             Self::NotAGitRef { .. } => "not_a_git_ref",
             Self::AgentsOnly { .. } => "agents_only",
             Self::HumanOnly { .. } => "master_only",
@@ -658,21 +648,10 @@ pub fn submit(
         }
         (Some(handin), _) => {
             let handin_id: EntryId = handin.parse()?;
-            let Some(found) = order.handin(&handin_id) else {
+            if order.handin(&handin_id).is_none() {
                 return Err(OrdersError::UnknownHandIn {
                     handin: handin.clone(),
                     order: order.id.to_string(),
-                });
-            };
-            // The fold voids a submission of another's hand-in; say whose it is first.
-            if let Some((agent, false)) = proposer(session)
-                && found.by != agent
-            {
-                return Err(OrdersError::HandInOfAnother {
-                    handin: handin.clone(),
-                    order: order.id.to_string(),
-                    by: found.by.clone(),
-                    agent,
                 });
             }
         }

@@ -524,10 +524,6 @@ pub enum VoidReason {
     LostRace { winner: AgentName, event: EventName },
     #[error("it follows an event that does not count")]
     FollowsVoid,
-    /// A submission names a hand-in by another agent (or no hand-in id at all): an agent
-    /// submits only work it handed in itself (issue 19, item 9).
-    #[error("a submission names only a hand-in of its own author")]
-    HandInOfAnother,
 }
 
 impl VoidReason {
@@ -1879,11 +1875,6 @@ fn rules(
             if handin.is_none() && git_ref.is_none() {
                 return Err(VoidReason::NoWork);
             }
-            if let Some(handin) = handin
-                && !handed_in_by(handin, author)
-            {
-                return Err(VoidReason::HandInOfAnother);
-            }
             check_len(git_ref.as_deref(), MAX_REF, TextField::Ref)?;
             check_len(Some(summary), MAX_SUMMARY, TextField::Summary)?;
             at_least(Level::Member)
@@ -1917,12 +1908,6 @@ fn rules(
             Ok(())
         }
     }
-}
-
-/// Whether `handin` is the id of an entry in `author`'s own log: a hand-in's id names its
-/// author, so this is judged from the id alone, whatever the fold still keeps of the order.
-pub fn handed_in_by(handin: &str, author: &AgentName) -> bool {
-    matches!(handin.parse::<EntryId>(), Ok(EntryId::Agent { name, .. }) if name == *author)
 }
 
 fn check_len(text: Option<&str>, max: usize, field: TextField) -> Result<(), VoidReason> {
