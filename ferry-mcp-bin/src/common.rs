@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
+use ferry_mcp_core::channel::fold::identity::Seat;
 use ferry_mcp_core::channel::fold::levels::{LocalKey, Operation};
 use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::OpsError;
@@ -74,9 +75,12 @@ pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
 /// is whether AGENT can act here).
 fn open_reading_session(acting: &Acting, agent_without_key: bool) -> anyhow::Result<Session> {
     let session = open_session(acting)?;
-    if acting.agent.is_some() {
+    if let Some(agent) = &acting.agent {
+        // Only a name the roster seats (with a key another machine holds): a name it does not
+        // know is a mistake, and is refused as before.
+        let seated = matches!(session.identity().seat(agent), Seat::Seated(_));
         return Ok(match session.local_key(clock::now())? {
-            LocalKey::Missing if agent_without_key => session.reading_without_key(),
+            LocalKey::Missing if agent_without_key && seated => session.reading_without_key(),
             _ => session,
         });
     }

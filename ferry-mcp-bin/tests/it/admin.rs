@@ -1224,7 +1224,7 @@ fn on_a_machine_without_an_agent_s_key_its_reads_with_as_work_from_its_side_and_
     assert!(peeked.contains("lead, take the parser"), "{peeked}");
     assert!(!peeked.contains("for bob alone"), "{peeked}");
     // Every write as lead still needs lead's key, and says why; joining would not help.
-    let reason = "ferry: lead is not seated: this machine holds no key for it (its seat's key is on another machine, where it writes; reading needs no key)";
+    let reason = "ferry: lead is not seated: no key for it on this machine (its seat's key is on another machine, where it writes; reading needs none)";
     for args in [
         &["order", "claim", &order][..],
         &["talk", "post", "hello", "--to", "all"],

@@ -352,7 +352,7 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
         // A name seated with a key another machine holds: joining here would not help.
         return Err(match identity.seat(agent) {
             Seat::Seated(_) => unseated(
-                "this machine holds no key for it (its seat's key is on another machine, where it writes; reading needs no key)",
+                "no key for it on this machine (its seat's key is on another machine, where it writes; reading needs none)",
                 false,
             ),
             _ => unseated("no key for it on this machine", true),
