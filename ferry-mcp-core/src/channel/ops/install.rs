@@ -418,7 +418,8 @@ pub fn https_get(url: &str, https: &Https) -> Result<Box<dyn Read>, InstallError
     }
     let curl = match &https.curl {
         Some(curl) => curl.clone(),
-        None => find_on_path("curl").ok_or(InstallError::NoCurl)?,
+        None => find_on_path(&format!("curl{}", std::env::consts::EXE_SUFFIX))
+            .ok_or(InstallError::NoCurl)?,
     };
     let secs = |duration: Duration| duration.as_secs().to_string();
     let mut command = Command::new(&curl);
