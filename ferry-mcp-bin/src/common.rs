@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use ferry_mcp_core::channel::fold::levels::Operation;
+use ferry_mcp_core::channel::fold::identity::Seat;
+use ferry_mcp_core::channel::fold::levels::{LocalKey, Operation};
 use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::OpsError;
 use ferry_mcp_core::channel::session::{Actor, Session};
@@ -66,12 +67,22 @@ pub(crate) fn open_session(acting: &Acting) -> anyhow::Result<Session> {
 }
 
 /// A session for a command that only reads: as [`open_session`], except that the person at the
-/// keyboard of a machine without the master key reads as an observer (the channel's logs are
-/// plain signed text: reading them needs no key), instead of being refused.
-pub(crate) fn open_reading_session(acting: &Acting) -> anyhow::Result<Session> {
+/// keyboard of a machine without the key reads anyway (the channel's logs are plain signed
+/// text: reading them needs no key), instead of being refused: without the master key as an
+/// observer, and with `--as AGENT` where AGENT's key is not here from AGENT's side
+/// ([`Session::reading_without_key`]; a write it leads to is still refused).
+/// `agent_without_key` says whether `--as AGENT` reads so (`ferry join` does not: what it tells
+/// is whether AGENT can act here).
+fn open_reading_session(acting: &Acting, agent_without_key: bool) -> anyhow::Result<Session> {
     let session = open_session(acting)?;
-    if acting.agent.is_some() {
-        return Ok(session);
+    if let Some(agent) = &acting.agent {
+        // Only a name the roster seats (with a key another machine holds): a name it does not
+        // know is a mistake, and is refused as before.
+        let seated = matches!(session.identity().seat(agent), Seat::Seated(_));
+        return Ok(match session.local_key(clock::now())? {
+            LocalKey::Missing if agent_without_key && seated => session.reading_without_key(),
+            _ => session,
+        });
     }
     match session.authorize(Operation::Read, None, clock::now()) {
         Err(OpsError::NotTheMaster(_)) => {
@@ -90,7 +101,24 @@ pub(crate) fn with_reading_session(
     acting: &Acting,
     work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
 ) -> anyhow::Result<ExitCode> {
-    let mut session = open_reading_session(acting)?;
+    with_reading_session_of(acting, true, work)
+}
+
+/// [`with_reading_session`] for `ferry join`, which says whether the agent can act here: an
+/// agent without its key here is told that it is not seated on this machine.
+pub(crate) fn with_joining_session(
+    acting: &Acting,
+    work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
+) -> anyhow::Result<ExitCode> {
+    with_reading_session_of(acting, false, work)
+}
+
+fn with_reading_session_of(
+    acting: &Acting,
+    agent_without_key: bool,
+    work: impl FnOnce(&mut Session) -> anyhow::Result<(String, serde_json::Value)>,
+) -> anyhow::Result<ExitCode> {
+    let mut session = open_reading_session(acting, agent_without_key)?;
     let result = work(&mut session);
     save_or_warn(&mut session);
     let (text, json) = result?;

@@ -12,7 +12,7 @@ use ferry_mcp_core::channel::ops::primary::{self, Takeover};
 use serde_json::json;
 
 use crate::clock;
-use crate::common::{Acting, with_reading_session, with_session};
+use crate::common::{Acting, with_joining_session, with_reading_session, with_session};
 use crate::display;
 
 #[derive(Debug, Subcommand)]
@@ -412,7 +412,7 @@ pub struct JoinArgs {
 
 pub fn run_join(args: JoinArgs) -> anyhow::Result<ExitCode> {
     let now = clock::now();
-    with_reading_session(&args.acting, |session| {
+    with_joining_session(&args.acting, |session| {
         let joined = digest::join(session, now)?;
         let text = format!(
             "{} in {}: {}; primary {}; {} alive; {} open order(s) of yours",

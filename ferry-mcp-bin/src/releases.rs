@@ -26,10 +26,10 @@ pub enum ReleaseCommand {
         /// Its semver version.
         version: String,
         /// `TRIPLE=PATH` (copied into the channel), `TRIPLE=file:PATH` (read where it is
-        /// applied) or `TRIPLE=http://...`; repeat for each platform.
+        /// applied) or `TRIPLE=https://...` (or `http://`); repeat for each platform.
         #[arg(long = "artifact", value_name = "TRIPLE=SOURCE", required = true)]
         artifacts: Vec<String>,
-        /// `TRIPLE=HEX`: the pin of an artifact this machine cannot read (an https URL).
+        /// `TRIPLE=HEX`: the pin of a URL's artifact, when this machine is not to fetch it.
         #[arg(long = "sha256", value_name = "TRIPLE=HEX")]
         sha256: Vec<String>,
         /// Allow machines running a newer version to install this one.

@@ -1,13 +1,15 @@
 //! Test fixtures for ferry MCP.
 //!
 //! Temporary channels on temporary folders (never the real home), channels built in bulk
-//! (busy and large ones, for budgets and benches), a deterministic clock, a scripted JSON-RPC
-//! session driver, the compact schemas the tools' frozen ones are checked against, the token
-//! estimator and budget assertions, and a fixture tool group that serves the protocol tests.
+//! (busy and large ones, for budgets and benches), a deterministic clock, loopback HTTP and
+//! HTTPS servers, a scripted JSON-RPC session driver, the compact schemas the tools' frozen
+//! ones are checked against, the token estimator and budget assertions, and a fixture tool
+//! group that serves the protocol tests.
 
 pub mod bulk;
 pub mod clock;
 pub mod http;
+pub mod https;
 pub mod plant;
 pub mod schema;
 pub mod session;

@@ -89,9 +89,8 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(name: &AgentName, project: &ProjectId) -> anyhow::Result<Self> {
-        let exe = std::env::current_exe().context("finding the path of this ferry binary")?;
-        let command = utf8(&exe, "the path of this ferry binary")?;
+    fn new(ferry: &Path, name: &AgentName, project: &ProjectId) -> anyhow::Result<Self> {
+        let command = utf8(ferry, "the path of the ferry binary")?;
         let args = [
             "mcp",
             "serve",
@@ -127,6 +126,79 @@ impl Entry {
         let words: Vec<Cow<'_, str>> = words.into_iter().map(shell_word).collect();
         words.join(" ")
     }
+}
+
+/// The `ferry` an entry names, and a warning to show with it.
+#[derive(Debug)]
+struct FerryToName {
+    path: PathBuf,
+    warning: Option<String>,
+}
+
+/// Which `ferry` the app is to start: one that outlives `cargo clean` and a moved checkout.
+/// That is the installed `ferry` on `PATH` (the first, by its real path: a link on `PATH` may
+/// be repointed, the file it names is what runs), else this very binary, with a warning when
+/// it lives in a cargo build folder, which `cargo clean` empties.
+fn ferry_to_name(path_var: Option<&std::ffi::OsStr>) -> anyhow::Result<FerryToName> {
+    let on_path = path_var
+        .into_iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(format!("ferry{}", std::env::consts::EXE_SUFFIX)))
+        .find(|candidate| is_executable(candidate))
+        .and_then(|found| fs::canonicalize(found).ok());
+    let (path, installed) = match on_path {
+        Some(path) => (path, true),
+        None => {
+            let exe = std::env::current_exe().context("finding the path of this ferry binary")?;
+            (fs::canonicalize(&exe).unwrap_or(exe), false)
+        }
+    };
+    let warning = match (in_build_folder(&path), installed) {
+        (true, _) => Some(format!(
+            "warning: {} is in a cargo build folder: `cargo clean` or moving the checkout breaks this entry; install ferry (`cargo install --path ferry-mcp-bin` in the checkout) and run this again",
+            path.display()
+        )),
+        (false, false) => Some(format!(
+            "warning: no ferry is on PATH, so the entry names this one, {}; if it moves, run this again",
+            path.display()
+        )),
+        (false, true) => None,
+    };
+    Ok(FerryToName { path, warning })
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// Whether `binary` lives in a cargo build folder: one of its folders is tagged by cargo
+/// (`CACHEDIR.TAG`, which cargo writes at the root of every target folder), or it sits in a
+/// `target/debug` or `target/release` folder.
+fn in_build_folder(binary: &Path) -> bool {
+    binary.ancestors().skip(1).any(|dir| {
+        let tagged = fs::read_to_string(dir.join("CACHEDIR.TAG"))
+            .is_ok_and(|tag| tag.contains("created by cargo"));
+        let profile = dir
+            .file_name()
+            .is_some_and(|name| name == "debug" || name == "release")
+            && dir
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|name| name == "target");
+        tagged || profile
+    })
 }
 
 fn utf8(path: &Path, what: &str) -> anyhow::Result<String> {
@@ -753,7 +825,8 @@ fn connect(
 ) -> anyhow::Result<String> {
     // An unknown project is the first thing to say.
     let seat = standing(home, &project, &name, now)?;
-    let entry = Entry::new(&name, &project)?;
+    let ferry = ferry_to_name(std::env::var_os("PATH").as_deref())?;
+    let entry = Entry::new(&ferry.path, &name, &project)?;
     let default = match config {
         Some(_) => default_config(app).ok(),
         None => Some(default_config(app)?),
@@ -779,9 +852,19 @@ fn connect(
     if write {
         let (file, merged) =
             read.with_context(|| format!("not changing {}", request.path.display()))?;
-        apply(home, master, now, &request, &file, &merged)
+        let mut out = apply(home, master, now, &request, &file, &merged)?;
+        if let Some(warning) = &ferry.warning {
+            let _ = writeln!(out, "{warning}");
+        }
+        Ok(out)
     } else {
-        preview(&request, &entry, read.map(|(_, merged)| merged), seat)
+        preview(
+            &request,
+            &entry,
+            ferry.warning.as_deref(),
+            read.map(|(_, merged)| merged),
+            seat,
+        )
     }
 }
 
@@ -825,6 +908,7 @@ impl ferry_mcp_dashboard::Connector for PageConnector {
 fn preview(
     request: &Request,
     entry: &Entry,
+    warning: Option<&str>,
     merged: anyhow::Result<Merged>,
     seat: Option<AgentRow>,
 ) -> anyhow::Result<String> {
@@ -834,6 +918,7 @@ fn preview(
         project,
         path,
         default,
+        level,
         ..
     } = request;
     let snippet = merge(*app, None, entry)?.text;
@@ -871,11 +956,14 @@ fn preview(
             entry.claude_mcp_add()
         );
     }
+    if let Some(warning) = warning {
+        let _ = writeln!(out, "\n{warning}");
+    }
     let _ = writeln!(out);
     let _ = match &seat {
         None => writeln!(
             out,
-            "{name} is not seated in {project} on this machine yet: `--write` seats it (as a worker)"
+            "{name} is not seated in {project} on this machine yet: `--write` seats it (as a {level})"
         ),
         Some(row) if row.local_key == KeyHere::Missing => writeln!(
             out,

@@ -1146,6 +1146,106 @@ fn on_a_machine_without_the_master_key_or_an_agent_s_the_human_reads_the_board_t
 }
 
 #[test]
+fn on_a_machine_without_an_agent_s_key_its_reads_with_as_work_from_its_side_and_its_writes_are_refused_with_the_reason()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("lead"));
+    run_ok(&home, &set_args("lead", "orchestrator"));
+    run_ok(&home, &join_args("bob"));
+    let json = |home: &Path, args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&run_ok(home, args)).unwrap()
+    };
+    let order = json(
+        &home,
+        &[
+            "order",
+            "issue",
+            "Write the parser",
+            "--project",
+            "demo",
+            "--json",
+        ],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (text, to) in [("lead, take the parser", "lead"), ("for bob alone", "bob")] {
+        run_ok(
+            &home,
+            &["talk", "post", text, "--to", to, "--project", "demo"],
+        );
+    }
+    let ask = json(
+        &home,
+        &[
+            "ask",
+            "raise",
+            "--title",
+            "Merge now?",
+            "--recommendation",
+            "yes",
+            "--as",
+            "lead",
+            "--project",
+            "demo",
+            "--json",
+        ],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Another machine: the same channel folder registered, and no key at all.
+    let other = dir.path().join("other-home");
+    run_ok(&other, &add_args(&dir.path().join("channel")));
+    fn as_lead<'a>(args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = args.to_vec();
+        all.extend(["--as", "lead", "--project", "demo"]);
+        all
+    }
+    for args in [
+        &["order", "list"][..],
+        &["order", "show", &order],
+        &["primary", "status"],
+        &["ask", "list"],
+        &["ask", "show", &ask],
+    ] {
+        let out = run_ok(&other, &as_lead(args));
+        eprintln!("ferry {args:?}: {out}");
+        if args[0] == "order" {
+            assert!(out.contains("Write the parser"), "{args:?}: {out}");
+        }
+        if args[0] == "ask" {
+            assert!(out.contains("Merge now?"), "{args:?}: {out}");
+        }
+    }
+    // A peek reads lead's own messages (not the human's, not another agent's).
+    let peeked = run_ok(&other, &as_lead(&["talk", "read", "--peek"]));
+    assert!(peeked.contains("lead, take the parser"), "{peeked}");
+    assert!(!peeked.contains("for bob alone"), "{peeked}");
+    // Every write as lead still needs lead's key, and says why; joining would not help.
+    let reason = "ferry: lead is not seated: no key for it on this machine (its seat's key is on another machine, where it writes; reading needs none)";
+    for args in [
+        &["order", "claim", &order][..],
+        &["talk", "post", "hello", "--to", "all"],
+        &["talk", "read"],
+        &[
+            "ask",
+            "raise",
+            "--title",
+            "Again?",
+            "--recommendation",
+            "no",
+        ],
+    ] {
+        assert_eq!(run_err(&other, &as_lead(args)), reason, "{args:?}");
+    }
+    // `ferry join` says lead cannot act here.
+    let joined = run_ok(&other, &as_lead(&["join"]));
+    assert!(!joined.contains("orchestrator"), "{joined}");
+}
+
+#[test]
 fn an_agent_s_ask_catch_up_join_and_standby_have_cli_twins_that_answer_as_the_tools_do() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);

@@ -43,9 +43,16 @@ impl Setup {
         self.path("user")
     }
 
+    /// The binary, with a PATH that holds no `ferry` (so the entry names this one).
     fn ferry(&self) -> Command {
+        self.ferry_with_path(&self.path("no-ferry-here"))
+    }
+
+    fn ferry_with_path(&self, path: &Path) -> Command {
         let mut cmd = Command::cargo_bin("ferry").unwrap();
-        cmd.env("FERRY_HOME", &self.home).env("HOME", self.user());
+        cmd.env("FERRY_HOME", &self.home)
+            .env("HOME", self.user())
+            .env("PATH", path);
         for var in [
             "XDG_STATE_HOME",
             "XDG_RUNTIME_DIR",
@@ -229,6 +236,7 @@ fn connect_seats_an_unseated_agent_with_work_only_and_says_it_is_a_worker() {
     seated fang in demo on this machine: it is a worker (it reads and hands work in); raise it with `ferry access set fang member --project demo`
     wrote [TMP]/config.toml with the ferry server
     restart Codex to start it
+    warning: [FERRY] is in a cargo build folder: `cargo clean` or moving the checkout breaks this entry; install ferry (`cargo install --path ferry-mcp-bin` in the checkout) and run this again
     ");
     let show = setup.ok(&["access", "show", "fang", "--project", "demo"]);
     let row: Vec<&str> = show.lines().nth(1).unwrap().split_whitespace().collect();
@@ -241,6 +249,7 @@ fn connect_seats_an_unseated_agent_with_work_only_and_says_it_is_a_worker() {
     insta::assert_snapshot!(setup.redact(&said), @r"
     fang is already seated in demo: it is a member
     [TMP]/config.toml is already configured; nothing changed
+    warning: [FERRY] is in a cargo build folder: `cargo clean` or moving the checkout breaks this entry; install ferry (`cargo install --path ferry-mcp-bin` in the checkout) and run this again
     ");
 }
 
@@ -600,4 +609,66 @@ fn connect_write_seats_a_new_agent_as_a_member_by_default() {
     let show = setup.ok(&["access", "show", "fang", "--project", "demo"]);
     let row: Vec<&str> = show.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(row[..3], ["fang", "member", "seated"], "{show}");
+}
+
+#[test]
+fn connect_names_the_ferry_installed_on_path_by_its_real_path_and_warns_of_nothing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let setup = Setup::new();
+    // An installed ferry, reached on PATH through a link (as a version manager's shims are).
+    let installed = setup.path("opt/ferry-0.1.0/ferry");
+    fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    fs::write(&installed, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&installed, fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = setup.path("bin");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&installed, bin.join("ferry")).unwrap();
+    // A `ferry` that is not executable is passed over.
+    let first = setup.path("first");
+    fs::create_dir_all(&first).unwrap();
+    fs::write(first.join("ferry"), "not a program").unwrap();
+    let path = std::env::join_paths([first, setup.path("empty"), bin]).unwrap();
+    let real = fs::canonicalize(&installed).unwrap();
+    let config = setup.path("config.toml");
+    for write in [false, true] {
+        let out = setup
+            .ferry_with_path(Path::new(&path))
+            .args(connect("codex", "fang", &config, write))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let said = String::from_utf8(out.stdout).unwrap();
+        assert!(!said.contains("warning"), "{said}");
+        if !write {
+            assert!(
+                said.contains(&format!("command = \"{}\"", real.display())),
+                "{said}"
+            );
+        }
+    }
+    let file = fs::read_to_string(&config).unwrap();
+    assert!(
+        file.contains(&format!("command = \"{}\"", real.display())),
+        "{file}"
+    );
+}
+
+#[test]
+fn connect_without_a_ferry_on_path_names_this_binary_and_warns_that_it_lives_in_a_build_folder() {
+    let setup = Setup::new();
+    let this = fs::canonicalize(env!("CARGO_BIN_EXE_ferry")).unwrap();
+    let config = setup.path("config.toml");
+    let warning = format!(
+        "warning: {} is in a cargo build folder: `cargo clean` or moving the checkout breaks this entry; install ferry (`cargo install --path ferry-mcp-bin` in the checkout) and run this again",
+        this.display()
+    );
+    for write in [false, true] {
+        let said = setup.ok(&connect("codex", "fang", &config, write));
+        assert!(said.contains(&warning), "{said}");
+    }
+    let file = fs::read_to_string(&config).unwrap();
+    assert!(
+        file.contains(&format!("command = \"{}\"", this.display())),
+        "{file}"
+    );
 }

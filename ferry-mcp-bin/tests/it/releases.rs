@@ -294,3 +294,44 @@ fn each_refusal_of_the_cli_says_why_and_leaves_the_copy_as_it_was() {
     assert!(ok, "{stderr}");
     assert!(shown.starts_with("9.9.9 revoked (m"), "{shown}");
 }
+
+#[test]
+fn ferry_update_apply_fetches_an_https_artifact_with_curl_and_refuses_a_server_this_machine_does_not_trust()
+ {
+    use ferry_mcp_testkit::https::{self, Reply};
+    let (dir, home) = fleet();
+    let artifact = script(dir.path());
+    let served = https::serve(&[("ferry", Reply::Body(fs::read(&artifact).unwrap()))]);
+    let pair = format!("{THIS_PLATFORM}={}", served.url("ferry"));
+    let pin = format!("{THIS_PLATFORM}={}", sha256_of(&artifact));
+    run_ok(
+        &home,
+        &[
+            "release",
+            "approve",
+            "9.9.9",
+            "--artifact",
+            &pair,
+            "--sha256",
+            &pin,
+            "--project",
+            "demo",
+        ],
+    );
+    let copy = ferry_copy(dir.path());
+    let before = sha256_of(&copy);
+    // The shipped binary trusts the system's roots only: the certificate the test's server
+    // made a moment ago is not among them.
+    let (ok, _, stderr) = run_with(&copy, &home, &["update", "apply", "--as", "lead"]);
+    assert!(!ok);
+    assert!(
+        stderr.starts_with(&format!(
+            "ferry: fetching {}: the server's certificate is not trusted: refused (curl: (60)",
+            served.url("ferry")
+        )),
+        "{stderr}"
+    );
+    assert_eq!(sha256_of(&copy), before);
+    assert!(!install::temp_path(&copy).exists());
+    assert!(!install::previous_path(&copy).exists());
+}

@@ -114,6 +114,8 @@ pub struct Session {
     checkpoint: Option<(VerifiedEntry, MasterPos)>,
     /// Opened by [`Session::open_read_only`]: it writes nothing, anywhere.
     read_only: bool,
+    /// An agent's reads need no key of it here ([`Session::reading_without_key`]).
+    reads_without_key: bool,
 }
 
 /// Reported when `genesis.json` names the channel the kept state was kept for, in other
@@ -365,6 +367,7 @@ impl Session {
             looked_at: now,
             checkpoint: None,
             read_only: !keep,
+            reads_without_key: false,
         };
         if new_machine {
             session.start_from_checkpoint(now);
@@ -488,6 +491,16 @@ impl Session {
     /// Whether this session was opened to read only ([`Session::open_read_only`]).
     pub fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// Lets the acting agent read where this machine holds no key of it (issue 19, item 15):
+    /// the logs are plain signed text, so a read needs no key, and it reads from the agent's
+    /// side (its inbox, its orders) as that agent's seat stands in the fold. Every write still
+    /// goes through [`Session::authorize`] as before and is refused for the missing key. For
+    /// the person at a keyboard running a read command with `--as`; a server never sets it.
+    pub fn reading_without_key(mut self) -> Self {
+        self.reads_without_key = true;
+        self
     }
 
     /// Pins the genesis master and every seated name, reading and writing the pins once. A
@@ -945,6 +958,9 @@ impl Session {
         now: Timestamp,
     ) -> Result<Option<Level>, OpsError> {
         match &self.actor {
+            Actor::Agent(name) if operation == Operation::Read && self.reads_without_key => {
+                Ok(Some(self.identity().standing(name, now).level))
+            }
             Actor::Agent(name) => {
                 let local_key = self.local_key(now)?;
                 let pause = self.home.pause_state()?;

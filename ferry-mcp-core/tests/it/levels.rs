@@ -399,6 +399,6 @@ fn every_refusal_names_the_missing_level_scope_or_condition() {
     review needs orchestrator; member's orchestrator grant expired
     the machine is paused (release freeze): take over is refused until `ferry resume`
     orchestrator's key is locked: run `ferry key unlock --as orchestrator --project demo`
-    orchestrator is not seated: no key for it on this machine (run `ferry channel join --as orchestrator --project demo`)
+    orchestrator is not seated: no key for it on this machine (its seat's key is on another machine, where it writes; reading needs none)
     ");
 }

@@ -20,6 +20,7 @@ use ferry_mcp_core::channel::ops::releases::{
 use ferry_mcp_core::channel::ops::{self, OpsError, fleet};
 use ferry_mcp_core::channel::session::{Actor, Session};
 use ferry_mcp_testkit::http;
+use ferry_mcp_testkit::https::{self, Reply};
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::json;
 use sha2::Digest as _;
@@ -54,7 +55,21 @@ fn session(temp: &TempChannel, actor: Actor, binary: &Path, version: &str) -> Se
         version: version.parse().unwrap(),
         triple: THIS_PLATFORM.to_owned(),
         binary: Some(binary.to_owned()),
+        https: install::Https::default(),
     });
+    session
+}
+
+/// `session` fetching `https://` trusting only `server`'s certificate (the test-only setting).
+fn trusting(mut session: Session, server: &https::Served) -> Session {
+    let installed = Installed {
+        https: install::Https {
+            test_roots: Some(server.roots.clone()),
+            ..install::Https::default()
+        },
+        ..session.installed().clone()
+    };
+    session.set_installed(installed);
     session
 }
 
@@ -491,23 +506,181 @@ fn an_observer_and_a_server_with_no_binary_named_cannot_apply() {
 }
 
 #[test]
-fn https_is_refused_with_a_clear_error_and_an_approval_can_still_pin_it_by_hand() {
+fn a_release_served_over_loopback_https_is_hashed_when_approved_and_installed_through_an_https_redirect()
+ {
     let temp = TempChannel::with_each_level();
     let binary = binary(&temp);
+    let served = https::serve(&[("ferry", Reply::Body(NEW.to_vec()))]);
+    let moved = https::serve(&[("latest", Reply::Redirect(served.url("ferry")))]);
+    // The human's approval fetches the URL to pin what it serves.
+    let request = ApproveRequest {
+        version: "9.9.9".into(),
+        artifacts: vec![(
+            THIS_PLATFORM.to_owned(),
+            ArtifactInput::Url(served.url("ferry")),
+        )],
+        ..ApproveRequest::default()
+    };
+    let mut human = trusting(temp.master_session(), &served);
+    let view = releases::approve(&mut human, &request, temp.now()).unwrap();
+    assert_eq!(view.artifacts[0].sha256, Some(sha(NEW).to_hex()));
+
+    let applied = releases::apply(
+        &mut trusting(orchestrator(&temp, &binary), &served),
+        Some("9.9.9"),
+        temp.now(),
+    )
+    .unwrap();
+    assert_eq!(fs::read(&binary).unwrap(), NEW);
+    assert_eq!(applied.sha256, sha(NEW).to_hex());
+    assert!(!install::temp_path(&binary).exists());
+
+    // A redirect to https is followed (as a release page's download link is): here from one
+    // loopback server to the other, trusting both.
+    let both = temp.root().join("both.pem");
+    let mut pem = fs::read(&served.roots).unwrap();
+    pem.extend(fs::read(&moved.roots).unwrap());
+    fs::write(&both, pem).unwrap();
+    let redirected = install::fetch(
+        &moved.url("latest"),
+        &install::Https {
+            test_roots: Some(both),
+            ..install::Https::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(install::hash(&mut { redirected }).unwrap(), sha(NEW));
+}
+
+#[test]
+fn a_tampered_artifact_over_https_is_refused_and_the_download_removed() {
+    let temp = TempChannel::with_each_level();
+    let binary = binary(&temp);
+    let served = https::serve(&[("ferry", Reply::Body(b"#!/bin/sh\necho pwned\n".to_vec()))]);
+    let request = ApproveRequest {
+        version: "9.9.9".into(),
+        artifacts: vec![(
+            THIS_PLATFORM.to_owned(),
+            ArtifactInput::Url(served.url("ferry")),
+        )],
+        sha256: vec![(THIS_PLATFORM.to_owned(), sha(NEW))],
+        ..ApproveRequest::default()
+    };
+    releases::approve(&mut temp.master_session(), &request, temp.now()).unwrap();
+
+    let mut lead = trusting(orchestrator(&temp, &binary), &served);
+    let err = releases::apply(&mut lead, None, temp.now()).unwrap_err();
+    assert_eq!(err.code(), "checksum_mismatch", "{err}");
+    assert!(matches!(
+        err,
+        ReleasesError::Install(InstallError::Mismatch { pinned, found })
+            if pinned == sha(NEW) && found == sha(b"#!/bin/sh\necho pwned\n")
+    ));
+    untouched(&binary);
+}
+
+#[test]
+fn a_redirect_from_https_to_plain_http_is_refused_and_nothing_is_installed() {
+    let temp = TempChannel::with_each_level();
+    let binary = binary(&temp);
+    // The plain server serves the very bytes pinned: the redirect is refused for what it is,
+    // not for what it would bring.
+    let plain = http::serve(NEW.to_vec(), 1);
+    let served = https::serve(&[("ferry", Reply::Redirect(plain.url("ferry")))]);
+    let request = ApproveRequest {
+        version: "9.9.9".into(),
+        artifacts: vec![(
+            THIS_PLATFORM.to_owned(),
+            ArtifactInput::Url(served.url("ferry")),
+        )],
+        sha256: vec![(THIS_PLATFORM.to_owned(), sha(NEW))],
+        ..ApproveRequest::default()
+    };
+    releases::approve(&mut temp.master_session(), &request, temp.now()).unwrap();
+
+    let mut lead = trusting(orchestrator(&temp, &binary), &served);
+    let err = releases::apply(&mut lead, None, temp.now()).unwrap_err();
+    assert_eq!(err.code(), "redirect_refused", "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("a redirect led to a URL that is not https: refused"),
+        "{text}"
+    );
+    untouched(&binary);
+    // Stop the plain server with a request of our own: the redirect never reached it.
+    let mut probe = install::http_get(&plain.url("probe"), install::HTTP_TIMEOUT).unwrap();
+    assert_eq!(install::hash(&mut probe).unwrap(), sha(NEW));
+    assert_eq!(plain.finish(), 1);
+}
+
+#[test]
+fn an_https_server_this_machine_does_not_trust_is_refused_and_nothing_is_installed() {
+    let temp = TempChannel::with_each_level();
+    let binary = binary(&temp);
+    let served = https::serve(&[("ferry", Reply::Body(NEW.to_vec()))]);
+    let request = ApproveRequest {
+        version: "9.9.9".into(),
+        artifacts: vec![(
+            THIS_PLATFORM.to_owned(),
+            ArtifactInput::Url(served.url("ferry")),
+        )],
+        sha256: vec![(THIS_PLATFORM.to_owned(), sha(NEW))],
+        ..ApproveRequest::default()
+    };
+    releases::approve(&mut temp.master_session(), &request, temp.now()).unwrap();
+    // The session as every command and server has it: the system's roots, which do not hold
+    // the certificate the server made a moment ago.
+    let err = releases::apply(&mut orchestrator(&temp, &binary), None, temp.now()).unwrap_err();
+    assert_eq!(err.code(), "untrusted_server", "{err}");
+    assert!(
+        err.to_string()
+            .contains("the server's certificate is not trusted: refused"),
+        "{err}"
+    );
+    untouched(&binary);
+}
+
+#[test]
+fn without_curl_https_is_refused_with_a_clear_error_and_an_approval_can_still_pin_it_by_hand() {
+    let temp = TempChannel::with_each_level();
+    let binary = binary(&temp);
+    let no_curl = install::Https {
+        curl: Some(temp.root().join("no-such-curl")),
+        ..install::Https::default()
+    };
+    let without_curl = |mut session: Session| {
+        let installed = Installed {
+            https: no_curl.clone(),
+            ..session.installed().clone()
+        };
+        session.set_installed(installed);
+        session
+    };
     let url = "https://example.invalid/ferry".to_owned();
     let request = ApproveRequest {
         version: "9.9.9".into(),
         artifacts: vec![(THIS_PLATFORM.to_owned(), ArtifactInput::Url(url.clone()))],
         ..ApproveRequest::default()
     };
-    let err = releases::approve(&mut temp.master_session(), &request, temp.now()).unwrap_err();
-    assert_eq!(err.code(), "https_unsupported", "{err}");
+    let err = releases::approve(
+        &mut without_curl(temp.master_session()),
+        &request,
+        temp.now(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "https_unavailable", "{err}");
+    assert!(err.to_string().contains("no curl on PATH"), "{err}");
     let request = ApproveRequest {
         sha256: vec![(THIS_PLATFORM.to_owned(), sha(NEW))],
         ..request
     };
     releases::approve(&mut temp.master_session(), &request, temp.now()).unwrap();
-    let err = releases::apply(&mut orchestrator(&temp, &binary), None, temp.now()).unwrap_err();
-    assert_eq!(err.code(), "https_unsupported", "{err}");
+    let err = releases::apply(
+        &mut without_curl(orchestrator(&temp, &binary)),
+        None,
+        temp.now(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "https_unavailable", "{err}");
     untouched(&binary);
 }

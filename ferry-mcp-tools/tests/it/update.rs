@@ -8,12 +8,14 @@ use std::fs;
 use std::path::PathBuf;
 
 use ferry_mcp_core::channel::fold::levels::Level;
+use ferry_mcp_core::channel::ops::install;
 use ferry_mcp_core::channel::ops::releases::{
     self, ApproveRequest, ArtifactInput, Installed, THIS_PLATFORM,
 };
 use ferry_mcp_core::channel::session::{Actor, LazySession};
 use ferry_mcp_core::protocol::{Server, ServerConfig};
 use ferry_mcp_core::registry::Surface;
+use ferry_mcp_testkit::https::{self, Reply};
 use ferry_mcp_testkit::session::Session;
 use ferry_mcp_testkit::temp_channel::TempChannel;
 use serde_json::{Value, json};
@@ -51,6 +53,16 @@ fn approve(temp: &TempChannel) -> String {
 
 /// A server of `agent` over the admin and core groups, replacing `binary`, running 0.1.0.
 fn server(temp: &TempChannel, agent: &str, binary: &PathBuf) -> Session {
+    server_fetching(temp, agent, binary, install::Https::default())
+}
+
+/// [`server`], fetching `https://` as `https` says.
+fn server_fetching(
+    temp: &TempChannel,
+    agent: &str,
+    binary: &PathBuf,
+    https: install::Https,
+) -> Session {
     let surface =
         Surface::build(&[&ferry_mcp_tools::ADMIN, &ferry_mcp_tools::CORE], false).unwrap();
     let config = ServerConfig {
@@ -66,6 +78,7 @@ fn server(temp: &TempChannel, agent: &str, binary: &PathBuf) -> Session {
     )
     .with_installed(Installed {
         version: "0.1.0".parse().unwrap(),
+        https,
         ..Installed::at(binary)
     });
     let mut session = Session::new(Server::new(config, surface).with_channel(Box::new(lazy)));
@@ -134,6 +147,51 @@ fn an_orchestrator_s_apply_installs_the_pinned_artifact_and_says_the_app_must_re
     assert_eq!(out["running"], "0.1.0");
     let text = applied["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("the app must restart it"), "{text}");
+    assert_eq!(fs::read(&binary).unwrap(), NEW);
+}
+
+#[test]
+fn an_orchestrator_s_apply_installs_a_release_served_over_https_and_refuses_a_redirect_to_http() {
+    let (temp, binary) = fleet();
+    let served = https::serve(&[
+        ("ferry", Reply::Body(NEW.to_vec())),
+        ("moved", Reply::Redirect("http://127.0.0.1:9/ferry".into())),
+    ]);
+    let trusting = install::Https {
+        test_roots: Some(served.roots.clone()),
+        ..install::Https::default()
+    };
+    let pin = install::hash(&mut &NEW[..]).unwrap();
+    let mut human = temp.master_session();
+    for (version, path) in [("9.9.9", "ferry"), ("9.9.10", "moved")] {
+        let request = ApproveRequest {
+            version: version.into(),
+            artifacts: vec![(
+                THIS_PLATFORM.to_owned(),
+                ArtifactInput::Url(served.url(path)),
+            )],
+            sha256: vec![(THIS_PLATFORM.to_owned(), pin)],
+            ..ApproveRequest::default()
+        };
+        releases::approve(&mut human, &request, temp.now()).unwrap();
+    }
+    let mut lead = server_fetching(&temp, "lead", &binary, trusting);
+    let text = error_text(&lead.call(
+        "ferry_update",
+        json!({"action": "apply", "version": "9.9.10"}),
+    ));
+    assert!(
+        text.contains("a redirect led to a URL that is not https: refused"),
+        "{text}"
+    );
+    assert_eq!(fs::read(&binary).unwrap(), OLD);
+    let applied = lead.call(
+        "ferry_update",
+        json!({"action": "apply", "version": "9.9.9"}),
+    );
+    let out = structured(&applied);
+    assert_eq!(out["installed"], "9.9.9");
+    assert_eq!(out["sha256"], pin.to_hex().as_str());
     assert_eq!(fs::read(&binary).unwrap(), NEW);
 }
 

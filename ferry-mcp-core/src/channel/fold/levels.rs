@@ -391,10 +391,16 @@ pub fn authorize(identity: &Identity, request: &Request<'_>) -> Result<Level, Re
         why: why.to_owned(),
         joins,
     };
-    let local = request
-        .local_key
-        .public()
-        .ok_or_else(|| unseated("no key for it on this machine", true))?;
+    let Some(local) = request.local_key.public() else {
+        // A name seated with a key another machine holds: joining here would not help.
+        return Err(match identity.seat(agent) {
+            Seat::Seated(_) => unseated(
+                "no key for it on this machine (its seat's key is on another machine, where it writes; reading needs none)",
+                false,
+            ),
+            _ => unseated("no key for it on this machine", true),
+        });
+    };
     match identity.seat(agent) {
         Seat::Seated(key) if key == local => {}
         Seat::Seated(_) => {

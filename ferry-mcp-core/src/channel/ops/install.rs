@@ -1,6 +1,7 @@
 //! Putting a release artifact in place of a binary, and back (ADR 0020): download beside it,
-//! check the SHA-256 against the pin, keep the previous binary, rename. And the one transport
-//! the core fetches with, plain `http://`.
+//! check the SHA-256 against the pin, keep the previous binary, rename. And the two transports
+//! an artifact is fetched with: plain `http://` by a minimal GET of our own, and `https://` by
+//! the system's `curl`, run as a child with strict flags (ADR 0020 says why not a TLS crate).
 //!
 //! Why its own module: this is the only code that changes files outside the channel and the
 //! state folder, so what a crash may leave behind is decided here, once. Nothing here knows the
@@ -11,6 +12,8 @@ use std::fs;
 use std::io::{self, BufRead as _, BufReader, Read, Write as _};
 use std::net::{TcpStream, ToSocketAddrs as _};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256 as Hasher};
@@ -23,8 +26,42 @@ pub const MAX_ARTIFACT: u64 = 256 << 20;
 /// How long a fetch waits to connect and for each read.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The longest an `https://` fetch may take in all (a stalled one ends sooner: it must move at
+/// least a byte every [`HTTP_TIMEOUT`]).
+pub const HTTPS_MAX_TIME: Duration = Duration::from_secs(15 * 60);
+
 /// The most bytes of a response's status line and headers.
 const MAX_HEAD: usize = 64 * 1024;
+
+/// How many redirects an `https://` fetch follows (each to `https://` only).
+const MAX_REDIRECTS: u32 = 5;
+
+/// The most bytes of `curl`'s own messages read.
+const MAX_CURL_STDERR: u64 = 16 * 1024;
+
+/// The environment `curl` is given: the proxy settings and nothing else (no `HOME`, so no
+/// `.curlrc`, which `-q` refuses anyway; no `CURL_CA_BUNDLE` or `SSL_CERT_FILE` to swap the
+/// roots it verifies with; no `SSLKEYLOGFILE`).
+const CURL_ENV: &[&str] = &[
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+];
+
+/// How an `https://` artifact is fetched: by the system's `curl` (ADR 0020), which verifies the
+/// server against the system's roots. The default is what every command and server uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Https {
+    /// The `curl` to run; by default the first `curl` on `PATH`.
+    pub curl: Option<PathBuf>,
+    /// A PEM file of the only roots to trust instead of the system's CA bundle. Tests set it,
+    /// to trust the certificate their loopback server made at test time; no command, flag or
+    /// environment variable of `ferry` sets it. Verification is never turned off.
+    pub test_roots: Option<PathBuf>,
+}
 
 /// Why installing (or fetching) failed. One variant per cause.
 #[derive(Debug, thiserror::Error)]
@@ -40,13 +77,17 @@ pub enum InstallError {
     #[error("the artifact is larger than {MAX_ARTIFACT} bytes")]
     TooLarge,
     #[error(
-        "https is not fetched by this build (ADR 0020): the master can approve a channel blob, a file or an http mirror"
+        "https is fetched with the system's curl, and there is no curl on PATH: install curl, or the master can approve a channel blob, a file or an http mirror"
     )]
-    HttpsUnsupported,
-    #[error("{0:?} is not an http URL")]
+    NoCurl,
+    #[error("{0:?} is not an http or https URL")]
     BadUrl(String),
     #[error("fetching {url}: {why}")]
     Fetch { url: String, why: String },
+    #[error("fetching {url}: a redirect led to a URL that is not https: refused ({curl})")]
+    RedirectOffHttps { url: String, curl: String },
+    #[error("fetching {url}: the server's certificate is not trusted: refused ({curl})")]
+    Untrusted { url: String, curl: String },
     #[error("there is no previous binary beside {0}")]
     NoPrevious(PathBuf),
 }
@@ -164,12 +205,7 @@ fn download(source: &mut dyn Read, temp: &Path) -> Result<Sha256, InstallError> 
             Ok(0) => break,
             Ok(read) => read,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => {
-                return Err(InstallError::Fetch {
-                    url: "the artifact".into(),
-                    why: err.to_string(),
-                });
-            }
+            Err(err) => return Err(read_failed(err)),
         };
         total += read as u64;
         if total > MAX_ARTIFACT {
@@ -187,16 +223,23 @@ fn download(source: &mut dyn Read, temp: &Path) -> Result<Sha256, InstallError> 
 pub fn hash(source: &mut dyn Read) -> Result<Sha256, InstallError> {
     let mut hasher = Hasher::new();
     let mut limited = source.take(MAX_ARTIFACT + 1);
-    let copied = io::copy(&mut limited, &mut HashWriter(&mut hasher)).map_err(|err| {
-        InstallError::Fetch {
-            url: "the artifact".into(),
-            why: err.to_string(),
-        }
-    })?;
+    let copied = io::copy(&mut limited, &mut HashWriter(&mut hasher)).map_err(read_failed)?;
     if copied > MAX_ARTIFACT {
         return Err(InstallError::TooLarge);
     }
     Ok(Sha256(hasher.finalize().into()))
+}
+
+/// A failed read of an artifact: the fetch's own error when the source is a fetch (an `https`
+/// download says why `curl` failed when its output ends), else the read's.
+fn read_failed(err: io::Error) -> InstallError {
+    match err.downcast::<InstallError>() {
+        Ok(err) => err,
+        Err(err) => InstallError::Fetch {
+            url: "the artifact".into(),
+            why: err.to_string(),
+        },
+    }
 }
 
 struct HashWriter<'a>(&'a mut Hasher);
@@ -236,18 +279,25 @@ fn sync_dir(binary: &Path) -> Result<(), InstallError> {
         .map_err(InstallError::io(dir))
 }
 
+/// Fetches an artifact's `url`: `https://` with [`https_get`], `http://` with [`http_get`].
+/// The pin, not the transport, is what makes the bytes trusted: whatever arrives is hashed
+/// against it before anything is installed.
+pub fn fetch(url: &str, https: &Https) -> Result<Box<dyn Read>, InstallError> {
+    if url.starts_with("https://") {
+        https_get(url, https)
+    } else {
+        http_get(url, HTTP_TIMEOUT)
+    }
+}
+
 /// Fetches `url` (`http://host[:port]/path`) with one HTTP/1.1 GET: the body of a `200`, read
 /// up to its `Content-Length` or the connection's end. No redirect is followed, no chunked body
-/// is read; `https://` is refused ([`InstallError::HttpsUnsupported`]). The pin, not the
-/// transport, is what makes the bytes trusted.
+/// is read.
 pub fn http_get(url: &str, timeout: Duration) -> Result<Box<dyn Read>, InstallError> {
     let fetch = |why: String| InstallError::Fetch {
         url: url.to_owned(),
         why,
     };
-    if url.starts_with("https://") {
-        return Err(InstallError::HttpsUnsupported);
-    }
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| InstallError::BadUrl(url.to_owned()))?;
@@ -349,5 +399,176 @@ pub fn http_get(url: &str, timeout: Duration) -> Result<Box<dyn Read>, InstallEr
         Some(length) if length > MAX_ARTIFACT => Err(InstallError::TooLarge),
         Some(length) => Ok(Box::new(reader.take(length))),
         None => Ok(Box::new(reader)),
+    }
+}
+
+/// Fetches `url` (`https://...`) with the system's `curl`, streaming its output: only https, for
+/// the URL and for every redirect (at most [`MAX_REDIRECTS`]); TLS 1.2 at least, the server
+/// verified against the system's roots (or [`Https::test_roots`]); no config file and none of
+/// the caller's environment but its proxies; an HTTP error status fails; the size capped at
+/// [`MAX_ARTIFACT`]; [`HTTP_TIMEOUT`] to connect and for any stall, [`HTTPS_MAX_TIME`] in all.
+/// `curl`'s verdict arrives when its output ends: a failure is the read's error then, so a
+/// download that was cut is never taken for a whole one.
+pub fn https_get(url: &str, https: &Https) -> Result<Box<dyn Read>, InstallError> {
+    let Some(rest) = url.strip_prefix("https://") else {
+        return Err(InstallError::BadUrl(url.to_owned()));
+    };
+    if rest.is_empty() || url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(InstallError::BadUrl(url.to_owned()));
+    }
+    let curl = match &https.curl {
+        Some(curl) => curl.clone(),
+        None => find_on_path(&format!("curl{}", std::env::consts::EXE_SUFFIX))
+            .ok_or(InstallError::NoCurl)?,
+    };
+    let secs = |duration: Duration| duration.as_secs().to_string();
+    let mut command = Command::new(&curl);
+    // `-q` first: no `.curlrc` is read.
+    command.args(["-q", "--silent", "--show-error", "--fail", "--location"]);
+    command.args(["--proto", "=https", "--proto-redir", "=https"]);
+    command.args(["--max-redirs", &MAX_REDIRECTS.to_string(), "--tlsv1.2"]);
+    command.args(["--connect-timeout", &secs(HTTP_TIMEOUT)]);
+    command.args(["--speed-limit", "1", "--speed-time", &secs(HTTP_TIMEOUT)]);
+    command.args(["--max-time", &secs(HTTPS_MAX_TIME)]);
+    command.args(["--max-filesize", &MAX_ARTIFACT.to_string()]);
+    command.args(["--globoff", "--output", "-"]);
+    command.arg("--user-agent");
+    command.arg(concat!("ferry/", env!("CARGO_PKG_VERSION")));
+    if let Some(roots) = &https.test_roots {
+        command.arg("--cacert").arg(roots);
+    }
+    command.arg("--url").arg(url);
+    command.env_clear();
+    for name in CURL_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => InstallError::NoCurl,
+        _ => InstallError::Fetch {
+            url: url.to_owned(),
+            why: format!("running {}: {err}", curl.display()),
+        },
+    })?;
+    let stdout = child.stdout.take().expect("curl's stdout is piped");
+    let stderr = child.stderr.take().expect("curl's stderr is piped");
+    // Drained on a thread of its own: curl never blocks on a full stderr pipe while we read
+    // its stdout.
+    let stderr = std::thread::spawn(move || {
+        let mut said = Vec::new();
+        let mut stderr = stderr;
+        let _ = stderr.by_ref().take(MAX_CURL_STDERR).read_to_end(&mut said);
+        let _ = io::copy(&mut stderr, &mut io::sink());
+        said
+    });
+    Ok(Box::new(CurlDownload {
+        url: url.to_owned(),
+        child,
+        stdout,
+        stderr: Some(stderr),
+        ended: false,
+    }))
+}
+
+/// The first executable file named `name` in a folder of `PATH`.
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// `curl`'s output, read as it arrives; its exit status is judged when the output ends.
+struct CurlDownload {
+    url: String,
+    child: Child,
+    stdout: ChildStdout,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+    ended: bool,
+}
+
+impl CurlDownload {
+    /// What curl's exit says: nothing when it succeeded.
+    fn verdict(&mut self) -> Result<(), InstallError> {
+        let status = self.child.wait().map_err(|err| InstallError::Fetch {
+            url: self.url.clone(),
+            why: format!("waiting for curl: {err}"),
+        })?;
+        let said = self
+            .stderr
+            .take()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_default();
+        if status.success() {
+            return Ok(());
+        }
+        let curl = curl_said(&said).unwrap_or_else(|| format!("curl ended with {status}"));
+        let url = self.url.clone();
+        // curl's exit codes (`man curl`, "EXIT CODES").
+        Err(match status.code() {
+            Some(1) => InstallError::RedirectOffHttps { url, curl },
+            Some(60) => InstallError::Untrusted { url, curl },
+            Some(63) => InstallError::TooLarge,
+            _ => InstallError::Fetch { url, why: curl },
+        })
+    }
+}
+
+/// curl's last message line (`curl: (N) ...`), printable and at most 200 characters.
+fn curl_said(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text
+        .lines()
+        .rev()
+        .find(|line| line.starts_with("curl: ("))
+        .or_else(|| text.lines().rev().find(|line| !line.trim().is_empty()))?;
+    Some(
+        line.trim()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect(),
+    )
+}
+
+impl Read for CurlDownload {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.stdout.read(buf)?;
+        if read == 0 && !buf.is_empty() && !self.ended {
+            self.ended = true;
+            self.verdict().map_err(io::Error::other)?;
+        }
+        Ok(read)
+    }
+}
+
+impl Drop for CurlDownload {
+    /// A download given up before its end (too large, a failed write) stops curl.
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }

@@ -30,13 +30,15 @@ pub const THIS_PLATFORM: &str = env!("FERRY_TARGET");
 /// The most characters of an approval's notes.
 pub const MAX_NOTES: usize = 500;
 
-/// What runs here: the version and platform an approval is judged for, and the binary an
-/// update replaces (the binary passes the file it runs from; tests a copy).
+/// What runs here: the version and platform an approval is judged for, the binary an update
+/// replaces (the binary passes the file it runs from; tests a copy), and how an `https://`
+/// artifact is fetched (the system's roots; tests trust their own loopback server's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
     pub version: semver::Version,
     pub triple: String,
     pub binary: Option<PathBuf>,
+    pub https: install::Https,
 }
 
 impl Installed {
@@ -46,6 +48,7 @@ impl Installed {
             version: parse_version(env!("CARGO_PKG_VERSION")).expect("the crate version is semver"),
             triple: THIS_PLATFORM.to_owned(),
             binary: None,
+            https: install::Https::default(),
         }
     }
 
@@ -130,7 +133,9 @@ impl ReleasesError {
             Self::Downgrade { .. } => "downgrade_refused",
             Self::BadBlob(_) => "bad_blob",
             Self::Install(InstallError::Mismatch { .. }) => "checksum_mismatch",
-            Self::Install(InstallError::HttpsUnsupported) => "https_unsupported",
+            Self::Install(InstallError::NoCurl) => "https_unavailable",
+            Self::Install(InstallError::RedirectOffHttps { .. }) => "redirect_refused",
+            Self::Install(InstallError::Untrusted { .. }) => "untrusted_server",
             Self::Install(InstallError::NoBinary) => "no_binary",
             Self::Install(InstallError::NoPrevious(_)) => "no_previous",
             Self::Install(_) => "install_failed",
@@ -296,7 +301,7 @@ pub fn approve(
             ArtifactInput::Url(url) => {
                 let found = match pin_given {
                     Some(pin) => pin,
-                    None => install::hash(&mut *install::http_get(url, install::HTTP_TIMEOUT)?)?,
+                    None => install::hash(&mut *install::fetch(url, &session.installed().https)?)?,
                 };
                 (Some(found), Source::Url(url.clone()))
             }
@@ -524,7 +529,7 @@ pub fn apply(
             let path = PathBuf::from(path);
             Box::new(fs::File::open(&path).map_err(artifact_error(&path))?)
         }
-        Source::Url(url) => install::http_get(url, install::HTTP_TIMEOUT)?,
+        Source::Url(url) => install::fetch(url, &installed.https)?,
     };
     let done = install::install(&binary, &mut *source, pin)?;
     Ok(Applied {
