@@ -867,7 +867,12 @@ impl Session {
         let Some(store) = &mut self.store else {
             return;
         };
-        if let Err(why) = store.settle() {
+        let settled = store.settle();
+        // A save that met another process's kept only records: this state is saved again.
+        if store.take_unkept() {
+            self.dirty = true;
+        }
+        if let Err(why) = settled {
             let now = self.loaded_at();
             self.rebuild_after(vec![why], now);
         }
@@ -901,7 +906,7 @@ impl Session {
             path: self.home.verified_path(&self.project),
             cause: std::io::Error::other(why),
         })?;
-        self.dirty = false;
+        self.dirty = store.take_unkept();
         self.written_len = Some(written);
         Ok(())
     }
