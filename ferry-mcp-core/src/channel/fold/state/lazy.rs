@@ -88,6 +88,9 @@ impl<T: Section> Lazy<T> {
     }
 }
 
+/// The parts of a fold kept a row per part (ADR 0011), each as its key and its bytes.
+pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Decodes one kept value, through the memos of keys and names, refusing bytes after it.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     with_memos(|| decode_in_memos(bytes))

@@ -1209,7 +1209,7 @@ impl OrderBoard {
     /// The rows of the orders that changed since the board was last kept (of every order when
     /// `all`), each as its key and bytes: every order must name its record
     /// ([`OrderBoard::put_records`] first).
-    pub(crate) fn brief_rows(&self, all: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    pub(crate) fn brief_rows(&self, all: bool) -> Result<super::lazy::Rows, String> {
         let row = |id: &EntryId, slot: &Slot| {
             let at = slot
                 .record

@@ -208,7 +208,7 @@ impl Talk {
     /// big-endian, so the rows sort as the stamps do) and bytes. A message never changes once
     /// folded, and stamps only grow, so the messages a save has not kept are those after the
     /// last one it kept.
-    pub(crate) fn message_rows_after(&self, after: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    pub(crate) fn message_rows_after(&self, after: u64) -> Result<super::lazy::Rows, String> {
         self.messages
             .range(after.saturating_add(1)..)
             .map(|(stamp, message)| {

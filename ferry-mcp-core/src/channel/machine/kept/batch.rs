@@ -47,7 +47,7 @@ pub(super) struct Items {
     /// they were then.
     pub since: u64,
     /// Each part's key and bytes.
-    pub rows: Vec<(Vec<u8>, Vec<u8>)>,
+    pub rows: crate::channel::fold::state::lazy::Rows,
 }
 
 impl Batch {
