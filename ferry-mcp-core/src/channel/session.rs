@@ -236,6 +236,23 @@ fn refold_all(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) {
     for log in logs {
         reader.replay_log(&log, &mut |entry| fresh.feed(&entry, now));
     }
+    // Entries held until a master position their log follows was folded (a log read before
+    // the master's: `ada` sorts before `master`) are fed now, as a poll feeds them; a rebuild
+    // after a kept row that did not read used to leave them out.
+    loop {
+        let replays = fresh.take_replays();
+        if replays.is_empty() {
+            break;
+        }
+        for replay in replays {
+            let from = replay.from_seq;
+            reader.replay_log(&replay.log, &mut |entry| {
+                if entry.seq() >= from {
+                    fresh.feed(&entry, now);
+                }
+            });
+        }
+    }
     *state = fresh;
 }
 
