@@ -248,6 +248,23 @@ fn refold_all(reader: &mut Reader, state: &mut ChannelState, now: Timestamp) {
     for log in logs {
         reader.replay_log(&log, &mut |entry| fresh.feed(&entry, now));
     }
+    // Entries held until a master position their log follows was folded (a log read before
+    // the master's: `ada` sorts before `master`) are fed now, as a poll feeds them; a rebuild
+    // after a kept row that did not read used to leave them out.
+    loop {
+        let replays = fresh.take_replays();
+        if replays.is_empty() {
+            break;
+        }
+        for replay in replays {
+            let from = replay.from_seq;
+            reader.replay_log(&replay.log, &mut |entry| {
+                if entry.seq() >= from {
+                    fresh.feed(&entry, now);
+                }
+            });
+        }
+    }
     *state = fresh;
 }
 
@@ -895,7 +912,12 @@ impl Session {
         let Some(store) = &mut self.store else {
             return;
         };
-        if let Err(why) = store.settle() {
+        let settled = store.settle();
+        // A save that met another process's kept only records: this state is saved again.
+        if store.take_unkept() {
+            self.dirty = true;
+        }
+        if let Err(why) = settled {
             let now = self.loaded_at();
             self.rebuild_after(vec![why], now);
         }
@@ -929,7 +951,7 @@ impl Session {
             path: self.home.verified_path(&self.project),
             cause: std::io::Error::other(why),
         })?;
-        self.dirty = false;
+        self.dirty = store.take_unkept();
         self.written_len = Some(written);
         Ok(())
     }

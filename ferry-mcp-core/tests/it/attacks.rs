@@ -1994,10 +1994,17 @@ fn a_corrupt_order_board_row_is_reported_and_rebuilt_from_the_channel() {
     let (temp, _) = board_with_talk();
     // One bit in the middle of the board, its digest left as it was: it still decodes, so
     // only the digest tells.
-    flip_section_bit(&kept_path(&temp), "board", 0x01, |len| {
-        assert!(len > 100, "the board row holds the orders' briefs");
-        len / 2
-    });
+    // The board is kept a row per order (ADR 0011): one order's row is flipped.
+    change_row(
+        &kept_path(&temp),
+        "SELECT key, value FROM items WHERE fold = 'board' ORDER BY key LIMIT 1",
+        "UPDATE items SET value = ?1 WHERE fold = 'board' AND key = ?2",
+        |bytes| {
+            assert!(bytes.len() > 40, "the order's row holds its brief");
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0x01;
+        },
+    );
 
     let mut fresh = open(&other_machine(&temp, "fresh"), &temp, Actor::Observer);
     let mut view = temp.view();

@@ -12,6 +12,7 @@ mod guard;
 mod guard_fields;
 mod home;
 mod identity;
+mod kept_rows;
 mod levels;
 mod local_files;
 mod oracle;

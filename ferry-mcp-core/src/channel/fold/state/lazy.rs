@@ -22,6 +22,10 @@ pub struct Lazy<T> {
     value: Option<T>,
     /// Whether it changed since it was kept (a save writes it only then).
     changed: bool,
+    /// Whether it is the kept value and the changes since (read from the kept state, or kept
+    /// by a save): a fold kept a row per part writes only the parts that changed then, and
+    /// every part otherwise (a value made here, a channel folded again).
+    from_kept: bool,
 }
 
 impl<T: Section> Lazy<T> {
@@ -30,6 +34,7 @@ impl<T: Section> Lazy<T> {
         Self {
             value: Some(value),
             changed: true,
+            from_kept: false,
         }
     }
 
@@ -38,6 +43,7 @@ impl<T: Section> Lazy<T> {
         Self {
             value: None,
             changed: false,
+            from_kept: true,
         }
     }
 
@@ -45,6 +51,7 @@ impl<T: Section> Lazy<T> {
     pub fn load(&mut self, value: T) {
         self.value = Some(value);
         self.changed = false;
+        self.from_kept = true;
     }
 
     /// The value, if it is loaded.
@@ -72,15 +79,33 @@ impl<T: Section> Lazy<T> {
     /// Marks what it holds now as kept.
     pub fn mark_kept(&mut self) {
         self.changed = false;
+        self.from_kept = true;
+    }
+
+    /// Whether it is the kept value and the changes since (see the field).
+    pub fn is_from_kept(&self) -> bool {
+        self.from_kept
     }
 }
 
+/// The parts of a fold kept a row per part (ADR 0011), each as its key and its bytes.
+pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Decodes one kept value, through the memos of keys and names, refusing bytes after it.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    let (value, rest) = crate::channel::log::keys::with_key_memo(|| {
-        crate::channel::log::names::with_name_memo(|| postcard::take_from_bytes::<T>(bytes))
-    })
-    .map_err(|e| e.to_string())?;
+    with_memos(|| decode_in_memos(bytes))
+}
+
+/// Runs `decode` with the memos of keys and names: a fold kept as many rows (ADR 0011) is
+/// decoded row by row through one memo, so each name and key is checked once.
+pub fn with_memos<R>(decode: impl FnOnce() -> R) -> R {
+    crate::channel::log::keys::with_key_memo(|| crate::channel::log::names::with_name_memo(decode))
+}
+
+/// Decodes one kept value (within [`with_memos`], or without the memos), refusing bytes after
+/// it.
+pub fn decode_in_memos<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let (value, rest) = postcard::take_from_bytes::<T>(bytes).map_err(|e| e.to_string())?;
     if rest.is_empty() {
         Ok(value)
     } else {

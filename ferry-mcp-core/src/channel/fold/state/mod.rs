@@ -358,6 +358,7 @@ impl ChannelState {
     pub(crate) fn saved(&mut self) {
         if let Some(board) = self.orders.get_mut() {
             board.move_to_kept();
+            board.rows_kept();
         }
         self.orders.mark_kept();
         self.talk.mark_kept();

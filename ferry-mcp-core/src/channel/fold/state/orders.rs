@@ -956,6 +956,9 @@ pub struct OrderBoard {
     /// A fold step needed an order whole that was not in memory (the session's paging missed
     /// it): the step was not folded, and the session folds everything again.
     unpaged: bool,
+    /// The orders whose row in the kept state (brief and record) changed since it was last
+    /// kept: a save writes theirs and no other ([`OrderBoard::brief_rows`]).
+    dirty: BTreeSet<EntryId>,
 }
 
 /// The board as the kept state holds it: every order's brief and where its record is in the
@@ -1016,9 +1019,31 @@ impl<'de> Deserialize<'de> for OrderBoard {
             waiting: kept.waiting,
             problems: kept.problems,
             unpaged: false,
+            dirty: BTreeSet::new(),
         })
     }
 }
+
+/// What the kept state holds of the board beside one row per order (ADR 0011): the entries
+/// waiting for their issue and the problems. The indexes are made again from the briefs.
+#[derive(Serialize)]
+struct KeptRestRef<'a> {
+    waiting: &'a BTreeMap<EntryId, Vec<Waiting>>,
+    problems: &'a [FoldProblem],
+}
+
+#[derive(Deserialize)]
+struct KeptRest {
+    waiting: BTreeMap<EntryId, Vec<Waiting>>,
+    problems: Vec<FoldProblem>,
+}
+
+/// One order's row in the kept state: its id, its brief and which record holds it whole.
+#[derive(Serialize)]
+struct BriefRowRef<'a>(&'a EntryId, &'a Brief, RecordAt);
+
+#[derive(Deserialize)]
+struct BriefRow(EntryId, Brief, RecordAt);
 
 /// The kept board's `(id, brief, record)` list, as slots whose orders are in their records.
 fn slots<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<EntryId, Box<Slot>>, D::Error> {
@@ -1192,8 +1217,72 @@ impl OrderBoard {
                 len: bytes.len() as u64,
                 digest,
             });
+            self.dirty.insert(id.clone());
         }
         Ok(())
+    }
+
+    /// The bytes of what the kept state holds of the board beside its orders' rows.
+    pub(crate) fn encode_rest(&self) -> Result<Vec<u8>, String> {
+        postcard::to_stdvec(&KeptRestRef {
+            waiting: &self.waiting,
+            problems: &self.problems,
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// The rows of the orders that changed since the board was last kept (of every order when
+    /// `all`), each as its key and bytes: every order must name its record
+    /// ([`OrderBoard::put_records`] first).
+    pub(crate) fn brief_rows(&self, all: bool) -> Result<super::lazy::Rows, String> {
+        let row = |id: &EntryId, slot: &Slot| {
+            let at = slot
+                .record
+                .ok_or_else(|| format!("order {id} has no record: its records were not put"))?;
+            let bytes = postcard::to_stdvec(&BriefRowRef(id, &slot.brief, at))
+                .map_err(|e| e.to_string())?;
+            Ok((id.to_string().into_bytes(), bytes))
+        };
+        if all {
+            self.orders.iter().map(|(id, slot)| row(id, slot)).collect()
+        } else {
+            self.dirty
+                .iter()
+                .filter_map(|id| self.orders.get(id).map(|slot| row(id, slot)))
+                .collect()
+        }
+    }
+
+    /// The board as the kept state holds it: `rest` ([`OrderBoard::encode_rest`]) and one row
+    /// per order ([`OrderBoard::brief_rows`]); the indexes are made from the briefs. Must be
+    /// called within [`super::lazy::with_memos`].
+    pub(crate) fn from_kept<'a>(
+        rest: &[u8],
+        rows: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Self, String> {
+        let rest: KeptRest = super::lazy::decode_in_memos(rest)?;
+        let mut board = Self {
+            waiting: rest.waiting,
+            problems: rest.problems,
+            ..Self::default()
+        };
+        for bytes in rows {
+            let BriefRow(id, brief, at) = super::lazy::decode_in_memos(bytes)?;
+            board.by_change.insert(brief.changed, id.clone());
+            board.index.add(&id, &brief);
+            let slot = Slot {
+                brief,
+                whole: None,
+                record: Some(at),
+            };
+            board.orders.insert(id, Box::new(slot));
+        }
+        Ok(board)
+    }
+
+    /// Every order's row is as kept now (after a save encoded them).
+    pub(crate) fn rows_kept(&mut self) {
+        self.dirty.clear();
     }
 
     /// The orders whose records are kept and not in memory (a save to a new kept state pages
@@ -1382,6 +1471,7 @@ impl OrderBoard {
         self.by_change.insert(order.changed, id.clone());
         let slot = Slot::resident(order);
         // The replaced one's index keys first: the index counts orders by state.
+        self.dirty.insert(id.clone());
         if let Some(replaced) = self.orders.remove(&id) {
             self.index.remove(&id, &replaced.brief);
             self.by_change.remove(&replaced.brief.changed);
@@ -1546,6 +1636,7 @@ impl OrderBoard {
         let old = std::mem::replace(&mut slot.brief, brief);
         self.index.remove(id, &old);
         self.index.add(id, &slot.brief);
+        self.dirty.insert(id.clone());
         if changed {
             self.by_change.remove(&old.changed);
             self.by_change.insert(slot.brief.changed, id.clone());

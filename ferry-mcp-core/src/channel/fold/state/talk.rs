@@ -170,7 +170,92 @@ const MAX_PROBLEMS: usize = 500;
 /// Sent messages remembered per sender, for read receipts.
 const KEPT_SENT: usize = 8;
 
+/// What the kept state holds of talk beside one row per message (ADR 0011): the readers'
+/// markers and read-through stamps, the senders' latest stamps and the problems. The indexes
+/// by id, recipient and broadcast are made again from the messages.
+#[derive(Serialize)]
+struct KeptRestRef<'a> {
+    read_through: &'a BTreeMap<AgentName, u64>,
+    sent: &'a BTreeMap<AgentName, VecDeque<u64>>,
+    markers: &'a BTreeMap<AgentName, Marker>,
+    master_marker: &'a BTreeMap<AgentName, u64>,
+    problems: &'a [FoldProblem],
+}
+
+#[derive(Deserialize)]
+struct KeptRest {
+    read_through: BTreeMap<AgentName, u64>,
+    sent: BTreeMap<AgentName, VecDeque<u64>>,
+    markers: BTreeMap<AgentName, Marker>,
+    master_marker: BTreeMap<AgentName, u64>,
+    problems: Vec<FoldProblem>,
+}
+
 impl Talk {
+    /// The bytes of what the kept state holds of talk beside its messages' rows.
+    pub(crate) fn encode_rest(&self) -> Result<Vec<u8>, String> {
+        postcard::to_stdvec(&KeptRestRef {
+            read_through: &self.read_through,
+            sent: &self.sent,
+            markers: &self.markers,
+            master_marker: &self.master_marker,
+            problems: &self.problems,
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// The rows of the messages brought after stamp `after`, each as its key (the stamp,
+    /// big-endian, so the rows sort as the stamps do) and bytes. A message never changes once
+    /// folded, and stamps only grow, so the messages a save has not kept are those after the
+    /// last one it kept.
+    pub(crate) fn message_rows_after(&self, after: u64) -> Result<super::lazy::Rows, String> {
+        self.messages
+            .range(after.saturating_add(1)..)
+            .map(|(stamp, message)| {
+                let bytes = postcard::to_stdvec(message).map_err(|e| e.to_string())?;
+                Ok((stamp.to_be_bytes().to_vec(), bytes))
+            })
+            .collect()
+    }
+
+    /// The stamp of the latest message (0 when there is none).
+    pub(crate) fn last_stamp(&self) -> u64 {
+        self.messages.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Talk as the kept state holds it: `rest` ([`Talk::encode_rest`]) and one row per
+    /// message ([`Talk::message_rows_after`]), the indexes made from the messages. Must be
+    /// called within [`super::lazy::with_memos`].
+    pub(crate) fn from_kept<'a>(
+        rest: &[u8],
+        rows: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Self, String> {
+        let rest: KeptRest = super::lazy::decode_in_memos(rest)?;
+        let mut talk = Self {
+            read_through: rest.read_through,
+            sent: rest.sent,
+            markers: rest.markers,
+            master_marker: rest.master_marker,
+            problems: rest.problems,
+            ..Self::default()
+        };
+        for bytes in rows {
+            let message: Message = super::lazy::decode_in_memos(bytes)?;
+            let stamp = message.stamp;
+            match &message.to {
+                Recipient::All => {
+                    talk.broadcast.insert(stamp);
+                }
+                Recipient::One(name) => {
+                    talk.inbox.entry(name.clone()).or_default().insert(stamp);
+                }
+            }
+            talk.ids.insert(message.id.clone(), stamp);
+            talk.messages.insert(stamp, message);
+        }
+        Ok(talk)
+    }
+
     fn report(&mut self, acted: &Acted<'_>, detail: String) {
         if self.problems.len() < MAX_PROBLEMS {
             self.problems.push(FoldProblem::about(

@@ -30,6 +30,24 @@ pub(super) struct Batch {
     /// The digest of each row as this store last wrote or read it: a row whose bytes are the
     /// same is not written again.
     pub written: HashMap<&'static str, [u8; 32]>,
+    /// The parts of the folds kept one row per part (ADR 0011) that this save writes.
+    pub items: Vec<Items>,
+}
+
+/// The rows of one fold kept a row per part (the board's orders, talk's messages) that a save
+/// writes.
+#[derive(Debug)]
+pub(super) struct Items {
+    pub fold: &'static str,
+    /// Every part the fold holds: a part the database holds and this fold does not is removed,
+    /// and one whose row is the same is not written again. Else only the parts that changed
+    /// since the save `since`.
+    pub whole: bool,
+    /// The save the fold was read as of (or last written by): the parts not in `rows` are as
+    /// they were then.
+    pub since: u64,
+    /// Each part's key and bytes.
+    pub rows: crate::channel::fold::state::lazy::Rows,
 }
 
 impl Batch {
@@ -37,7 +55,13 @@ impl Batch {
     pub fn len(&self) -> u64 {
         let records: usize = self.records.iter().map(|(_, _, bytes)| bytes.len()).sum();
         let rows: usize = self.rows.iter().map(|(_, bytes, _)| bytes.len()).sum();
-        (records + rows) as u64
+        let items: usize = self
+            .items
+            .iter()
+            .flat_map(|items| &items.rows)
+            .map(|(_, bytes)| bytes.len())
+            .sum();
+        (records + rows + items) as u64
     }
 }
 
@@ -48,14 +72,40 @@ pub(super) struct Written {
     pub digests: Vec<(&'static str, [u8; 32])>,
     /// The bytes written.
     pub bytes: u64,
+    /// The save's number: the store's folds are as of it now.
+    pub save: u64,
+    /// Another process wrote a fold's parts since this store read them, so this save's parts
+    /// (only what changed since then) would have been laid over another state's: only the
+    /// orders' records were written (they are kept by digest, whoever names them), and the next
+    /// save writes every part whole.
+    pub conflicted: bool,
 }
 
 /// Writes `batch` in one transaction of `db`.
 pub(super) fn write(db: &mut db::Db, batch: &Batch) -> Result<Written, String> {
     let mut save = db.begin(batch.replace)?;
-    save.meta(&batch.genesis, &batch.channel, batch.generation)?;
+    // Checked in the transaction that writes: another process may have saved since the batch
+    // was made.
+    let mut conflicted = false;
+    for items in batch.items.iter().filter(|items| !items.whole) {
+        conflicted |= save.items_saved(items.fold)? > items.since;
+    }
     for (id, digest, bytes) in &batch.records {
         save.record(id, digest, bytes)?;
+    }
+    if conflicted {
+        let number = save.number();
+        let bytes = save.commit()?;
+        return Ok(Written {
+            digests: Vec::new(),
+            bytes,
+            save: number,
+            conflicted: true,
+        });
+    }
+    save.meta(&batch.genesis, &batch.channel, batch.generation)?;
+    for items in &batch.items {
+        write_items(&mut save, items)?;
     }
     let mut digests = Vec::with_capacity(batch.rows.len());
     for (name, bytes, forced) in &batch.rows {
@@ -66,8 +116,38 @@ pub(super) fn write(db: &mut db::Db, batch: &Batch) -> Result<Written, String> {
         }
         save.section(name, &digest, bytes)?;
     }
+    let number = save.number();
     let bytes = save.commit()?;
-    Ok(Written { digests, bytes })
+    Ok(Written {
+        digests,
+        bytes,
+        save: number,
+        conflicted: false,
+    })
+}
+
+/// Writes one fold's parts: those that changed, or (`whole`) every part whose row differs and
+/// the removal of every part the fold no longer holds.
+fn write_items(save: &mut db::Save<'_>, items: &Items) -> Result<(), String> {
+    if items.whole {
+        let mut live = save.live_items(items.fold)?;
+        for (key, bytes) in &items.rows {
+            let same = live
+                .remove(key)
+                .is_some_and(|digest| digest[..] == db::digest(bytes)[..]);
+            if !same {
+                save.item(items.fold, key, Some(bytes))?;
+            }
+        }
+        for key in live.keys() {
+            save.item(items.fold, key, None)?;
+        }
+    } else {
+        for (key, bytes) in &items.rows {
+            save.item(items.fold, key, Some(bytes))?;
+        }
+    }
+    save.items_written(items.fold)
 }
 
 /// The connection back (none if it was lost with its thread) and what the write did.

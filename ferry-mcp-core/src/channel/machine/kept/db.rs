@@ -11,7 +11,10 @@
 //! is first needed), `orders` (each order's record, keyed by id and digest: a record is never
 //! changed where it is, so a state loaded by another process still finds the records it
 //! names; a record superseded by a newer one of its order is removed [`KEEP_SUPERSEDED`]
-//! saves later).
+//! saves later), `items` (the folds that grow with the work kept one row per part: the
+//! board's orders, talk's messages; each row version is tagged with the save that wrote it,
+//! so a session reads a fold as of the save its core came from, and a save writes only the
+//! parts that changed: issue 23, ADR 0011).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavio
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what is kept changes shape; an older state is rebuilt.
-pub const FORMAT: u32 = 14;
+pub const FORMAT: u32 = 15;
 
 pub const CORE: &str = "core";
 pub const LOOKS: &str = "looks";
@@ -51,6 +54,13 @@ CREATE TABLE IF NOT EXISTS orders (
     PRIMARY KEY (id, digest)
 );
 CREATE INDEX IF NOT EXISTS orders_superseded ON orders (superseded)
+    WHERE superseded IS NOT NULL;
+CREATE TABLE IF NOT EXISTS items (
+    fold TEXT NOT NULL, key BLOB NOT NULL, save INTEGER NOT NULL,
+    digest BLOB, value BLOB, superseded INTEGER,
+    PRIMARY KEY (fold, key, save)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_superseded ON items (superseded)
     WHERE superseded IS NOT NULL;
 CREATE TABLE IF NOT EXISTS superseded_sections (
     name TEXT NOT NULL, digest BLOB NOT NULL, value BLOB NOT NULL, superseded INTEGER NOT NULL,
@@ -125,6 +135,8 @@ pub struct Head {
     /// The digest of each lazy fold's row in the same snapshot as the core: the row a session
     /// that loaded this core reads later, even after another process saved a newer one.
     pub sections: Vec<(&'static str, [u8; 32])>,
+    /// The save this snapshot is of: the folds' rows are read as of it ([`Db::items`]).
+    pub saves: u64,
 }
 
 /// An open database.
@@ -260,8 +272,10 @@ impl Db {
                 generation: 0,
                 core: empty(CORE),
                 sections: Vec::new(),
+                saves: 0,
             }));
         }
+        let saves = Self::counter(&tx, "saves")?;
         let genesis: [u8; 32] = Self::meta(&tx, "genesis")?
             .and_then(|bytes| bytes.try_into().ok())
             .ok_or("its genesis does not read")?;
@@ -298,7 +312,56 @@ impl Db {
             generation,
             core,
             sections,
+            saves,
         }))
+    }
+
+    /// A counter of the meta rows (0 when it is not there).
+    fn counter(conn: &Connection, name: &str) -> Result<u64, String> {
+        Ok(Self::meta(conn, name)?
+            .and_then(|bytes| bytes.try_into().ok())
+            .map_or(0, u64::from_le_bytes))
+    }
+
+    /// The last save that wrote rows of the fold `fold` ([`Db::items`]).
+    pub fn items_saved(&self, fold: &str) -> Result<u64, String> {
+        Self::counter(&self.conn, &format!("items:{fold}"))
+    }
+
+    /// The values of the rows of the fold `fold` as of save `as_of` (for each part, its
+    /// latest row written by that save or an earlier one, unless that row removed it), in the
+    /// order of their keys, each checked against its digest. A state older than the rows
+    /// still kept (another process saved more than [`KEEP_SUPERSEDED_SECTIONS`] times since)
+    /// is an error: the caller folds the channel again.
+    pub fn items(&self, fold: &'static str, as_of: u64) -> Result<Vec<Vec<u8>>, String> {
+        let tx = self.conn.unchecked_transaction().map_err(sqlite)?;
+        if Self::counter(&tx, "horizon")? > as_of {
+            return Err(format!("its {fold} rows of this state are gone"));
+        }
+        let mut select = tx
+            .prepare_cached(
+                "SELECT digest, value, MAX(save) FROM items
+                 WHERE fold = ?1 AND save <= ?2 GROUP BY key ORDER BY key",
+            )
+            .map_err(sqlite)?;
+        let mut rows = select.query(params![fold, as_of as i64]).map_err(sqlite)?;
+        let mut values = Vec::new();
+        while let Some(row) = rows.next().map_err(sqlite)? {
+            let digest: Option<Vec<u8>> = row.get(0).map_err(sqlite)?;
+            let value: Option<Vec<u8>> = row.get(1).map_err(sqlite)?;
+            let (Some(digest), Some(value)) = (digest, value) else {
+                // Removed as of this save.
+                continue;
+            };
+            if self::digest(&value)[..] != digest[..] {
+                return Err(format!("its {fold} row does not match its digest"));
+            }
+            values.push(value);
+        }
+        drop(rows);
+        drop(select);
+        tx.finish().map_err(sqlite)?;
+        Ok(values)
     }
 
     /// The digest the section row `name` holds now, if it reads.
@@ -395,17 +458,20 @@ impl Db {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sqlite)?;
+        let saves = Self::counter(&tx, "saves")? + 1;
         if replace {
             tx.execute_batch(
                 "DELETE FROM orders; DELETE FROM sections; DELETE FROM superseded_sections;
-                 DELETE FROM meta;",
+                 DELETE FROM items; DELETE FROM meta;",
+            )
+            .map_err(sqlite)?;
+            // The count goes on, and no state of an earlier save reads what this one writes.
+            tx.execute(
+                "INSERT INTO meta (name, value) VALUES ('horizon', ?1)",
+                [&saves.to_le_bytes()[..]],
             )
             .map_err(sqlite)?;
         }
-        let saves = Self::meta(&tx, "saves")?
-            .and_then(|bytes| bytes.try_into().ok())
-            .map_or(0, u64::from_le_bytes)
-            + 1;
         Ok(Save {
             tx,
             saves,
@@ -501,6 +567,69 @@ impl Save<'_> {
         Ok(())
     }
 
+    /// This save's number.
+    pub fn number(&self) -> u64 {
+        self.saves
+    }
+
+    /// The last save that wrote rows of the fold `fold`.
+    pub fn items_saved(&self, fold: &str) -> Result<u64, String> {
+        Db::counter(&self.tx, &format!("items:{fold}"))
+    }
+
+    /// The digest of each part of the fold `fold` as the database holds it now (its parts
+    /// removed left out).
+    pub fn live_items(
+        &self,
+        fold: &str,
+    ) -> Result<std::collections::HashMap<Vec<u8>, Vec<u8>>, String> {
+        let mut select = self
+            .tx
+            .prepare_cached(
+                "SELECT key, digest FROM items
+                 WHERE fold = ?1 AND superseded IS NULL AND digest IS NOT NULL",
+            )
+            .map_err(sqlite)?;
+        let rows = select
+            .query_map([fold], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(sqlite)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(sqlite)
+    }
+
+    /// Keeps `bytes` as the part `key` of the fold `fold` from this save on (none: the part is
+    /// removed). The row it replaces stays readable by the states of earlier saves for a while.
+    pub fn item(&mut self, fold: &str, key: &[u8], bytes: Option<&[u8]>) -> Result<(), String> {
+        let saves = self.saves as i64;
+        self.tx
+            .prepare_cached(
+                "UPDATE items SET superseded = ?3
+                 WHERE fold = ?1 AND key = ?2 AND superseded IS NULL AND save < ?3",
+            )
+            .map_err(sqlite)?
+            .execute(params![fold, key, saves])
+            .map_err(sqlite)?;
+        let digest = bytes.map(|bytes| self::digest(bytes).to_vec());
+        // A removal is superseded by itself: once no state older than it is read, neither it
+        // nor the rows before it are needed.
+        let superseded = bytes.is_none().then_some(saves);
+        self.tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO items (fold, key, save, digest, value, superseded)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(sqlite)?
+            .execute(params![fold, key, saves, digest, bytes, superseded])
+            .map_err(sqlite)?;
+        self.bytes += bytes.map_or(0, <[u8]>::len) as u64;
+        Ok(())
+    }
+
+    /// Marks the fold `fold`'s rows as written by this save.
+    pub fn items_written(&mut self, fold: &str) -> Result<(), String> {
+        let saves = self.saves;
+        self.put_meta(&format!("items:{fold}"), &saves.to_le_bytes())
+    }
+
     /// Makes the save durable and seen; returns the bytes it wrote.
     pub fn commit(self) -> Result<u64, String> {
         let horizon = self.saves.saturating_sub(KEEP_SUPERSEDED);
@@ -510,12 +639,29 @@ impl Save<'_> {
                 [horizon as i64],
             )
             .map_err(sqlite)?;
+        let horizon = self.saves.saturating_sub(KEEP_SUPERSEDED_SECTIONS);
         self.tx
             .execute(
                 "DELETE FROM superseded_sections WHERE superseded <= ?1",
-                [self.saves.saturating_sub(KEEP_SUPERSEDED_SECTIONS) as i64],
+                [horizon as i64],
             )
             .map_err(sqlite)?;
+        let pruned = self
+            .tx
+            .execute(
+                "DELETE FROM items WHERE superseded IS NOT NULL AND superseded <= ?1",
+                [horizon as i64],
+            )
+            .map_err(sqlite)?;
+        if pruned > 0 && Db::counter(&self.tx, "horizon")? < horizon {
+            // A state of a save before this one may miss a row it would read: it is refused.
+            self.tx
+                .execute(
+                    "INSERT OR REPLACE INTO meta (name, value) VALUES ('horizon', ?1)",
+                    [&horizon.to_le_bytes()[..]],
+                )
+                .map_err(sqlite)?;
+        }
         self.tx.commit().map_err(sqlite)?;
         Ok(self.bytes)
     }

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::channel::fold::state::lazy;
+use crate::channel::fold::state::orders::OrderBoard;
+use crate::channel::fold::state::talk::Talk;
 use crate::channel::fold::state::{ChannelState, EntryId, RecordSink, Sections};
 use crate::channel::log::names::AgentName;
 use crate::channel::log::reader::{IntegrityProblem, ReaderState};
@@ -134,6 +136,18 @@ pub struct Store {
     snapshot: std::collections::HashMap<&'static str, [u8; 32]>,
     /// A save being written on a thread of its own, with the connection (ADR 0024).
     pending: batch::Pending,
+    /// The save the folds' rows are read as of: the one the loaded core came from, then each
+    /// save this store wrote (ADR 0011).
+    as_of: u64,
+    /// The stamp of the last message whose row is kept as of [`Store::as_of`] (none: not
+    /// known, the next save writes talk whole).
+    talk_through: Option<u64>,
+    /// The next save writes every fold's parts whole (a save of only what changed met
+    /// another process's).
+    whole_next: bool,
+    /// A save wrote nothing but records (it met another process's): the state is to be
+    /// saved again.
+    unkept: bool,
 }
 
 /// The device and inode of the file at `path`, not following a link.
@@ -181,6 +195,10 @@ impl Store {
                 replace: false,
                 snapshot: Default::default(),
                 pending: Default::default(),
+                as_of: 0,
+                talk_through: None,
+                whole_next: false,
+                unkept: false,
             },
             why,
         ))
@@ -231,6 +249,7 @@ impl Store {
         };
         self.written.insert(head.core.name, head.core.digest);
         self.snapshot = head.sections.iter().copied().collect();
+        self.as_of = head.saves;
         let mut state = core.state;
         state.left_kept();
         Loaded::Kept(Box::new(Kept {
@@ -254,6 +273,17 @@ impl Store {
         state: &mut ChannelState,
         wanted: Sections,
     ) -> Result<(), String> {
+        let loaded = self.read_sections(state, wanted);
+        if loaded.is_err() {
+            // A row that did not read may still match the digest kept beside it (a value
+            // changed under it): nothing of the database is compared against again, the next
+            // save writes it whole.
+            self.replace = true;
+        }
+        loaded
+    }
+
+    fn read_sections(&mut self, state: &mut ChannelState, wanted: Sections) -> Result<(), String> {
         let missing = state.missing(wanted);
         if !missing.any() {
             return Ok(());
@@ -275,16 +305,30 @@ impl Store {
         let undecoded = |what: &str, why: String| {
             format!("the kept state's {what} does not decode ({why}); rebuilt from the channel")
         };
+        let items = |fold: &'static str| {
+            db.items(fold, self.as_of).map_err(|why| {
+                format!("the kept state is corrupt ({why}); rebuilt from the channel")
+            })
+        };
         let mut rows = Vec::new();
         if missing.board {
             let row = read(db::BOARD)?;
-            let board = lazy::decode(&row.bytes).map_err(|why| undecoded("order board", why))?;
+            let orders = items(db::BOARD)?;
+            let board = lazy::with_memos(|| {
+                OrderBoard::from_kept(&row.bytes, orders.iter().map(Vec::as_slice))
+            })
+            .map_err(|why| undecoded("order board", why))?;
             state.load_board(board);
             rows.push((row.name, row.digest));
         }
         if missing.talk {
             let row = read(db::TALK)?;
-            let talk = lazy::decode(&row.bytes).map_err(|why| undecoded("talk", why))?;
+            let messages = items(db::TALK)?;
+            let talk = lazy::with_memos(|| {
+                Talk::from_kept(&row.bytes, messages.iter().map(Vec::as_slice))
+            })
+            .map_err(|why| undecoded("talk", why))?;
+            self.talk_through = Some(talk.last_stamp());
             state.load_talk(talk);
             rows.push((row.name, row.digest));
         }
@@ -308,6 +352,7 @@ impl Store {
             self.snapshot
                 .get(name)
                 .is_some_and(|kept| db.current_digest(name).as_ref() != Some(kept))
+                || !db.items_saved(name).is_ok_and(|saved| saved <= self.as_of)
         };
         Sections {
             board: stale(db::BOARD),
@@ -358,11 +403,21 @@ impl Store {
     /// last read or wrote them, and the records of the orders in memory that changed. Returns
     /// the bytes written. Afterwards the board keeps no order whole.
     pub fn save(&mut self, kept: &KeptRef<'_>, state: &mut ChannelState) -> Result<u64, String> {
-        let batch = self.prepare(kept, state)?;
-        let db = self.db.as_mut().expect("opened by prepare");
-        let written = batch::write(db, &batch)?;
-        self.wrote(written.digests);
-        Ok(written.bytes)
+        let mut bytes = 0;
+        // A save that met another process's is made again at once, every fold whole (which
+        // meets nothing).
+        for _ in 0..2 {
+            let batch = self.prepare(kept, state)?;
+            let db = self.db.as_mut().expect("opened by prepare");
+            let written = batch::write(db, &batch)?;
+            bytes += written.bytes;
+            self.wrote(written);
+            if !self.unkept {
+                break;
+            }
+            self.unkept = false;
+        }
+        Ok(bytes)
     }
 
     /// As [`Store::save`], but the transaction is written on a thread of its own (ADR 0024):
@@ -391,7 +446,7 @@ impl Store {
         self.db = db;
         match written {
             Ok(written) => {
-                self.wrote(written.digests);
+                self.wrote(written);
                 Ok(())
             }
             Err(why) => {
@@ -403,14 +458,28 @@ impl Store {
         }
     }
 
-    /// Remembers the digests of the rows a save wrote (or found unchanged).
-    fn wrote(&mut self, digests: Vec<(&'static str, [u8; 32])>) {
-        for (name, digest) in &digests {
+    /// Remembers what a save wrote: the digests of its rows (or those found unchanged), and
+    /// the save its folds are as of now. A save that met another process's wrote only records:
+    /// the state is saved again, every fold's parts whole.
+    fn wrote(&mut self, written: batch::Written) {
+        if written.conflicted {
+            self.whole_next = true;
+            self.unkept = true;
+            return;
+        }
+        for (name, digest) in &written.digests {
             if *name != db::CORE && *name != db::LOOKS {
                 self.snapshot.insert(name, *digest);
             }
         }
-        self.written.extend(digests);
+        self.written.extend(written.digests);
+        self.as_of = written.save;
+    }
+
+    /// Whether a save since the last call wrote only records (it met another process's save):
+    /// the caller saves the state again.
+    pub fn take_unkept(&mut self) -> bool {
+        std::mem::take(&mut self.unkept)
     }
 
     /// Encodes what a save of `kept` and `state` writes (see [`Store::save`]) and marks it
@@ -445,6 +514,11 @@ impl Store {
         // written back with it, so the database never pairs this core with another's folds.
         let stale = if replace {
             Sections::default()
+        } else if self.whole_next {
+            Sections {
+                times: self.stale_sections().times,
+                ..Sections::ALL
+            }
         } else {
             self.stale_sections()
         };
@@ -465,16 +539,43 @@ impl Store {
             vec![(db::CORE, core, false), (db::LOOKS, looks, false)];
         // A fold not loaded is as it was kept: its row stands (a database replaced whole has
         // every fold loaded, above).
+        // The board and talk: their small rest in a row, and a row per order or message, of
+        // those that changed only unless the fold is written whole (ADR 0011).
         let encode = |value: &dyn erased::Encode| value.encode();
+        let since = self.as_of;
+        let mut items = Vec::new();
         if let Some(board) = state.orders_lazy().get()
             && (replace || stale.board || state.orders_lazy().changed())
         {
-            rows.push((db::BOARD, encode(board)?, stale.board));
+            let whole = replace || stale.board || !state.orders_lazy().is_from_kept();
+            rows.push((db::BOARD, board.encode_rest()?, stale.board));
+            items.push(batch::Items {
+                fold: db::BOARD,
+                whole,
+                since,
+                rows: board.brief_rows(whole)?,
+            });
         }
         if let Some(talk) = state.talk_lazy().get()
             && (replace || stale.talk || state.talk_lazy().changed())
         {
-            rows.push((db::TALK, encode(talk)?, stale.talk));
+            let whole = replace
+                || stale.talk
+                || !state.talk_lazy().is_from_kept()
+                || self.talk_through.is_none();
+            let after = if whole {
+                0
+            } else {
+                self.talk_through.unwrap_or(0)
+            };
+            rows.push((db::TALK, talk.encode_rest()?, stale.talk));
+            items.push(batch::Items {
+                fold: db::TALK,
+                whole,
+                since,
+                rows: talk.message_rows_after(after)?,
+            });
+            self.talk_through = Some(talk.last_stamp());
         }
         let times = state.identity().master_times_lazy();
         if let Some(master_times) = times.get()
@@ -483,6 +584,7 @@ impl Store {
             rows.push((db::TIMES, encode(master_times)?, stale.times));
         }
         self.replace = false;
+        self.whole_next = false;
         state.saved();
         Ok(Batch {
             replace,
@@ -492,6 +594,7 @@ impl Store {
             records: records.0,
             rows,
             written: self.written.clone(),
+            items,
         })
     }
 
