@@ -21,7 +21,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavio
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what is kept changes shape; an older state is rebuilt.
-pub const FORMAT: u32 = 13;
+pub const FORMAT: u32 = 14;
 
 pub const CORE: &str = "core";
 pub const LOOKS: &str = "looks";
