@@ -652,8 +652,11 @@ fn ordinary_messages_sent_one_after_another_are_never_refused_across_the_seam() 
             refused.join("\n")
         ),
     );
+    // Two harmless texts refused together is a false positive the author cannot see coming:
+    // at most one pair in 500 (an assignment run into the next text's first word counted
+    // 33 of these 4,088 pairs before the word had to look random).
     assert!(
-        refused.len() * 100 < pairs,
+        refused.len() * 500 < pairs,
         "{} of {pairs} pairs refused: {refused:#?}",
         refused.len()
     );
