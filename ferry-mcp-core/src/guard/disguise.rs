@@ -320,7 +320,10 @@ fn may_be_spaced(bytes: &[u8]) -> bool {
         (j > at + 1 && j - at <= 4).then_some(j)
     };
     let mut from = 0;
-    while let Some(found) = memchr::memchr2(b' ', b'\t', &bytes[from..]) {
+    while let Some(found) = bytes
+        .get(from..)
+        .and_then(|rest| memchr::memchr2(b' ', b'\t', rest))
+    {
         let blank = from + found;
         from = blank + 1;
         let Some(start) = blank.checked_sub(1) else {
@@ -653,6 +656,31 @@ mod tests {
         assert_eq!(spaced.text, "key: ghp_abcdefghijkl\n");
         let quoted = joined(r#"t = "ghp_abc" + "def""#).unwrap();
         assert_eq!(quoted.text, "t = \"ghp_abcdef\"\n");
+    }
+
+    #[test]
+    fn spaced_letters_are_told_to_the_last_byte_without_a_panic() {
+        let twelve = "a ".repeat(12);
+        assert!(may_be_spaced(twelve.as_bytes()));
+        assert!(may_be_spaced(twelve.trim_end().as_bytes()));
+        assert!(may_be_spaced(format!("xy{twelve}").as_bytes()));
+        assert!(may_be_spaced("a ".repeat(700).trim_end().as_bytes()));
+        for short in [
+            "",
+            " ",
+            "a",
+            "a ",
+            " a",
+            "a b",
+            "a b c d e f g h i j k",
+            "ab    c d",
+        ] {
+            assert!(!may_be_spaced(short.as_bytes()), "{short:?}");
+        }
+        // Four blanks break a run; a word breaks it; a run starts again after either.
+        assert!(!may_be_spaced("a b c d e f    g h i j k l m".as_bytes()));
+        assert!(!may_be_spaced("a b c d e f gh i j k l m n".as_bytes()));
+        assert!(may_be_spaced("a b cd e f g h i j k l m n o p".as_bytes()));
     }
 
     #[test]
