@@ -662,7 +662,9 @@ mod tests {
     fn spaced_letters_are_told_to_the_last_byte_without_a_panic() {
         let twelve = "a ".repeat(12);
         assert!(may_be_spaced(twelve.as_bytes()));
-        assert!(may_be_spaced(twelve.trim_end().as_bytes()));
+        // The last character needs its blank too: twelve, then a thirteenth without one.
+        assert!(!may_be_spaced(twelve.trim_end().as_bytes()));
+        assert!(may_be_spaced(format!("{twelve}a").as_bytes()));
         assert!(may_be_spaced(format!("xy{twelve}").as_bytes()));
         assert!(may_be_spaced("a ".repeat(700).trim_end().as_bytes()));
         for short in [
