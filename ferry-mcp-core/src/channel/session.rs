@@ -1167,61 +1167,27 @@ impl Session {
     /// Refuses a text shaped like a secret, or (an agent's post or summary) like code (the
     /// guard). The human's texts are judged for secrets alike: the channel keeps what anyone
     /// writes, and the human may paste code where an agent may not.
+    ///
+    /// The text is also read joined with the end of what the same author wrote last,
+    /// whatever kind of entry it was (a post, a progress line, a summary, an ask's fields),
+    /// as the folds keep it (`ChannelState::tails`, in the core: no board or talk is read): a
+    /// token cut in two, one half in each, is refused as a whole (ADR 0015).
     pub fn guard(&self, text: &str, used_as: TextUse) -> Result<(), OpsError> {
-        match self.actor {
-            Actor::Agent(_) => Ok(guard::check(text, used_as)?),
-            Actor::Master | Actor::Observer => Ok(guard::check_secrets(text)?),
-        }
-    }
-
-    /// Refuses a secret split between `text` and what the same author sent just before
-    /// (`previous`, oldest first), read from this session's folds by the operation: a token
-    /// cut in two posts, or a post and a progress line, is refused as a whole.
-    pub fn guard_seam(&self, text: &str, previous: &[&str]) -> Result<(), OpsError> {
-        Ok(guard::check_seam(text, previous)?)
-    }
-
-    /// The latest message `author` sent that counts, with its time, for
-    /// [`Session::guard_seam`]. Read from the talk fold, so no order record is paged in.
-    pub fn last_post_of(
-        &mut self,
-        author: &AgentName,
-    ) -> Result<Option<(Timestamp, String)>, NotPaged> {
-        let now = self.loaded_at();
-        let state = self.load(Sections::TALK, now);
-        Ok(state
-            .talk()?
-            .sent_by(author, state.identity())
-            .next()
-            .map(|message| (message.time, message.text.clone())))
-    }
-
-    /// What `author` sent last, oldest first, for [`Session::guard_seam`] before a summary
-    /// (whose hand-in reads the board anyway): its latest message that counts and its latest
-    /// progress line on an order it holds. Only the orders it holds are paged in: an agent
-    /// holds a few. A post does not use it: a post never reads the board.
-    pub fn last_texts_of(&mut self, author: &AgentName) -> Result<Vec<String>, NotPaged> {
-        let mut last: Vec<(Timestamp, String)> = self.last_post_of(author)?.into_iter().collect();
-        let held: Vec<EntryId> = self
-            .board()?
-            .of_agent(author)
-            .filter(|order| order.brief().holder.as_ref() == Some(author))
-            .map(|order| order.id().clone())
-            .collect();
-        let mut line: Option<(Timestamp, String)> = None;
-        for id in &held {
-            if let Some(progress) = self
-                .order(id)?
-                .and_then(|order| order.view().progress.as_ref())
-                .filter(|progress| &progress.by == author)
-                && line.as_ref().is_none_or(|(time, _)| progress.time > *time)
-            {
-                line = Some((progress.time, progress.text.clone()));
+        let author = match &self.actor {
+            Actor::Agent(name) => {
+                guard::check(text, used_as)?;
+                name.clone()
             }
+            Actor::Master => {
+                guard::check_secrets(text)?;
+                AgentName::master()
+            }
+            Actor::Observer => return Ok(guard::check_secrets(text)?),
+        };
+        match self.state.tails().of(&author) {
+            Some(before) => Ok(guard::check_seam(text, &[before])?),
+            None => Ok(()),
         }
-        last.extend(line);
-        last.sort_by_key(|(time, _)| *time);
-        Ok(last.into_iter().map(|(_, text)| text).collect())
     }
 
     /// The short id of an entry this session folded (ADR 0007).

@@ -157,7 +157,10 @@ fn stack_trace(lines: &[&str]) -> bool {
     // Every frame names a place (`file:line`, `File "…", line`) or a parenthesised method.
     let frames = lines
         .iter()
-        .filter(|l| (l.contains([':', '(']) || l.contains("File \"")) && FRAME.is_match(l))
+        .filter(|l| {
+            (memchr::memchr2(b':', b'(', l.as_bytes()).is_some() || l.contains("File \""))
+                && FRAME.is_match(l)
+        })
         .count();
     frames >= 2 || (frames >= 1 && lines.iter().any(|l| TRACE_HEADER.is_match(l.trim_start())))
 }
@@ -197,8 +200,11 @@ fn may_be_yaml_key(line: &str) -> bool {
 /// A configuration blob: JSON (an object or array with three values or more), YAML of five
 /// keys with nesting (or four, nested two deep), or a TOML section with two keys.
 fn config(text: &str, lines: &[&str]) -> bool {
-    if let (Some(open), Some(close)) = (text.find(['{', '[']), text.rfind(['}', ']']))
-        && open < close
+    let bytes = text.as_bytes();
+    if let (Some(open), Some(close)) = (
+        memchr::memchr2(b'{', b'[', bytes),
+        memchr::memrchr2(b'}', b']', bytes),
+    ) && open < close
         && let Ok(value) = serde_json::from_str::<serde_json::Value>(&text[open..=close])
         && value.is_object() | value.is_array()
         && leaves(&value) >= 3
@@ -273,7 +279,7 @@ fn one_line_code(line: &str, idiom: bool) -> bool {
     if idiom {
         return true;
     }
-    if !line.contains([';', '{', '}']) {
+    if memchr::memchr3(b';', b'{', b'}', line.as_bytes()).is_none() {
         return false;
     }
     // One statement alone (`let x = foo()?;`) is a mention, and `key=value;` pairs are a
@@ -364,6 +370,9 @@ struct LineRules {
     strong: RegexSet,
     /// [`STRONG`], [`MEDIUM`], [`WEAK`] and [`ONE_LINE`] in one set, so a line is read once.
     all: RegexSet,
+    /// Whether [`LineRules::all`] matches an empty line: asked once, so the blank lines
+    /// between paragraphs cost no call of the set each.
+    all_match_empty: bool,
 }
 
 /// What a trimmed line's one match against [`LineRules::all`] says.
@@ -475,10 +484,14 @@ const WEAK: &[&str] = &[
     r"\)\s*->\s*\S",
 ];
 
-static LINE_RULES: LazyLock<LineRules> = LazyLock::new(|| LineRules {
-    strong: RegexSet::new(STRONG).expect("the guard's code patterns compile"),
-    all: RegexSet::new(STRONG.iter().chain(MEDIUM).chain(WEAK).chain(ONE_LINE))
-        .expect("the guard's code patterns compile"),
+static LINE_RULES: LazyLock<LineRules> = LazyLock::new(|| {
+    let all = RegexSet::new(STRONG.iter().chain(MEDIUM).chain(WEAK).chain(ONE_LINE))
+        .expect("the guard's code patterns compile");
+    LineRules {
+        strong: RegexSet::new(STRONG).expect("the guard's code patterns compile"),
+        all_match_empty: all.is_match(""),
+        all,
+    }
 });
 
 /// List items and quotes are prose even when they name code.
@@ -494,7 +507,7 @@ fn bullet(line: &str) -> bool {
 
 fn judge(rules: &LineRules, line: &str) -> Judged {
     // Most lines of prose match nothing, and a yes or no is cheaper than which.
-    if !rules.all.is_match(line) {
+    if (line.is_empty() && !rules.all_match_empty) || !rules.all.is_match(line) {
         return Judged {
             weight: 0,
             one_line: false,

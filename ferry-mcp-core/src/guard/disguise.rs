@@ -9,7 +9,7 @@
 //! Every reading keeps, piece by piece, where its text came from, so a secret found in it is
 //! masked over the whole of what spelled it ([`View::origin`]).
 
-use std::ops::Range;
+use std::ops::{Not as _, Range};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -109,6 +109,18 @@ fn invisible_ascii(b: u8) -> bool {
     (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f
 }
 
+/// Whether every byte is printable ASCII, a line break or a tab: nothing to normalise. One
+/// pass without an early exit, so the compiler reads many bytes at a time (ordinary text
+/// has nothing to find, and is read whole either way).
+fn plain_ascii(bytes: &[u8]) -> bool {
+    bytes.chunks(64).all(|chunk| {
+        chunk
+            .iter()
+            .fold(false, |odd, &b| odd | (b >= 0x80) | invisible_ascii(b))
+            .not()
+    })
+}
+
 /// The Latin letter or digit a Cyrillic, Greek or Armenian look-alike stands for.
 fn confusable(c: char) -> Option<char> {
     Some(match c {
@@ -199,7 +211,7 @@ fn confusable(c: char) -> Option<char> {
 /// Only the words that change are read (each with the word before it, for `KEY=` and
 /// `token:` contexts), so a page of Cyrillic or CJK prose is not read twice over.
 fn normalised(text: &str) -> Option<View> {
-    if text.is_ascii() && !text.bytes().any(invisible_ascii) {
+    if plain_ascii(text.as_bytes()) {
         return None;
     }
     let mut view = View::new();
@@ -291,26 +303,42 @@ fn spelled(b: u8) -> bool {
 }
 
 /// Whether the text has twelve characters in a row each followed by one to three blanks: a
-/// byte scan that lets prose, where such runs do not occur, skip [`SPACED`].
+/// scan that lets prose, where such runs do not occur, skip [`SPACED`].
+///
+/// A run can only start at a character right before a blank, so the scan jumps from blank
+/// to blank and follows a run only from there.
 fn may_be_spaced(bytes: &[u8]) -> bool {
-    let (mut count, mut i) = (0, 0);
-    while i < bytes.len() {
-        if spelled(bytes[i]) {
-            let mut j = i + 1;
-            while j < bytes.len() && j - i <= 3 && matches!(bytes[j], b' ' | b'\t') {
-                j += 1;
-            }
-            if j > i + 1 && j - i <= 4 {
-                count += 1;
-                if count >= 12 {
-                    return true;
-                }
-                i = j;
-                continue;
-            }
+    // One spelled character and the one to three blanks after it: where the next one starts.
+    let step = |at: usize| -> Option<usize> {
+        if !spelled(*bytes.get(at)?) {
+            return None;
         }
-        count = 0;
-        i += 1;
+        let mut j = at + 1;
+        while j < bytes.len() && j - at <= 3 && matches!(bytes[j], b' ' | b'\t') {
+            j += 1;
+        }
+        (j > at + 1 && j - at <= 4).then_some(j)
+    };
+    let mut from = 0;
+    while let Some(found) = bytes
+        .get(from..)
+        .and_then(|rest| memchr::memchr2(b' ', b'\t', rest))
+    {
+        let blank = from + found;
+        from = blank + 1;
+        let Some(start) = blank.checked_sub(1) else {
+            continue;
+        };
+        let (mut count, mut at) = (0, start);
+        while let Some(next) = step(at) {
+            count += 1;
+            if count >= 12 {
+                return true;
+            }
+            at = next;
+        }
+        // The characters up to where the run broke were read: none starts a longer one.
+        from = from.max(at + 1);
     }
     false
 }
@@ -330,7 +358,12 @@ fn quote_seams(text: &str) -> Vec<Range<usize>> {
     let mut seams = Vec::new();
     let mut i = 1;
     while i < bytes.len() {
-        if !(quote(bytes[i]) && word(bytes[i - 1])) {
+        // Only a quote can close a half: jump to the next one.
+        match memchr::memchr3(b'"', b'\'', b'`', &bytes[i..]) {
+            Some(found) => i += found,
+            None => break,
+        }
+        if !word(bytes[i - 1]) {
             i += 1;
             continue;
         }
@@ -409,12 +442,27 @@ fn joined(text: &str) -> Option<View> {
 }
 
 /// A character of a run that may be a secret wrapped: the characters encodings use.
-fn encoded(b: u8) -> bool {
+const fn encoded_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric()
         || matches!(
             b,
             b'+' | b'/' | b'=' | b'_' | b'%' | b'.' | b'~' | b':' | b'-'
         )
+}
+
+/// [`encoded_byte`] for every byte, looked up: the run scan reads every byte of the text.
+static ENCODED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = encoded_byte(b as u8);
+        b += 1;
+    }
+    table
+};
+
+fn encoded(b: u8) -> bool {
+    ENCODED[usize::from(b)]
 }
 
 /// The runs that may be a secret wrapped: long (20 characters or more), no blanks, of the
@@ -608,6 +656,33 @@ mod tests {
         assert_eq!(spaced.text, "key: ghp_abcdefghijkl\n");
         let quoted = joined(r#"t = "ghp_abc" + "def""#).unwrap();
         assert_eq!(quoted.text, "t = \"ghp_abcdef\"\n");
+    }
+
+    #[test]
+    fn spaced_letters_are_told_to_the_last_byte_without_a_panic() {
+        let twelve = "a ".repeat(12);
+        assert!(may_be_spaced(twelve.as_bytes()));
+        // The last character needs its blank too: twelve, then a thirteenth without one.
+        assert!(!may_be_spaced(twelve.trim_end().as_bytes()));
+        assert!(may_be_spaced(format!("{twelve}a").as_bytes()));
+        assert!(may_be_spaced(format!("xy{twelve}").as_bytes()));
+        assert!(may_be_spaced("a ".repeat(700).trim_end().as_bytes()));
+        for short in [
+            "",
+            " ",
+            "a",
+            "a ",
+            " a",
+            "a b",
+            "a b c d e f g h i j k",
+            "ab    c d",
+        ] {
+            assert!(!may_be_spaced(short.as_bytes()), "{short:?}");
+        }
+        // Four blanks break a run; a word breaks it; a run starts again after either.
+        assert!(!may_be_spaced("a b c d e f    g h i j k l m".as_bytes()));
+        assert!(!may_be_spaced("a b c d e f gh i j k l m n".as_bytes()));
+        assert!(may_be_spaced("a b cd e f g h i j k l m n o p".as_bytes()));
     }
 
     #[test]

@@ -157,18 +157,51 @@ pub fn check_seam(text: &str, previous: &[&str]) -> Result<(), GuardRefusal> {
     let head_to = floor_boundary(text.trim_start(), SEAM_BYTES);
     let seam = before.len() - tail_from;
     let joined = format!("{}{}", &before[tail_from..], &text.trim_start()[..head_to]);
-    match find_secrets(&joined)
-        .into_iter()
-        .find(|m| m.range.start < seam && m.range.end > seam)
-    {
+    match find_secrets(&joined).into_iter().find(|m| {
+        m.range.start < seam
+            && m.range.end > seam
+            && (!m.kind.named_by_its_context() || continues_a_value(&joined[seam..m.range.end]))
+    }) {
         Some(m) => Err(GuardRefusal::Secret { kind: m.kind }),
         None => Ok(()),
     }
 }
 
+/// Whether the part of a seam-crossing find after the seam goes on with a value drawn at
+/// random: its first word has eight characters or more, with a letter and a digit.
+///
+/// A format with its own prefix, length and alphabet crossing the seam is a token cut in two.
+/// A value that counts only by what names it (`TOKEN=…`, `password: …`, a PEM block) runs on
+/// to the first blank, so an earlier text that ends in a harmless assignment would run into
+/// the first word of the next one (`token: process.env.FERRY_TOKEN` then `Merged`): that word
+/// must itself look like the rest of a secret.
+fn continues_a_value(after_seam: &str) -> bool {
+    let word = after_seam.split_whitespace().next().unwrap_or("");
+    word.len() >= 8
+        && word.bytes().any(|b| b.is_ascii_digit())
+        && word.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
 /// How much of each side of a seam is read together: longer than any token the guard knows
 /// but a PEM key, which no one splits by hand.
 const SEAM_BYTES: usize = 1024;
+
+/// How much of the end of an author's last text the channel's folds keep for the seam check
+/// ([`seam_tail`]): more than the longest token the guard knows (a Grafana key's 400
+/// characters) but a PEM key, and the key name or service name before it. Kept per author on
+/// every machine, so no more than the check needs.
+pub const SEAM_TAIL_BYTES: usize = 512;
+
+/// The end of `text` that a later [`check_seam`] needs of it: its last [`SEAM_TAIL_BYTES`]
+/// (on a character boundary), trailing blanks left out as the check leaves them out.
+pub fn seam_tail(text: &str) -> &str {
+    let text = text.trim_end();
+    let mut from = text.len().saturating_sub(SEAM_TAIL_BYTES);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    &text[from..]
+}
 
 fn floor_boundary(text: &str, mut at: usize) -> usize {
     at = at.min(text.len());

@@ -250,6 +250,34 @@ secret_kinds! {
     PasswordAssignment = "password_assignment", "a password assignment";
 }
 
+impl SecretKind {
+    /// Whether a value of this kind counts by what names it or stands around it (a key name,
+    /// a header, a URL's parts, a PEM block's armour) rather than by a shape of its own.
+    pub(super) const fn named_by_its_context(self) -> bool {
+        matches!(
+            self,
+            Self::PrivateKey
+                | Self::OpensshPrivateKey
+                | Self::PgpPrivateKey
+                | Self::FerrySecretKey
+                | Self::AwsSecretAccessKey
+                | Self::TwilioAuthToken
+                | Self::AzureStorageKey
+                | Self::SidekiqSecret
+                | Self::DatadogKey
+                | Self::ServiceKey
+                | Self::KubernetesSecret
+                | Self::DatabaseUrl
+                | Self::UrlPassword
+                | Self::BasicAuth
+                | Self::BearerToken
+                | Self::EnvSecret
+                | Self::ConnectionString
+                | Self::PasswordAssignment
+        )
+    }
+}
+
 impl fmt::Display for SecretKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -621,6 +621,48 @@ fn a_token_split_across_an_authors_consecutive_texts_is_refused() {
 }
 
 #[test]
+fn ordinary_messages_sent_one_after_another_are_never_refused_across_the_seam() {
+    // Each ordinary sample read as the next text after every other sample's kept end: the
+    // seam check joins them with nothing between, so it must not see a secret in two words
+    // run together.
+    let ordinary = samples(ORDINARY);
+    // Each sample is followed by eight others spread over the corpus (every pair would cost
+    // minutes unoptimised): every kind meets every other.
+    let mut refused = Vec::new();
+    let mut pairs = 0;
+    for (i, before) in ordinary.iter().enumerate() {
+        let tail = guard::seam_tail(&before.text);
+        assert!(tail.len() <= guard::SEAM_TAIL_BYTES);
+        for step in 1..=8 {
+            let after = &ordinary[(i + step * 61) % ordinary.len()];
+            pairs += 1;
+            if let Err(refusal) = guard::check_seam(&after.text, &[tail]) {
+                refused.push(format!(
+                    "lines {} then {}: {refusal}",
+                    before.line, after.line
+                ));
+            }
+        }
+    }
+    report(
+        "guard_report_seams.txt",
+        &format!(
+            "\nordinary messages joined in pairs across the seam: {} of {pairs} refused\n{}",
+            refused.len(),
+            refused.join("\n")
+        ),
+    );
+    // Two harmless texts refused together is a false positive the author cannot see coming:
+    // at most one pair in 500 (an assignment run into the next text's first word counted
+    // 33 of these 4,088 pairs before the word had to look random).
+    assert!(
+        refused.len() * 500 < pairs,
+        "{} of {pairs} pairs refused: {refused:#?}",
+        refused.len()
+    );
+}
+
+#[test]
 fn a_cut_never_shows_part_of_a_token_nor_half_a_mark() {
     let text = format!("{} {GITHUB_TOKEN} tail", "x".repeat(20));
     let at_token = cut(&text, 30);

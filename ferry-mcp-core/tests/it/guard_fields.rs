@@ -5,6 +5,7 @@
 
 use ferry_mcp_core::channel::fold::levels::Level;
 use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
+use ferry_mcp_core::channel::ops::asks::{self, RaiseRequest};
 use ferry_mcp_core::channel::ops::orders::{self, IssueRequest};
 use ferry_mcp_core::channel::ops::talk::{self, PostRequest};
 use ferry_mcp_core::channel::ops::{self, OpsError, primary, seats, secrets};
@@ -228,6 +229,149 @@ fn a_token_split_across_a_progress_line_and_then_a_summary_is_refused() {
         temp.now(),
     )
     .unwrap();
+}
+
+/// An order `alice` holds, issued by the human.
+fn held_order(temp: &TempChannel) -> String {
+    let id = orders::issue(
+        &mut temp.master_session(),
+        &IssueRequest {
+            title: "rotate the keys".into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    orders::claim(&mut temp.agent_session("alice"), &id, temp.now()).unwrap();
+    id
+}
+
+#[test]
+fn a_token_split_across_a_progress_line_and_then_a_post_is_refused_and_the_post_reads_no_board() {
+    let temp = fleet();
+    let id = held_order(&temp);
+    let mut alice = temp.agent_session("alice");
+    orders::progress(
+        &mut alice,
+        &id,
+        &format!("halfway {FIRST_HALF}"),
+        temp.now(),
+    )
+    .unwrap();
+    alice.save().unwrap();
+    // A new process, as a `ferry talk post` is: the line is not remembered by a session.
+    let mut alice = temp.agent_session("alice");
+    assert!(!alice.state().orders_loaded());
+    let err = post(&mut alice, &temp, SECOND_HALF).unwrap_err();
+    assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
+    assert!(
+        !alice.state().orders_loaded(),
+        "a post read the order board to find the author's last line"
+    );
+    post(&mut alice, &temp, "the rotation is halfway").unwrap();
+    assert!(!alice.state().orders_loaded());
+}
+
+#[test]
+fn a_token_split_across_a_post_and_then_a_progress_line_on_another_order_is_refused() {
+    let temp = fleet();
+    let id = held_order(&temp);
+    let mut alice = temp.agent_session("alice");
+    post(&mut alice, &temp, &format!("working on it {FIRST_HALF}")).unwrap();
+    alice.save().unwrap();
+    let err = orders::progress(
+        &mut temp.agent_session("alice"),
+        &id,
+        SECOND_HALF,
+        temp.now(),
+    )
+    .unwrap_err();
+    assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
+}
+
+#[test]
+fn a_token_split_across_an_asks_reasoning_and_then_a_post_is_refused() {
+    let temp = fleet();
+    let mut alice = temp.agent_session("alice");
+    asks::raise(
+        &mut alice,
+        &RaiseRequest {
+            title: "which key store".into(),
+            recommendation: "the vault".into(),
+            reasoning: format!("the old one is {FIRST_HALF}"),
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let err = post(&mut temp.agent_session("alice"), &temp, SECOND_HALF).unwrap_err();
+    assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
+    // The text after it is joined with the ask's last field, not its first.
+    let mut bob = temp.agent_session("bob");
+    asks::raise(
+        &mut bob,
+        &RaiseRequest {
+            title: format!("which key store {FIRST_HALF}"),
+            recommendation: "the vault".into(),
+            reasoning: "it is the one we run".into(),
+        },
+        temp.now(),
+    )
+    .unwrap();
+    post(&mut bob, &temp, SECOND_HALF).unwrap();
+}
+
+#[test]
+fn a_token_split_across_the_humans_order_body_and_then_a_post_or_a_title_is_refused() {
+    let temp = fleet();
+    let mut master = temp.master_session();
+    orders::issue(
+        &mut master,
+        &IssueRequest {
+            title: "rotate the keys".into(),
+            body: Some(format!("the old key is {FIRST_HALF}")),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap();
+    let err = post(&mut temp.master_session(), &temp, SECOND_HALF).unwrap_err();
+    assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
+    // A post, then an order's title.
+    post(&mut master, &temp, &format!("the key: {FIRST_HALF}")).unwrap();
+    let err = orders::issue(
+        &mut temp.master_session(),
+        &IssueRequest {
+            title: SECOND_HALF.into(),
+            ..IssueRequest::default()
+        },
+        temp.now(),
+    )
+    .unwrap_err();
+    assert!(is_secret_refusal(err.code(), &err.to_string()), "{err}");
+    // An agent's text is not the human's previous one.
+    post(&mut temp.agent_session("alice"), &temp, SECOND_HALF).unwrap();
+}
+
+#[test]
+fn a_text_signed_under_an_authors_name_with_another_key_is_not_that_authors_last_text() {
+    use ferry_mcp_core::channel::log::keys::SecretKey;
+    use ferry_mcp_core::channel::log::store::Channel;
+    let temp = fleet();
+    // A folder writer with no key of alice's signs a post as alice with a key of its own.
+    let intruder = SecretKey::generate().unwrap();
+    let channel = Channel::open(temp.channel_dir()).unwrap();
+    let mut writer = channel
+        .writer(&TempChannel::agent("alice"), &intruder)
+        .unwrap();
+    writer
+        .append(
+            "talk.post",
+            serde_json::json!({ "to": "all", "text": format!("look {FIRST_HALF}") }),
+            temp.now(),
+        )
+        .unwrap();
+    // Alice's own text is judged alone: the intruder cannot make her posts refused.
+    post(&mut temp.agent_session("alice"), &temp, SECOND_HALF).unwrap();
 }
 
 #[test]

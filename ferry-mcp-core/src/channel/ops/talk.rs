@@ -209,11 +209,6 @@ pub(super) fn post_announcing(
     session.guard(&request.text, TextUse::Post)?;
     session.refresh(now);
     let me = reader_of(session)?;
-    // Only the author's last post: its last progress line would page the board in on every
-    // post (ADR 0015), which a post never reads.
-    if let Some((_, last)) = session.last_post_of(&me)? {
-        session.guard_seam(&request.text, &[&last])?;
-    }
     let to = recipient(session, &request.to, &me)?;
     session.load(Sections::TALK, now);
     if let Some(reply_to) = &request.reply_to {

@@ -21,6 +21,7 @@ pub mod race;
 pub mod releases;
 pub mod secrets;
 pub mod since;
+pub mod tails;
 pub mod talk;
 
 use serde::{Deserialize, Serialize};
@@ -169,6 +170,8 @@ pub struct ChannelState {
     /// When each agent was last heard from here (ADR 0005: the earlier of its entry's own time
     /// and when this machine first folded it). Liveness only: nothing else reads it.
     heard: BTreeMap<AgentName, Timestamp>,
+    /// The end of each author's last text, for the guard's seam check (ADR 0015).
+    tails: tails::Tails,
     problems: Vec<FoldProblem>,
     dropped_problems: u64,
 }
@@ -192,6 +195,7 @@ impl ChannelState {
             asks: asks::Asks::default(),
             releases: releases::Releases::default(),
             heard: BTreeMap::new(),
+            tails: tails::Tails::default(),
             problems: Vec::new(),
             dropped_problems: 0,
         }
@@ -392,6 +396,12 @@ impl ChannelState {
     /// When `agent` was last heard from on this machine (liveness only, ADR 0005).
     pub fn heard(&self, agent: &AgentName) -> Option<Timestamp> {
         self.heard.get(agent).copied()
+    }
+
+    /// The end of what each author (an agent, or the master) wrote last, whatever kind of
+    /// entry it was: what the guard reads across the seam with its next text.
+    pub fn tails(&self) -> &tails::Tails {
+        &self.tails
     }
 
     /// Every agent heard from, with when.
@@ -599,6 +609,9 @@ impl ChannelState {
             let at = entry.time().min(arrived);
             let heard = self.heard.entry(entry.author().clone()).or_default();
             *heard = (*heard).max(at);
+        }
+        if acted.by_master || self.identity.admits(entry) {
+            self.tails.feed(&acted);
         }
         self.after_identity_change(before, epoch, entry);
     }
