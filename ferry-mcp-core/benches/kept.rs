@@ -107,9 +107,15 @@ fn rss_of(bulk: &bulk::BulkChannel, what: &str) -> (u64, u64) {
         .env(RSS_OF, spec)
         .output()
         .expect("the child runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    let mut figures = text.split_whitespace().map(|n| n.parse::<u64>().expect("a number"));
+    let mut figures = text
+        .split_whitespace()
+        .map(|n| n.parse::<u64>().expect("a number"));
     (figures.next().unwrap_or(0), figures.next().unwrap_or(0))
 }
 

@@ -165,7 +165,14 @@ fn two_commands_saving_at_once_both_save_and_leave_the_kept_state_whole() {
     let read = run_ok(
         &home,
         &[
-            "talk", "read", "--peek", "--as", "gus", "--project", "demo", "--json",
+            "talk",
+            "read",
+            "--peek",
+            "--as",
+            "gus",
+            "--project",
+            "demo",
+            "--json",
         ],
     );
     for n in 0..EACH {
