@@ -11,7 +11,7 @@ use ferry_mcp_core::channel::log::names::ProjectId;
 use ferry_mcp_core::channel::machine::home::Home;
 use serde_json::Value;
 
-use super::admin::{ferry, join_args, project, run, run_ok};
+use super::admin::{join_args, project, run, run_ok, set_args};
 
 fn kept_state(home: &Path) -> std::path::PathBuf {
     Home::at(home.to_owned()).verified_path(&ProjectId::parse("demo").unwrap())
@@ -52,7 +52,10 @@ fn assert_kept_state_whole(home: &Path, after: &str) {
 }
 
 fn issue(home: &Path, title: &str) -> Child {
-    ferry(home)
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("ferry"))
+        .env("FERRY_HOME", home)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
         .args(["order", "issue", title, "--project", "demo", "--json"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -115,6 +118,7 @@ fn two_commands_saving_at_once_both_save_and_leave_the_kept_state_whole() {
     let dir = tempfile::tempdir().unwrap();
     let home = project(&dir);
     run_ok(&home, &join_args("fang"));
+    run_ok(&home, &set_args("fang", "member"));
     run_ok(&home, &join_args("gus"));
     const EACH: usize = 6;
     // The master issuing orders and an agent posting, each in its own process, at once: both
