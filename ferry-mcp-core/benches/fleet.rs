@@ -171,7 +171,9 @@ impl Catchup {
         self.cut_back();
         let mut session = session(&self.bulk, &self.reader, self.now);
         // A server watches its channel from its first call on, which looks at every log.
-        session.watch_channel();
+        if watched() {
+            session.watch_channel();
+        }
         session.refresh(self.now);
         black_box(session.board().unwrap());
         black_box(session.talk().unwrap());
@@ -366,4 +368,10 @@ fn main() {
         join[0],
         join[2]
     );
+}
+
+/// Whether the reader's session is watched, as a server's is: `FERRY_BENCH_UNWATCHED=1` runs
+/// the same bench without the watch, every poll looking at every log (the A/B of ADR 0011).
+fn watched() -> bool {
+    std::env::var_os("FERRY_BENCH_UNWATCHED").is_none()
 }

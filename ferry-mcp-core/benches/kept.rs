@@ -5,6 +5,11 @@
 //! timed), and the resident memory a warm session adds once it listed every order (briefs
 //! only) and once it read every order whole, from /proc/self/statm.
 //!
+//! Peak RSS is also measured in a process of its own (this bench binary again, told by
+//! `FERRY_BENCH_RSS_OF` which kept state to open and how far to go): a warm open alone, then
+//! with every order listed, then with every order read whole, each its own process's VmHWM
+//! (in-process deltas read 0: the heap the fixture builder freed is reused).
+//!
 //! Not a criterion bench: each figure is the median of a few runs, printed to stderr. It uses
 //! only what every kept-state format offers (`Session::open`, `ops::orders`, `Session::save`),
 //! so the same file measures a build before and after a change. `FERRY_BENCH_ORDERS` sets
@@ -36,7 +41,89 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
+/// This process's peak and current resident memory (VmHWM, VmRSS), in bytes (Linux; 0
+/// elsewhere).
+fn peak_and_resident() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+const RSS_OF: &str = "FERRY_BENCH_RSS_OF";
+
+/// The child's part: open the kept state named by [`RSS_OF`] (home, project, now in ms, and
+/// `open`, `list` or `whole`, one a line), go as far as told, print the peak and resident
+/// memory.
+fn rss_child(spec: &str) {
+    use ferry_mcp_core::channel::log::names::ProjectId;
+    use ferry_mcp_core::channel::machine::home::Home;
+    use ferry_mcp_core::time::Timestamp;
+    let parts: Vec<&str> = spec.lines().collect();
+    let [home, project, now, what] = parts[..] else {
+        panic!("{RSS_OF}: home, project, now, what");
+    };
+    let home = Home::at(home);
+    let project = ProjectId::parse(project).expect("project");
+    let now = Timestamp::from_millis(now.parse().expect("now"));
+    let mut view = Session::open(&home, &project, Actor::Observer, now).expect("opens");
+    if what != "open" {
+        let request = ListRequest {
+            all: true,
+            since: None,
+            limit: 1_000_000,
+        };
+        black_box(orders::list(&mut view, &request, now).expect("list"));
+    }
+    if what == "whole" {
+        let mut read = 0;
+        for order in view.board_whole().unwrap().iter() {
+            read += black_box(order.whole().unwrap()).view().revision as u64;
+        }
+        black_box(read);
+    }
+    let (peak, resident) = peak_and_resident();
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{peak} {resident}");
+    }
+}
+
+/// Peak and resident memory of a process of its own that opens `bulk` warm and goes as far
+/// as `what` says (see [`rss_child`]).
+fn rss_of(bulk: &bulk::BulkChannel, what: &str) -> (u64, u64) {
+    let spec = format!(
+        "{}\n{}\n{}\n{what}",
+        bulk.home().root().display(),
+        bulk.project(),
+        bulk.now().as_millis()
+    );
+    let out = std::process::Command::new(std::env::current_exe().expect("this bench"))
+        .env(RSS_OF, spec)
+        .output()
+        .expect("the child runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let mut figures = text
+        .split_whitespace()
+        .map(|n| n.parse::<u64>().expect("a number"));
+    (figures.next().unwrap_or(0), figures.next().unwrap_or(0))
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var(RSS_OF) {
+        rss_child(&spec);
+        return;
+    }
     let bench_mode = std::env::args().any(|a| a == "--bench");
     let orders_wanted: u64 = std::env::var("FERRY_BENCH_ORDERS")
         .ok()
@@ -123,6 +210,19 @@ fn main() {
         mb(briefs),
         mb(whole)
     );
+    for what in ["open", "list", "whole"] {
+        let (peak, resident) = rss_of(&bulk, what);
+        eprintln!(
+            "kept: a process of its own, warm open{}: peak RSS {:.1} MB, RSS at the end {:.1} MB",
+            match what {
+                "open" => "",
+                "list" => ", every order listed",
+                _ => ", every order listed and read whole",
+            },
+            mb(peak),
+            mb(resident)
+        );
+    }
     let kept: u64 = std::fs::read_dir(bulk.verified_path().parent().unwrap())
         .unwrap()
         .filter_map(|entry| entry.ok()?.metadata().ok())

@@ -23,7 +23,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::channel::session::{Actor, OpenMechanisms, Session};
 use ferry_mcp_testkit::bulk::{self, BulkChannel};
 
 struct Size {
@@ -35,6 +35,18 @@ struct Size {
 fn open(bulk: &BulkChannel) -> Session {
     Session::open(bulk.home(), bulk.project(), Actor::Observer, bulk.now())
         .expect("the bulk channel opens")
+}
+
+/// A warm open with some of its speed mechanisms off (the A/B of ADR 0011).
+fn open_without(bulk: &BulkChannel, mechanisms: OpenMechanisms) -> Session {
+    Session::open_with(
+        bulk.home(),
+        bulk.project(),
+        Actor::Observer,
+        bulk.now(),
+        mechanisms,
+    )
+    .expect("the bulk channel opens")
 }
 
 fn cold_once(bulk: &BulkChannel) -> Duration {
@@ -122,6 +134,34 @@ fn main() {
         for size in &sizes {
             drop(size.bulk.warm());
             group.bench_function(&size.label, |b| b.iter(|| black_box(open(&size.bulk))));
+        }
+        group.finish();
+    }
+    // Each speed mechanism of the open off in turn (ADR 0011): nothing is saved by these
+    // opens, so the kept state each starts from is the one `open_warm` used.
+    let without = [
+        (
+            "open_warm_without_prelook",
+            OpenMechanisms {
+                prelook: false,
+                ..OpenMechanisms::default()
+            },
+        ),
+        (
+            "open_warm_without_stamps",
+            OpenMechanisms {
+                stamps: false,
+                ..OpenMechanisms::default()
+            },
+        ),
+    ];
+    for (name, mechanisms) in without {
+        let mut group = criterion.benchmark_group(name);
+        for size in &sizes {
+            drop(size.bulk.warm());
+            group.bench_function(&size.label, |b| {
+                b.iter(|| black_box(open_without(&size.bulk, mechanisms)));
+            });
         }
         group.finish();
     }

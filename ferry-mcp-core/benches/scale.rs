@@ -152,6 +152,35 @@ fn after_master_entry(
     median(times)
 }
 
+/// A served agent's posts in quick succession (one every 50 ms of its clock), each followed by
+/// the server's flush, under `policy`: the mean of what a call and its flush cost, saves
+/// included (the A/B of the save-rate policy, ADR 0011: the default against a save at every
+/// flush).
+fn posts_in_a_row(
+    bulk: &BulkChannel,
+    ticks: &mut Ticks,
+    runs: usize,
+    policy: SavePolicy,
+) -> Duration {
+    let (member, _) = two_members(bulk);
+    let mut lazy = server_saving(bulk, &member, ticks.next(3_000), policy);
+    let start = Instant::now();
+    for n in 0..runs * 4 {
+        let now = ticks.next(50);
+        let session = lazy.session(now).expect("open");
+        let post = PostRequest {
+            to: "all".into(),
+            text: format!("scale bench progress {n}: the parser is green"),
+            reply_to: None,
+        };
+        black_box(talk::post(session, &post, now).expect("post"));
+        lazy.flush(now);
+    }
+    let spent = start.elapsed() / (runs as u32 * 4);
+    drop(lazy);
+    spent
+}
+
 /// A served agent's catch-up with a cursor, one message and one progress line new since it.
 fn catchup_since(bulk: &BulkChannel, ticks: &mut Ticks, runs: usize) -> Duration {
     let (reader, writer) = two_members(bulk);
@@ -290,6 +319,8 @@ struct Row {
     after_master_entry_inline: Duration,
     catchup_since: Duration,
     talk_read: Duration,
+    posts_rate_limited: Duration,
+    posts_saving_always: Duration,
 }
 
 fn row(label: &str, entries: u64, runs: usize) -> Row {
@@ -302,6 +333,17 @@ fn row(label: &str, entries: u64, runs: usize) -> Row {
         after_master_entry_inline: after_master_entry(&bulk, &mut ticks, runs, false),
         catchup_since: catchup_since(&bulk, &mut ticks, runs),
         talk_read: talk_read(&bulk, &mut ticks, runs),
+        posts_rate_limited: posts_in_a_row(&bulk, &mut ticks, runs, SavePolicy::default()),
+        posts_saving_always: posts_in_a_row(
+            &bulk,
+            &mut ticks,
+            runs,
+            SavePolicy {
+                every_ms: 0,
+                bytes_per_ms: u64::MAX,
+                ..SavePolicy::default()
+            },
+        ),
     }
 }
 
@@ -335,6 +377,15 @@ fn main() {
             ratio(row.catchup_since, base.catchup_since),
             ms(row.talk_read),
             ratio(row.talk_read, base.talk_read),
+        );
+    }
+    for row in &rows {
+        eprintln!(
+            "scale {}: a post and its flush, 20 a second, mean: {:.3} ms under the default save policy, {:.3} ms saving at every flush ({:.2}x)",
+            row.label,
+            ms(row.posts_rate_limited),
+            ms(row.posts_saving_always),
+            ratio(row.posts_saving_always, row.posts_rate_limited),
         );
     }
     let names = names(names_count, runs);

@@ -308,7 +308,9 @@ impl Prepared {
         // As a server's session after its first call: watched, talk read from the kept state,
         // every log looked at once (a first call pays the talk section's decoding once; the
         // start-up bench's first call measures that).
-        session.watch_channel();
+        if watched() {
+            session.watch_channel();
+        }
         session.refresh(self.now);
         black_box(session.talk().unwrap());
         for (path, lines) in &self.news {
@@ -417,4 +419,10 @@ fn report(what: &str, histories: &[usize; 2], channels: &[Prepared], rounds: usi
         large[2],
         large[1].as_secs_f64() / small[1].as_secs_f64()
     );
+}
+
+/// Whether the reader's session is watched, as a server's is: `FERRY_BENCH_UNWATCHED=1` runs
+/// the same bench without the watch, every poll looking at every log (the A/B of ADR 0011).
+fn watched() -> bool {
+    std::env::var_os("FERRY_BENCH_UNWATCHED").is_none()
 }

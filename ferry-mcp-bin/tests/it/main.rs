@@ -8,6 +8,7 @@ mod dashboard;
 mod e2e;
 mod fleet;
 mod gateway;
+mod kills;
 mod masking;
 mod orders;
 mod paging;

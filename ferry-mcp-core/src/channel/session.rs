@@ -277,7 +277,19 @@ impl Session {
         actor: Actor,
         now: Timestamp,
     ) -> Result<Self, OpsError> {
-        Self::open_kept(home, project, actor, now, true)
+        Self::open_kept(home, project, actor, now, true, OpenMechanisms::default())
+    }
+
+    /// [`Session::open`] with some of its speed mechanisms off: for the benches' A/B of each
+    /// (ADR 0011); what is read and folded is the same.
+    pub fn open_with(
+        home: &Home,
+        project: &ProjectId,
+        actor: Actor,
+        now: Timestamp,
+        mechanisms: OpenMechanisms,
+    ) -> Result<Self, OpsError> {
+        Self::open_kept(home, project, actor, now, true, mechanisms)
     }
 
     /// Opens the channel of `project` for `actor` to read only (`ferry mcp serve --read-only`,
@@ -291,7 +303,7 @@ impl Session {
         actor: Actor,
         now: Timestamp,
     ) -> Result<Self, OpsError> {
-        Self::open_kept(home, project, actor, now, false)
+        Self::open_kept(home, project, actor, now, false, OpenMechanisms::default())
     }
 
     fn open_kept(
@@ -300,6 +312,7 @@ impl Session {
         actor: Actor,
         now: Timestamp,
         keep: bool,
+        mechanisms: OpenMechanisms,
     ) -> Result<Self, OpsError> {
         let channel_dir = home.channel_dir(project)?;
         let mut local_problems = Vec::new();
@@ -316,7 +329,11 @@ impl Session {
             None => None,
         };
         // What the first poll will stat, stat'ed on another core while the kept state is read.
-        let looks = store.as_ref().map(Store::looks).unwrap_or_default();
+        let looks = store
+            .as_ref()
+            .filter(|_| mechanisms.prelook)
+            .map(Store::looks)
+            .unwrap_or_default();
         let ahead = Prelook::start(&channel_dir, looks.len() as u64, move || looks);
         let channel = Channel::open(&channel_dir)?;
         if channel.project() != project {
@@ -358,6 +375,7 @@ impl Session {
         };
         let mut reader = Reader::restore(&channel, kept.reader);
         reader.use_prelooked(ahead.finish());
+        reader.use_stamps(mechanisms.stamps);
         let mut session = Self {
             home: home.clone(),
             project: project.clone(),
@@ -1251,6 +1269,27 @@ fn give_way_to_the_client() {
 
 /// How often a watched session looks at every log whatever the kernel said.
 pub const LOOK_EVERYWHERE_EVERY_S: u64 = 60;
+
+/// The open's speed mechanisms, each on by default: a value, so that a bench measures the open
+/// with and without each (ADR 0011: each mechanism earns its place on a path a user waits on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenMechanisms {
+    /// The paths the last full look stat'ed are stat'ed again on another core while the kept
+    /// state is read ([`Prelook`]).
+    pub prelook: bool,
+    /// An unchanged stamp spares reading a log's last verified line and listing a folder
+    /// ([`Reader::use_stamps`]).
+    pub stamps: bool,
+}
+
+impl Default for OpenMechanisms {
+    fn default() -> Self {
+        Self {
+            prelook: true,
+            stamps: true,
+        }
+    }
+}
 
 /// When a long-running server writes its kept state: a value, so a test reaches its
 /// thresholds with a small channel.

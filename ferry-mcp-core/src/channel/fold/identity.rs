@@ -1006,9 +1006,13 @@ impl Identity {
             .filter(|grant| grant.binds(key, seq))
             .map(|grant| {
                 let floor = self.master_time_at(grant.order).unwrap_or(at);
-                self.standing_of(name, Some(grant), at.max(floor), scope).level
+                self.standing_of(name, Some(grant), at.max(floor), scope)
+                    .level
             })
-            .fold(self.standing_of(name, in_force, at, scope).level, Level::min)
+            .fold(
+                self.standing_of(name, in_force, at, scope).level,
+                Level::min,
+            )
     }
 
     /// Every problem with the entries folded so far, sorted by author, key and seq: entries

@@ -180,6 +180,8 @@ pub struct Reader {
     watch: watch::Watch,
     /// Stats taken during the open, for its first full look.
     ahead: Option<Prelooked>,
+    /// Whether a stat's stamp may spare a read or a listing (see [`Reader::use_stamps`]).
+    stamps: bool,
     /// Problems reported before that the polls since the last [`Reader::take_cleared`] found
     /// no longer hold.
     cleared: Vec<Cleared>,
@@ -196,8 +198,22 @@ impl Reader {
             folders: scan::Folders::default(),
             watch: watch::Watch::default(),
             ahead: None,
+            stamps: true,
             cleared: Vec::new(),
         }
+    }
+
+    /// Whether this reader trusts the file system's stamps (on by default): an unchanged
+    /// stamp spares reading a log's last verified line and listing a folder. Off, every look
+    /// reads and lists as on a platform that tells no stamp: what the A/B of the open bench
+    /// compares (ADR 0011).
+    pub fn use_stamps(&mut self, on: bool) {
+        self.stamps = on;
+    }
+
+    /// The channel folder for one look, with this reader's trust in stamps.
+    fn folder(&self) -> ChannelFolder {
+        ChannelFolder::open(&self.dir).trusting_stamps(self.stamps)
     }
 
     /// Asks the kernel to tell this reader what changes in the channel folder (Linux), so that
@@ -335,8 +351,8 @@ impl Reader {
         passes: &[bool],
     ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
+        let folder = self.folder().with_ahead(self.ahead.take());
         let keys = &mut self.keys;
-        let folder = ChannelFolder::open(&self.dir).with_ahead(self.ahead.take());
         let listing = scan::list(
             &folder,
             &mut self.folders,
@@ -373,7 +389,7 @@ impl Reader {
         on_entry: &mut dyn FnMut(VerifiedEntry),
     ) -> Vec<IntegrityProblem> {
         let mut problems = Vec::new();
-        let folder = ChannelFolder::open(&self.dir);
+        let folder = self.folder();
         if !relist.is_empty() {
             let keys = &mut self.keys;
             let listing = scan::relist(&folder, &mut self.folders, relist, &mut |hex| {

@@ -58,6 +58,8 @@ pub(super) struct ChannelFolder {
     looked_from: SystemTime,
     /// Stats already taken during this open (see [`Prelook`]).
     ahead: Prelooked,
+    /// Whether stats carry their stamps ([`ChannelFolder::trusting_stamps`]).
+    stamps: bool,
     #[cfg(target_os = "linux")]
     handle: Option<rustix::fd::OwnedFd>,
 }
@@ -79,6 +81,7 @@ impl ChannelFolder {
                 path: path.to_owned(),
                 looked_from: SystemTime::now(),
                 ahead: Prelooked::default(),
+                stamps: true,
                 handle,
             }
         }
@@ -87,7 +90,16 @@ impl ChannelFolder {
             path: path.to_owned(),
             looked_from: SystemTime::now(),
             ahead: Prelooked::default(),
+            stamps: true,
         }
+    }
+
+    /// Off, every stat answers without a stamp, as on a platform that tells none: every kept
+    /// stamp then differs, so every log's last verified line is read and every folder listed
+    /// (the open bench's A/B of stamps, ADR 0011).
+    pub(super) fn trusting_stamps(mut self, on: bool) -> Self {
+        self.stamps = on;
+        self
     }
 
     /// Answers the stats in `ahead` from it (each was taken during this same open).
@@ -122,10 +134,14 @@ impl ChannelFolder {
 
     /// Stats `rel` (relative to the channel folder), not following a link at its end.
     pub(super) fn look(&self, rel: &Path) -> std::io::Result<Looked> {
-        if let Some(looked) = self.ahead.get(rel) {
-            return Ok(looked);
-        }
-        self.look_now(rel)
+        let looked = match self.ahead.get(rel) {
+            Some(looked) => looked,
+            None => self.look_now(rel)?,
+        };
+        Ok(Looked {
+            stamp: looked.stamp.filter(|_| self.stamps),
+            ..looked
+        })
     }
 
     fn look_now(&self, rel: &Path) -> std::io::Result<Looked> {
