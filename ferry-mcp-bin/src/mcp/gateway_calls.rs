@@ -42,7 +42,7 @@ pub struct CallQueue {
 pub enum Reply {
     /// To the stdio loop, as the answer of the call `Ticket`.
     Later(Answers, Ticket),
-    /// To a caller that waits for it (a call inside a JSON-RPC batch).
+    /// To a caller that waits for it (where the core offered no ticket).
     Now(Sender<ToolOutcome>),
 }
 

@@ -57,8 +57,9 @@ impl Tool for GatewayTool {
         true
     }
 
-    /// Where the core may not take an answer later (a call inside a JSON-RPC batch): the
-    /// call still runs on its server's thread, and this waits for it.
+    /// Where the core offers no ticket (a `Server` without `with_deferred_answers`; `serve`
+    /// always takes answers later, in JSON-RPC batches too): the call still runs on its
+    /// server's thread, and this waits for it.
     fn call(&self, args: &Map<String, Value>, _cx: &mut CallContext<'_>) -> ToolOutcome {
         let (sender, answer) = mpsc::channel();
         match self.queue.submit(&self.remote, args, Reply::Now(sender)) {

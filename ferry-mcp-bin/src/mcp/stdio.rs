@@ -49,8 +49,8 @@ pub enum Input {
 pub struct Answers(Sender<Input>);
 
 impl Answers {
-    /// Hands the answer of the call `ticket` to the loop. Never blocks: a call's thread must
-    /// never wait on the loop, which may itself be waiting on that thread (a call in a batch).
+    /// Hands the answer of the call `ticket` to the loop (the core writes it, or the array of
+    /// the batch it completes). Never blocks: a call's thread must never wait on the loop.
     pub fn give(&self, ticket: Ticket, outcome: ToolOutcome) {
         // The loop is gone only when serving ended: nobody is left to answer.
         let _ = self.0.send(Input::Answered(ticket, outcome));

@@ -33,6 +33,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 const TOKEN: &str = "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";
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"gateway-test","version":"0"}}}"#;
+const INITIALIZE_2025_03_26: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"gateway-test","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// A state folder of the test's own with the fixture added as `fx`.
@@ -104,9 +105,19 @@ impl Setup {
     }
 
     fn serve_impatient_with(&self, tools: &str) -> Serving {
+        Serving::start(self.impatient(tools))
+    }
+
+    /// `serve` with the timeout lowered, initialized under 2025-03-26 (the one version that
+    /// takes JSON-RPC batches).
+    fn serve_impatient_batching(&self, tools: &str) -> Serving {
+        Serving::start_under(self.impatient(tools), INITIALIZE_2025_03_26)
+    }
+
+    fn impatient(&self, tools: &str) -> Command {
         let mut command = self.ferry(&["mcp", "serve", "--project", PROJECT, "--tools", tools]);
         command.env("FERRYMAN_MCP_TIMEOUT_SECS", TIMEOUT_SECS.to_string());
-        Serving::start(command)
+        command
     }
 }
 
@@ -119,7 +130,12 @@ struct Serving {
 }
 
 impl Serving {
-    fn start(mut command: Command) -> Self {
+    fn start(command: Command) -> Self {
+        Self::start_under(command, INITIALIZE)
+    }
+
+    /// Starts `command` and initializes it with `initialize` (whose id is 1).
+    fn start_under(mut command: Command, initialize: &str) -> Self {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -141,8 +157,10 @@ impl Serving {
             lines,
             next_id: 10,
         };
-        serving.send(INITIALIZE);
-        assert_eq!(serving.answer()["id"], 1);
+        serving.send(initialize);
+        let answer = serving.answer();
+        assert_eq!(answer["id"], 1);
+        assert!(answer["result"]["protocolVersion"].is_string(), "{answer}");
         serving.send(INITIALIZED);
         serving
     }
@@ -411,6 +429,47 @@ fn while_a_call_hangs_our_own_tools_and_another_server_answer_and_the_hung_call_
     serving.cancel(hung);
     let ping = serving.send_request("ping", json!({}));
     assert_eq!(ids(&serving.answers_until(ping)), [json!(ping)]);
+}
+
+#[test]
+fn a_call_that_hangs_inside_a_batch_holds_that_batch_alone_while_other_messages_are_answered() {
+    let setup = Setup::new();
+    let mut serving = setup.serve_impatient_batching("admin,gateway");
+    serving.warm_up();
+    let (hung, inner_ping) = (901, 902);
+    let started = Instant::now();
+    serving.send(&format!(
+        "[{},{}]",
+        json!({"jsonrpc": "2.0", "id": hung, "method": "tools/call", "params": {"name": "fx_hang", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": inner_ping, "method": "ping"}),
+    ));
+    let ping = serving.send_request("ping", json!({}));
+    let status = serving.send_call("ferry_status", json!({}));
+    // The plain requests sent after the batch are answered first, while its call hangs.
+    let first = serving.answer();
+    assert_eq!(first["id"], ping, "{first}");
+    assert_eq!(first["result"], json!({}));
+    let second = serving.answer();
+    assert_eq!(second["id"], status, "{second}");
+    assert!(second["result"]["content"].is_array(), "{second}");
+    let answered = started.elapsed();
+    // The batch goes out whole once its call timed out, its answers in the order asked.
+    let batch = serving.answer();
+    eprintln!(
+        "plain answers {answered:?} after the batch was sent; the batch {:?}",
+        started.elapsed()
+    );
+    let items = batch
+        .as_array()
+        .unwrap_or_else(|| panic!("an array: {batch}"));
+    assert_eq!(ids(items), [json!(hung), json!(inner_ping)]);
+    let result = &items[0]["result"];
+    assert!(is_error(result), "{result}");
+    let text = text_of(result);
+    assert!(text.contains("MCP server `fx` failed"), "{text}");
+    assert!(text.contains("did not answer within 2.5 s"), "{text}");
+    assert_eq!(items[1]["result"], json!({}));
+    serving.assert_still_answers();
 }
 
 #[test]

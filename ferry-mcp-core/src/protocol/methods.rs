@@ -10,7 +10,7 @@ use std::panic::AssertUnwindSafe;
 use serde_json::{Map, Value, json};
 
 use super::wire::{self, Id, RpcError};
-use super::{Era, Pending, ProtocolVersion, Server};
+use super::{Era, Pending, ProtocolVersion, Served, Server};
 use crate::shape::{Cursor, ResourceUri, ToolOutcome};
 use crate::time::Timestamp;
 use crate::tool::{CallContext, Progress, ReadContext, ResourceError, Started, Ticket};
@@ -43,9 +43,9 @@ enum Cache {
 }
 
 impl Server {
-    /// Serves one request; `out` receives notifications (progress, under `progress_token`)
-    /// that precede the answer. `Ok(None)`: a call answers later (only when `may_defer`).
-    #[allow(clippy::too_many_arguments)]
+    /// Serves one request: its result, or the ticket of a call that answers later (only when
+    /// the host takes answers later). `out` receives notifications (progress, under `progress_token`) that
+    /// precede the answer.
     pub(super) fn serve(
         &mut self,
         id: &Id,
@@ -54,8 +54,7 @@ impl Server {
         progress_token: Option<&Id>,
         now: Timestamp,
         out: &mut Vec<String>,
-        may_defer: bool,
-    ) -> Result<Option<String>, RpcError> {
+    ) -> Result<Served, RpcError> {
         if !METHODS.contains(&method) {
             return Err(RpcError::new(
                 wire::METHOD_NOT_FOUND,
@@ -63,10 +62,10 @@ impl Server {
             ));
         }
         if method == "initialize" {
-            return Ok(Some(self.initialize(params)));
+            return Ok(Served::Now(self.initialize(params)));
         }
         if method == "server/discover" {
-            return Ok(Some(self.discover()));
+            return Ok(Served::Now(self.discover()));
         }
         let era = self.era(params)?;
         let (result, cache) = match method {
@@ -78,12 +77,10 @@ impl Server {
                 ));
             }
             "tools/list" => (self.tools_list(params)?, Some(Cache::Public(STATIC_TTL_MS))),
-            "tools/call" => {
-                match self.tools_call(id, params, progress_token, era, now, out, may_defer)? {
-                    Some(result) => (result, None),
-                    None => return Ok(None),
-                }
-            }
+            "tools/call" => match self.tools_call(id, params, progress_token, era, now, out)? {
+                Served::Now(result) => (result, None),
+                later @ Served::Later(_) => return Ok(later),
+            },
             "resources/list" => (resources_list(params)?, Some(Cache::Private(STATIC_TTL_MS))),
             "resources/templates/list" => {
                 (self.templates_list(), Some(Cache::Private(STATIC_TTL_MS)))
@@ -94,15 +91,17 @@ impl Server {
             ),
             _ => unreachable!("every method in METHODS is matched"),
         };
-        Ok(Some(if era == Era::Stateless {
+        Ok(Served::Now(if era == Era::Stateless {
             stateless_result(&result, cache)
         } else {
             result
         }))
     }
 
-    /// The answer of a call that answered later: its line, or none when the request was
-    /// cancelled meanwhile (or the ticket is not one this connection is waiting on).
+    /// The answer of a call that answered later: its line; or, for a call inside a JSON-RPC
+    /// batch, the batch's array once this was the last answer it waited for (nothing while it
+    /// waits for others); or none when the request was cancelled meanwhile (or the ticket is
+    /// not one this connection is waiting on).
     pub fn complete(&mut self, ticket: Ticket, outcome: &ToolOutcome) -> Vec<String> {
         let Some(at) = self
             .pending
@@ -118,7 +117,9 @@ impl Server {
         } else {
             result
         };
-        vec![wire::result_line(&pending.id, &result)]
+        self.settle(ticket, Some(wire::result_line(&pending.id, &result)))
+            .into_iter()
+            .collect()
     }
 
     fn initialize(&mut self, params: Option<&Value>) -> String {
@@ -200,8 +201,7 @@ impl Server {
         Ok(result)
     }
 
-    /// A `tools/call` result; `Ok(None)` when the tool answers later.
-    #[allow(clippy::too_many_arguments)]
+    /// A `tools/call` result, or the ticket of a tool that answers later.
     fn tools_call(
         &mut self,
         id: &Id,
@@ -210,8 +210,7 @@ impl Server {
         era: Era,
         now: Timestamp,
         out: &mut Vec<String>,
-        may_defer: bool,
-    ) -> Result<Option<String>, RpcError> {
+    ) -> Result<Served, RpcError> {
         let version = era.version().unwrap_or(ProtocolVersion::LATEST_INITIALIZE);
         let params = params.ok_or_else(|| invalid_params("missing params"))?;
         let name = params
@@ -229,7 +228,7 @@ impl Server {
             Some(args) => args,
         };
         let Some(args_map) = args.as_object() else {
-            return Ok(Some(call_result(
+            return Ok(Served::Now(call_result(
                 &ToolOutcome::error(format!(
                     "invalid arguments for {name}: arguments must be an object"
                 )),
@@ -241,9 +240,9 @@ impl Server {
         let problems = served.arguments().problems(args_map, MAX_ARGUMENT_PROBLEMS);
         if !problems.is_empty() {
             let text = format!("invalid arguments for {name}: {}", problems.join("; "));
-            return Ok(Some(call_result(&ToolOutcome::error(text), version)));
+            return Ok(Served::Now(call_result(&ToolOutcome::error(text), version)));
         }
-        let offered = (may_defer && self.defers).then(|| {
+        let offered = self.defers.then(|| {
             let ticket = Ticket::new(self.next_ticket);
             self.next_ticket += 1;
             ticket
@@ -276,7 +275,7 @@ impl Server {
                     stateless: era == Era::Stateless,
                     call,
                 });
-                return Ok(None);
+                return Ok(Served::Later(ticket));
             }
             // A tool that answers later without the leave to: nobody would ever answer it.
             (Started::Later(call), None) => {
@@ -286,7 +285,7 @@ impl Server {
                 ))
             }
         };
-        Ok(Some(call_result(&outcome, version)))
+        Ok(Served::Now(call_result(&outcome, version)))
     }
 
     fn templates_list(&self) -> String {

@@ -14,8 +14,10 @@
 //! ([`Server::with_deferred_answers`]), a tool that waits on a third party takes a [`Ticket`],
 //! the core keeps the request in a table of pending calls keyed by its JSON-RPC id, and the
 //! host hands the answer back with [`Server::complete`] once it is there. Everything else is
-//! answered in order, within the call that read it.
+//! answered in order, within the call that read it. A JSON-RPC batch holding such a call waits
+//! whole: its array goes out with the last answer it waited for (`batch.rs`).
 
+mod batch;
 pub mod client;
 mod message;
 mod methods;
@@ -28,6 +30,7 @@ use crate::port::{ChannelAccess, NoChannel};
 use crate::registry::Surface;
 use crate::time::Timestamp;
 use crate::tool::{PendingCall, Ticket};
+use batch::PendingBatch;
 use message::Incoming;
 pub use version::ProtocolVersion;
 use wire::{Id, RpcError};
@@ -66,8 +69,10 @@ pub struct Server {
     /// Whether the host takes answers later ([`Server::complete`]); off, every call answers
     /// within the line that asked for it.
     defers: bool,
-    /// The calls that will answer later, oldest first.
+    /// The calls that will answer later, oldest first (those inside a batch too).
     pending: Vec<Pending>,
+    /// The JSON-RPC batches waiting for some of their calls' answers, oldest first.
+    batches: Vec<PendingBatch>,
     /// The next [`Ticket`]'s number: tickets are never reused on a connection.
     next_ticket: u64,
 }
@@ -80,6 +85,14 @@ struct Pending {
     version: ProtocolVersion,
     stateless: bool,
     call: Box<dyn PendingCall>,
+}
+
+/// How a request is served: at once (a result, or from [`Server::request`] the answer line),
+/// or later, by the call holding this ticket.
+#[derive(Debug)]
+enum Served {
+    Now(String),
+    Later(Ticket),
 }
 
 /// The rules one request is served under.
@@ -126,21 +139,27 @@ impl Server {
             tools_page_size: DEFAULT_TOOLS_PAGE_SIZE,
             defers: false,
             pending: Vec::new(),
+            batches: Vec::new(),
             next_ticket: 1,
         }
     }
 
     /// Lets a call answer later: the host runs such calls off its reading thread and hands
     /// each answer back with [`Server::complete`]. Without it, every call answers at once
-    /// (a tool that would answer later waits instead).
+    /// (a tool that would answer later waits instead), alone or in a batch.
     pub fn with_deferred_answers(mut self) -> Self {
         self.defers = true;
         self
     }
 
-    /// How many calls will answer later (not yet completed nor cancelled).
+    /// How many calls will answer later (not yet completed nor cancelled), in batches or not.
     pub fn pending_calls(&self) -> usize {
         self.pending.len()
+    }
+
+    /// How many JSON-RPC batches wait for some of their calls' answers.
+    pub fn pending_batches(&self) -> usize {
+        self.batches.len()
     }
 
     /// Serves the tools through `channel` (the agent's session).
@@ -204,7 +223,7 @@ impl Server {
             {
                 continue;
             }
-            self.handle_incoming(incoming.clone(), now, &mut out, true);
+            self.handle_incoming(incoming.clone(), now, &mut out);
         }
         out
     }
@@ -221,15 +240,8 @@ impl Server {
         vec![wire::error_line(&id, &error)]
     }
 
-    /// Handles one message; `may_defer` says whether a call may answer later (not inside a
-    /// batch, whose answers go out together as one array).
-    fn handle_incoming(
-        &mut self,
-        incoming: Incoming,
-        now: Timestamp,
-        out: &mut Vec<String>,
-        may_defer: bool,
-    ) {
+    /// Handles one message (a batch array included), pushing the lines it is answered with.
+    fn handle_incoming(&mut self, incoming: Incoming, now: Timestamp, out: &mut Vec<String>) {
         match incoming {
             Incoming::Blank | Incoming::Response => {}
             Incoming::ParseError(reason) => {
@@ -249,7 +261,7 @@ impl Server {
             // that answers later, or finds the request answered already and is ignored.
             Incoming::Notification {
                 cancels: Some(id), ..
-            } => self.cancel_pending(&id),
+            } => self.cancel_pending(&id, out),
             Incoming::Notification { .. } => {}
             Incoming::Request {
                 id,
@@ -257,70 +269,19 @@ impl Server {
                 params,
                 progress_token,
             } => {
-                let answer = self.request(
+                let served = self.request(
                     &id,
                     &method,
                     params.as_ref(),
                     progress_token.as_ref(),
                     now,
                     out,
-                    may_defer,
                 );
-                out.extend(answer);
+                if let Served::Now(line) = served {
+                    out.push(line);
+                }
             }
             Incoming::Batch(items) => self.batch(items, now, out),
-        }
-    }
-
-    /// A JSON-RPC batch array: served only when 2025-03-26 was negotiated (the one revision that
-    /// requires batches); otherwise one `-32600`.
-    fn batch(&mut self, items: Vec<Incoming>, now: Timestamp, out: &mut Vec<String>) {
-        if !self
-            .negotiated
-            .is_some_and(ProtocolVersion::accepts_batches)
-        {
-            let error = RpcError::new(
-                wire::INVALID_REQUEST,
-                "invalid request: batches are not supported in this protocol version",
-            );
-            out.push(wire::error_line(&Id::null(), &error));
-            return;
-        }
-        if items.is_empty() {
-            out.push(wire::error_line(
-                &Id::null(),
-                &RpcError::new(wire::INVALID_REQUEST, "invalid request: empty batch"),
-            ));
-            return;
-        }
-        let mut answers = Vec::new();
-        for item in items {
-            match item {
-                Incoming::Batch(_) => unreachable!("a batch element is never a batch"),
-                // 2025-03-26: "the initialize request MUST NOT be part of a JSON-RPC batch".
-                Incoming::Request { id, method, .. } if method == "initialize" => {
-                    answers.push(wire::error_line(
-                        &id,
-                        &RpcError::new(
-                            wire::INVALID_REQUEST,
-                            "invalid request: initialize cannot be part of a batch",
-                        ),
-                    ));
-                }
-                incoming @ (Incoming::Request { .. } | Incoming::Invalid { .. }) => {
-                    let mut lines = Vec::new();
-                    self.handle_incoming(incoming, now, &mut lines, false);
-                    // The last line is the answer; any before it are progress notifications.
-                    if let Some(answer) = lines.pop() {
-                        answers.push(answer);
-                    }
-                    out.extend(lines);
-                }
-                incoming => self.handle_incoming(incoming, now, out, false),
-            }
-        }
-        if !answers.is_empty() {
-            out.push(format!("[{}]", answers.join(",")));
         }
     }
 
@@ -358,8 +319,8 @@ impl Server {
         Err(unsupported_version(requested))
     }
 
-    /// The answer line of one request, or `None` when a call answers later.
-    #[allow(clippy::too_many_arguments)]
+    /// The answer line of one request, or the ticket of a call that answers later (only when
+    /// the host takes answers later).
     fn request(
         &mut self,
         id: &Id,
@@ -368,8 +329,7 @@ impl Server {
         progress_token: Option<&Id>,
         now: Timestamp,
         out: &mut Vec<String>,
-        may_defer: bool,
-    ) -> Option<String> {
+    ) -> Served {
         // JSON-RPC ids name one request among those in flight: a second request under the id
         // of a call still running could never be told apart from it by its answer.
         if self.pending.iter().any(|pending| pending.id.same_as(id)) {
@@ -377,24 +337,27 @@ impl Server {
                 wire::INVALID_REQUEST,
                 "invalid request: this id names a call still running",
             );
-            return Some(wire::error_line(id, &error));
+            return Served::Now(wire::error_line(id, &error));
         }
-        match self.serve(id, method, params, progress_token, now, out, may_defer) {
-            Ok(Some(result)) => Some(wire::result_line(id, &result)),
-            Ok(None) => None,
-            Err(error) => Some(wire::error_line(id, &error)),
+        match self.serve(id, method, params, progress_token, now, out) {
+            Ok(Served::Now(result)) => Served::Now(wire::result_line(id, &result)),
+            Ok(later @ Served::Later(_)) => later,
+            Err(error) => Served::Now(wire::error_line(id, &error)),
         }
     }
 
     /// A `notifications/cancelled` for a call that answers later: it leaves the table and is
-    /// told to stop; its answer, if it still comes, is dropped.
-    fn cancel_pending(&mut self, id: &Id) {
+    /// told to stop; its answer, if it still comes, is dropped. A batch it was the last wait
+    /// of goes out without it (into `out`).
+    fn cancel_pending(&mut self, id: &Id, out: &mut Vec<String>) {
         if let Some(at) = self
             .pending
             .iter()
             .position(|pending| pending.id.same_as(id))
         {
-            self.pending.remove(at).call.cancel();
+            let pending = self.pending.remove(at);
+            pending.call.cancel();
+            out.extend(self.settle(pending.ticket, None));
         }
     }
 }
