@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use ferry_mcp_core::channel::fold::state::asks::Verdict;
+use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::ops::asks::{self, AskView, RaiseRequest};
 use ferry_mcp_core::channel::ops::fleet::{self as digest, DigestLimits};
 use ferry_mcp_core::channel::ops::primary::{self, Takeover};
@@ -148,12 +149,8 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
     let now = clock::now();
     match cmd {
         PrimaryCommand::Status { acting } => with_reading_session(&acting, |session| {
-            let mut status = primary::status(session, now)?;
-            if session.actor().agent().is_none() {
-                // The rule the operation words is an agent's (its MCP actions); the person at
-                // the keyboard is told what it may run.
-                status.rule = human_rule(&status, session.project());
-            }
+            let status = primary::status(session, now)?;
+            let rule = cli_rule(&status, session.project(), session.actor().agent());
             let text = format!(
                 "primary: {}{}\nquiet period: {}s\n{}",
                 status
@@ -165,9 +162,9 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
                     _ => String::new(),
                 },
                 status.quiet_period_s,
-                status.rule
+                rule
             );
-            Ok((text, serde_json::to_value(&status)?))
+            Ok((text, with_rule(&status, &rule)?))
         }),
         PrimaryCommand::QuietPeriod { duration, acting } => {
             let seconds = seconds(&duration)?;
@@ -207,28 +204,54 @@ pub fn run_primary(cmd: PrimaryCommand) -> anyhow::Result<ExitCode> {
         }),
         PrimaryCommand::Standby { acting } => with_session(&acting, |session| {
             let status = primary::standby(session, now)?;
-            Ok((
-                format!("standing by; {}", status.rule),
-                serde_json::to_value(&status)?,
-            ))
+            let rule = cli_rule(&status, session.project(), session.actor().agent());
+            Ok((format!("standing by; {rule}"), with_rule(&status, &rule)?))
         }),
     }
 }
 
 /// What the human may do about the primary, as commands to run.
-fn human_rule(
+/// A status as `--json` prints it: its fields and the rule the text says.
+fn with_rule(status: &primary::PrimaryStatus, rule: &str) -> anyhow::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(status)?;
+    value["rule"] = serde_json::Value::String(rule.to_owned());
+    Ok(value)
+}
+
+/// What the person at the keyboard, or an agent acting through the CLI, may run now.
+fn cli_rule(
     status: &primary::PrimaryStatus,
-    project: &ferry_mcp_core::channel::log::names::ProjectId,
+    project: &ProjectId,
+    me: Option<&AgentName>,
 ) -> String {
-    let takeover = format!(
-        "an Orchestrator may take over: run `ferry primary takeover --as AGENT --project {project}` on its machine"
-    );
-    match (&status.primary, status.state) {
-        (None, _) => format!("there is no primary: {takeover}"),
-        (Some(primary), Some(primary::Liveness::Silent) | None) => {
-            format!("{primary} is silent: {takeover}")
+    use primary::Advice;
+    let takeover = match me {
+        Some(me) => format!("run `ferry primary takeover --as {me} --project {project}`"),
+        None => format!(
+            "an Orchestrator may take over: run `ferry primary takeover --as AGENT --project {project}` on its machine"
+        ),
+    };
+    match &status.advice {
+        Advice::YouArePrimary => format!(
+            "you are primary: keep your brief current (`ferry brief set|decide --as {} --project {project}`), release when you stop",
+            me.map_or("AGENT", |me| me.as_str())
+        ),
+        Advice::NoPrimaryTakeOver => format!("there is no primary: you may take over: {takeover}"),
+        Advice::NoPrimary if me.is_some() => {
+            "there is no primary: work your orders; an Orchestrator may take over".to_owned()
         }
-        (Some(primary), Some(state)) => format!(
+        Advice::NoPrimary => format!("there is no primary: {takeover}"),
+        Advice::SilentTakeOver { primary } => {
+            format!("{primary} is silent: you may take over: {takeover}")
+        }
+        Advice::SilentNotYet { primary, reason } => {
+            format!("{primary} is silent here, but a take would not count yet ({reason}): wait")
+        }
+        Advice::SilentTellSomeone { primary } if me.is_some() => format!(
+            "{primary} is silent: tell the human or an Orchestrator; keep working your orders"
+        ),
+        Advice::SilentTellSomeone { primary } => format!("{primary} is silent: {takeover}"),
+        Advice::Heard { primary, state } => format!(
             "{primary} is {}: nothing to do (it counts as silent after {}s)",
             state.as_str(),
             status.quiet_period_s

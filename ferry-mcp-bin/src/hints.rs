@@ -4,6 +4,7 @@
 //! what went wrong here.
 
 use ferry_mcp_core::channel::fold::levels::Refusal;
+use ferry_mcp_core::channel::machine::home::HomeError;
 use ferry_mcp_core::channel::ops::access::AccessError;
 use ferry_mcp_core::channel::ops::asks::AsksError;
 use ferry_mcp_core::channel::ops::orders::OrdersError;
@@ -37,51 +38,56 @@ enum Pointer {
 
 fn pointer(err: &anyhow::Error) -> Option<Pointer> {
     use Pointer::{Suffix, Whole};
-    let refusal = err.downcast_ref::<Refusal>().or_else(|| {
-        let common = err
-            .downcast_ref::<OpsError>()
-            .or_else(|| {
-                err.downcast_ref::<OrdersError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<TalkError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<PrimaryError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<AsksError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<AccessError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<SecretsError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<SearchError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<ProjectError>()
-                    .and_then(OperationError::common)
-            })
-            .or_else(|| {
-                err.downcast_ref::<ReleasesError>()
-                    .and_then(OperationError::common)
-            });
-        match common {
-            Some(OpsError::Refused(refusal)) => Some(refusal),
-            _ => None,
-        }
+    let common = err
+        .downcast_ref::<OpsError>()
+        .or_else(|| {
+            err.downcast_ref::<OrdersError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<TalkError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<PrimaryError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<AsksError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<AccessError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<SecretsError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<SearchError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<ProjectError>()
+                .and_then(OperationError::common)
+        })
+        .or_else(|| {
+            err.downcast_ref::<ReleasesError>()
+                .and_then(OperationError::common)
+        });
+    let refusal = err.downcast_ref::<Refusal>().or(match common {
+        Some(OpsError::Refused(refusal)) => Some(refusal),
+        _ => None,
     });
-    if let Some(fix) = refusal.and_then(Refusal::fix) {
+    let home = err.downcast_ref::<HomeError>().or(match common {
+        Some(OpsError::Home(home)) => Some(home),
+        _ => None,
+    });
+    if let Some(fix) = refusal
+        .and_then(Refusal::fix)
+        .or_else(|| home.and_then(HomeError::fix))
+    {
         return Some(Whole(fix.with(&format!("{err:#}"))));
     }
     if let Some(err) = err.downcast_ref::<ProjectError>() {

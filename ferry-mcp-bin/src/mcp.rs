@@ -287,7 +287,13 @@ impl Drop for Announced {
                 common::report_local_problems("ferry mcp serve", session);
                 return;
             }
-            Err(err) => format!("cannot serve this project yet: {err}"),
+            Err(err) => {
+                let text = err.to_string();
+                let text = err
+                    .fix()
+                    .map_or_else(|| text.clone(), |fix| fix.with(&text));
+                format!("cannot serve this project yet: {text}")
+            }
         };
         eprintln!("ferry mcp serve: {}", display::escape(&line));
     }

@@ -11,7 +11,7 @@
 //! The methods are grouped as the domains are; each is one operation of `channel::ops`, with the
 //! same arguments, so the `ferry` command and the tool still run the same function.
 
-use crate::channel::fold::levels::Operation;
+use crate::channel::fold::levels::{Fix, Operation};
 use crate::channel::fold::state::orders::{Hints, OrderState, Verdict};
 use crate::channel::log::names::AgentName;
 use crate::channel::ops::OpsError;
@@ -54,9 +54,14 @@ pub trait ChannelAccess: Send {
 pub enum Unavailable {
     #[error("this server serves no channel")]
     NoChannel,
-    /// The channel could not be opened; `code` is the operation error's stable code.
+    /// The channel could not be opened; `code` is the operation error's stable code, `fix`
+    /// what fixes it here (each facade words the pointer).
     #[error("{message}")]
-    Failed { code: &'static str, message: String },
+    Failed {
+        code: &'static str,
+        message: String,
+        fix: Option<Fix>,
+    },
 }
 
 impl Unavailable {
@@ -64,6 +69,14 @@ impl Unavailable {
         match self {
             Unavailable::NoChannel => "no_channel",
             Unavailable::Failed { code, .. } => code,
+        }
+    }
+
+    /// What fixes it on this machine, when a command does.
+    pub fn fix(&self) -> Option<&Fix> {
+        match self {
+            Unavailable::NoChannel => None,
+            Unavailable::Failed { fix, .. } => fix.as_ref(),
         }
     }
 }

@@ -68,7 +68,10 @@ pub(crate) fn read_resource<E: std::error::Error>(
 }
 
 pub(crate) fn unavailable(err: &Unavailable) -> ToolOutcome {
-    ToolOutcome::error(format!("{}: {err}", err.code()))
+    match err.fix() {
+        Some(fix) => ToolOutcome::error(format!("{}: {}", err.code(), fix.with(&err.to_string()))),
+        None => ToolOutcome::error(format!("{}: {err}", err.code())),
+    }
 }
 
 /// The tool error of an operation error (any domain's): its code, then its message.
@@ -82,8 +85,8 @@ pub(crate) fn failed(err: &dyn OperationError) -> ToolOutcome {
         })) => ToolOutcome::error(format!(
             "denied: level {has}: {operation} needs {needed} (ask the human with ferry_ask_human)"
         )),
-        Some(OpsError::Refused(refusal)) if refusal.fix().is_some() => {
-            let fix = refusal.fix().expect("matched above");
+        Some(common) if common.fix().is_some() => {
+            let fix = common.fix().expect("matched above");
             ToolOutcome::error(format!("{}: {}", err.code(), fix.with(&err.to_string())))
         }
         _ => ToolOutcome::error(format!("{}: {err}", err.code())),

@@ -2,7 +2,9 @@
 //! about it: stand by, take over (an Orchestrator, only when the primary is silent), or hand
 //! the role back.
 
-use ferry_mcp_core::channel::ops::primary::{Liveness, PrimaryStatus, Takeover, TakeoverResult};
+use ferry_mcp_core::channel::ops::primary::{
+    Advice, Liveness, PrimaryStatus, Takeover, TakeoverResult,
+};
 use ferry_mcp_core::shape::ToolOutcome;
 use ferry_mcp_core::tool::{Annotations, CallContext, Tool, ToolDefinition};
 use serde::{Deserialize, Serialize};
@@ -62,8 +64,36 @@ fn out(status: &PrimaryStatus, outcome: Option<TakeoverResult>) -> PrimaryOut {
         primary: status.primary.as_ref().map(ToString::to_string),
         age_s: status.age_s,
         state: status.state,
-        rule: status.rule.clone(),
+        rule: rule(status),
         outcome,
+    }
+}
+
+/// What the agent may do now, in its MCP actions.
+pub(crate) fn rule(status: &PrimaryStatus) -> String {
+    match &status.advice {
+        Advice::YouArePrimary => {
+            "you are primary: keep your brief current (`ferry brief set|decide`), release when you stop".to_owned()
+        }
+        Advice::NoPrimaryTakeOver => "there is no primary: you may take over (action takeover)".to_owned(),
+        Advice::NoPrimary => {
+            "there is no primary: work your orders; an Orchestrator may take over".to_owned()
+        }
+        Advice::SilentTakeOver { primary } => {
+            format!("{primary} is silent: you may take over (action takeover)")
+        }
+        Advice::SilentNotYet { primary, reason } => format!(
+            "{primary} is silent here, but a take would not count yet ({reason}): standby, work your orders, poll ferry_catchup"
+        ),
+        Advice::SilentTellSomeone { primary } => format!(
+            "{primary} is silent: tell the human (ferry_ask_human) or an Orchestrator; keep working your orders"
+        ),
+        Advice::Heard { primary, state } => format!(
+            "{primary} is {} ({}s ago; silent after {}s): standby, work your orders, poll ferry_catchup",
+            state.as_str(),
+            status.age_s.unwrap_or(0),
+            status.quiet_period_s
+        ),
     }
 }
 
@@ -79,11 +109,11 @@ impl Tool for FerryPrimary {
         };
         let result = match args {
             PrimaryArgs::Status => channel.primary_status(now).map(|status| {
-                let summary = status.rule.clone();
+                let summary = rule(&status);
                 (out(&status, None), summary)
             }),
             PrimaryArgs::Standby => channel.standby(now).map(|status| {
-                (out(&status, None), format!("standing by; {}", status.rule))
+                (out(&status, None), format!("standing by; {}", rule(&status)))
             }),
             PrimaryArgs::Release => channel
                 .release_primary(now)

@@ -115,6 +115,39 @@ fn ferry_primary_quiet_period_takes_minutes_seconds_or_plain_seconds_and_refuses
     assert_eq!(status["quiet_period_s"], 45, "a refusal changed it");
 }
 
+#[test]
+fn ferry_primary_status_tells_an_agent_acting_through_the_cli_the_command_it_may_run_not_an_mcp_action()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let home = fleet(&dir);
+    let orchestrator = cli(&home, &["primary", "status", "--as", "olga"]);
+    assert!(
+        orchestrator.ends_with(
+            "there is no primary: you may take over: run `ferry primary takeover --as olga --project demo`\n"
+        ),
+        "{orchestrator}"
+    );
+    assert!(!orchestrator.contains("action takeover"), "{orchestrator}");
+    let json = cli_json(&home, &["primary", "status", "--as", "olga"]);
+    assert_eq!(json["advice"]["kind"], "no_primary_take_over", "{json}");
+    assert_eq!(
+        json["rule"],
+        "there is no primary: you may take over: run `ferry primary takeover --as olga --project demo`"
+    );
+    let member = cli(&home, &["primary", "status", "--as", "alice"]);
+    assert!(
+        member.ends_with("there is no primary: work your orders; an Orchestrator may take over\n"),
+        "{member}"
+    );
+    let human = cli(&home, &["primary", "status"]);
+    assert!(
+        human.ends_with(
+            "there is no primary: an Orchestrator may take over: run `ferry primary takeover --as AGENT --project demo` on its machine\n"
+        ),
+        "{human}"
+    );
+}
+
 fn decisions(digest: &Digest) -> Vec<&str> {
     digest
         .decisions

@@ -493,6 +493,29 @@ fn serving_a_project_this_machine_does_not_know_still_serves_and_says_how_to_set
 }
 
 #[test]
+fn a_tool_called_on_a_project_this_machine_does_not_know_names_the_fix_once_in_the_facade_s_words()
+{
+    let join = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ferry_catchup","arguments":{}}}"#;
+    let mut input = initialize_and_list();
+    input.extend_from_slice(join);
+    input.push(b'\n');
+    let output = run_session(None, &input);
+    assert!(output.status.success(), "{output:?}");
+    let messages = stdout_messages(&output);
+    let answer = messages
+        .iter()
+        .find(|m| m["id"] == 3)
+        .expect("the call is answered");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    // The core's text is "unknown project demo"; the pointer is the facade's, said once.
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "unknown_project: unknown project demo (run `ferry init --project demo`)",
+        "{answer}"
+    );
+}
+
+#[test]
 fn a_bad_agent_name_is_a_one_line_error_and_a_failing_exit() {
     let output = assert_cmd::Command::new(FERRY)
         .env("FERRY_HOME", UNSET_UP_HOME)

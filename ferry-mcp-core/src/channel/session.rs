@@ -1638,6 +1638,7 @@ fn unavailable(err: &OpsError) -> Unavailable {
     Unavailable::Failed {
         code: err.code(),
         message: err.to_string(),
+        fix: err.fix(),
     }
 }
 

@@ -295,10 +295,7 @@ fn only_the_primary_releases_its_role_and_then_an_orchestrator_takes_over_at_onc
     primary::release(&mut temp.agent_session("olga"), temp.now()).unwrap();
     assert_eq!(primary_now(&temp), None);
     let status = primary::status(&mut temp.agent_session("oscar"), temp.now()).unwrap();
-    assert_eq!(
-        status.rule,
-        "there is no primary: you may take over (action takeover)"
-    );
+    assert_eq!(status.advice, primary::Advice::NoPrimaryTakeOver);
     // No primary to wait for: no quiet period to sit out.
     assert_eq!(
         take(&temp, "oscar").unwrap(),
@@ -316,11 +313,13 @@ fn standby_is_recorded_for_any_seated_agent_and_status_lists_who_stands_by() {
     let status = primary::standby(&mut temp.agent_session("mia"), temp.now()).unwrap();
     assert_eq!(status.standing_by, [agent("mia")]);
     assert_eq!(
-        status.rule,
-        format!(
-            "olga is alive (0s ago; silent after {QUIET_S}s): standby, work your orders, poll ferry_catchup"
-        )
+        status.advice,
+        primary::Advice::Heard {
+            primary: agent("olga"),
+            state: primary::Liveness::Alive
+        }
     );
+    assert_eq!((status.age_s, status.quiet_period_s), (Some(0), QUIET_S));
     // A Worker may stand by too (it is about itself).
     let status = primary::standby(&mut temp.agent_session("walt"), temp.now()).unwrap();
     assert_eq!(status.standing_by, [agent("mia"), agent("walt")]);
@@ -474,7 +473,7 @@ fn two_concurrent_takeovers_on_two_copies_of_the_channel_merged_both_ways_give_o
     );
     let status = primary::status(loser_session, now).unwrap();
     assert_eq!(status.primary, Some(agent(winner)));
-    eprintln!("{loser}'s ferry_primary status: {}", status.rule);
+    eprintln!("{loser}'s ferry_primary status: {:?}", status.advice);
     // The winner is heard from: the loser may not take over again now.
     let again = primary::takeover(loser_session, now);
     assert_eq!(code(&again), "primary_alive", "{again:?}");

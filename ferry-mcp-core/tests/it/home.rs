@@ -1,6 +1,6 @@
 //! Machine-local state: key files, sealing, the registry, the pause switch and pins.
 
-use ferry_mcp_core::channel::fold::levels::LocalKey;
+use ferry_mcp_core::channel::fold::levels::{Fix, LocalKey};
 use ferry_mcp_core::channel::log::keys::SecretKey;
 use ferry_mcp_core::channel::log::names::{AgentName, ProjectId};
 use ferry_mcp_core::channel::machine::home::{
@@ -85,10 +85,17 @@ fn a_sealed_key_is_locked_until_the_human_unlocks_it() {
         home.key_state(&project, &fang, clock.now()).unwrap(),
         LocalKey::Locked(key.public_key())
     );
-    assert!(matches!(
-        home.load_key(&project, &fang, clock.now()),
-        Err(HomeError::Locked { .. })
-    ));
+    let locked = home.load_key(&project, &fang, clock.now()).unwrap_err();
+    assert!(matches!(locked, HomeError::Locked { .. }), "{locked:?}");
+    // The text names no command; the fix is typed, for each facade to word.
+    assert_eq!(locked.to_string(), "the key for fang is locked");
+    assert_eq!(
+        locked.fix(),
+        Some(Fix::Unlock {
+            agent: AgentName::parse("fang").unwrap(),
+            project: project.clone()
+        })
+    );
 
     home.unlock_key(&project, &fang, b"hunter2", None).unwrap();
     assert_eq!(
@@ -205,15 +212,12 @@ fn a_project_is_registered_to_one_channel_folder_only() {
 }
 
 #[test]
-fn an_unknown_project_is_reported_by_name() {
+fn an_unknown_project_is_reported_by_name_and_its_fix_is_typed_not_worded() {
     let (_dir, home, _) = setup();
-    let err = home
-        .channel_dir(&ProjectId::parse("nope").unwrap())
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "unknown project nope (run `ferry init --project nope`)"
-    );
+    let nope = ProjectId::parse("nope").unwrap();
+    let err = home.channel_dir(&nope).unwrap_err();
+    assert_eq!(err.to_string(), "unknown project nope");
+    assert_eq!(err.fix(), Some(Fix::Init { project: nope }));
 }
 
 #[test]

@@ -312,6 +312,10 @@ pub enum Fix {
         project: ProjectId,
     },
     Resume,
+    /// An unknown project: the human creates it (or registers its channel).
+    Init {
+        project: ProjectId,
+    },
 }
 
 impl Fix {
@@ -325,6 +329,7 @@ impl Fix {
                 format!("ferry key unlock --as {agent} --project {project}")
             }
             Fix::Resume => "ferry resume".to_owned(),
+            Fix::Init { project } => format!("ferry init --project {project}"),
         }
     }
 
@@ -332,7 +337,7 @@ impl Fix {
     pub fn with(&self, refusal: &str) -> String {
         let command = self.command();
         match self {
-            Fix::Join { .. } => format!("{refusal} (run `{command}`)"),
+            Fix::Join { .. } | Fix::Init { .. } => format!("{refusal} (run `{command}`)"),
             Fix::Unlock { .. } => format!("{refusal}: run `{command}`"),
             Fix::Resume => format!("{refusal} until `{command}`"),
         }

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::channel::fold::levels::{LocalKey, PauseReason};
+use crate::channel::fold::levels::{Fix, LocalKey, PauseReason};
 use crate::channel::log::keys::{PublicKey, SecretKey};
 use crate::channel::log::names::{AgentName, ProjectId};
 use crate::channel::log::store::durable;
@@ -55,7 +55,7 @@ pub use seal::{SealCost, SealError, SealedSecret};
 pub enum HomeError {
     #[error("{path}: {cause}")]
     Io { path: PathBuf, cause: io::Error },
-    #[error("unknown project {0} (run `ferry init --project {0}`)")]
+    #[error("unknown project {0}")]
     UnknownProject(ProjectId),
     #[error("project {project} is already registered with channel {existing}")]
     ProjectElsewhere {
@@ -66,12 +66,10 @@ pub enum HomeError {
     KeyExists { project: ProjectId, holder: String },
     #[error("no key for {holder} in project {project} on this machine")]
     KeyMissing { project: ProjectId, holder: String },
-    #[error("the key for {holder} is locked (run `ferry key unlock {flag} --project {project}`)")]
+    #[error("the key for {holder} is locked")]
     Locked {
         project: ProjectId,
-        holder: String,
-        /// The command-line flag naming the holder (`--as NAME` or `--master`).
-        flag: String,
+        holder: KeyHolder,
     },
     #[error("the key for {holder} is already sealed")]
     AlreadySealed { holder: String },
@@ -89,6 +87,26 @@ pub enum HomeError {
     BadFile { path: PathBuf, detail: String },
     #[error(transparent)]
     Seal(#[from] SealError),
+}
+
+impl HomeError {
+    /// What fixes it on this machine, when a command does: the CLI and the tool facade each
+    /// point to it in their own words (the text above names no command).
+    pub fn fix(&self) -> Option<Fix> {
+        match self {
+            HomeError::UnknownProject(project) => Some(Fix::Init {
+                project: project.clone(),
+            }),
+            HomeError::Locked {
+                project,
+                holder: KeyHolder::Agent(agent),
+            } => Some(Fix::Unlock {
+                agent: agent.clone(),
+                project: project.clone(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// The kept state's database, in a project's folder.
@@ -110,14 +128,6 @@ pub enum KeyHolder {
 }
 
 impl KeyHolder {
-    /// The `ferry key` flag that names this holder.
-    pub fn flag(&self) -> String {
-        match self {
-            KeyHolder::Master => "--master".to_owned(),
-            KeyHolder::Agent(name) => format!("--as {name}"),
-        }
-    }
-
     fn file_name(&self) -> String {
         match self {
             KeyHolder::Master => "master.key".to_owned(),
@@ -493,8 +503,7 @@ impl Home {
                 .unlocked_copy(project, holder, &file, now)?
                 .ok_or_else(|| HomeError::Locked {
                     project: project.clone(),
-                    holder: holder.to_string(),
-                    flag: holder.flag(),
+                    holder: holder.clone(),
                 }),
         }
     }

@@ -36,7 +36,7 @@ pub mod secrets;
 pub mod status;
 pub mod talk;
 
-use crate::channel::fold::levels::{BadScope, Refusal};
+use crate::channel::fold::levels::{BadScope, Fix, Refusal};
 use crate::channel::fold::state::ids::BadId;
 use crate::channel::fold::state::since::SinceError;
 use crate::channel::log::names::{AgentName, ProjectId};
@@ -143,6 +143,16 @@ pub enum OpsError {
 }
 
 impl OpsError {
+    /// What fixes it on this machine, when a command does (a refusal's or the machine
+    /// state's); the texts name no command, each facade words the pointer.
+    pub fn fix(&self) -> Option<Fix> {
+        match self {
+            OpsError::Refused(refusal) => refusal.fix(),
+            OpsError::Home(home) => home.fix(),
+            _ => None,
+        }
+    }
+
     /// A stable machine-readable code (tool results carry it).
     pub fn code(&self) -> &'static str {
         match self {

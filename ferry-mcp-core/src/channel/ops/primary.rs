@@ -129,6 +129,42 @@ pub fn is_silent(session: &Session, agent: &AgentName, now: Timestamp) -> bool {
     liveness(session, agent, now).is_none_or(|(age, _)| age > quiet)
 }
 
+/// What the caller may do about the primary now, as the fold and this machine's liveness judge
+/// it. Serialized once (snake_case `kind`), worded by each facade.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Advice {
+    /// The caller is primary: keep the brief current, release when it stops.
+    YouArePrimary,
+    /// No primary, and a take by the caller written now would count.
+    NoPrimaryTakeOver,
+    /// No primary; the caller may not take over (not an Orchestrator, or a take would not count).
+    NoPrimary,
+    /// The primary is silent and a take by the caller written now would count.
+    SilentTakeOver { primary: AgentName },
+    /// The primary is silent here, but the logs prove it active within the quiet period: a
+    /// take written now would not count yet.
+    SilentNotYet {
+        primary: AgentName,
+        #[serde(skip)]
+        reason: PrimaryVoid,
+    },
+    /// The primary is silent and the caller may not take over: someone who may should.
+    SilentTellSomeone { primary: AgentName },
+    /// The primary was heard from within the quiet period: stand by.
+    Heard { primary: AgentName, state: Liveness },
+}
+
+impl Advice {
+    /// Whether the caller may take over now.
+    pub fn may_take_over(&self) -> bool {
+        matches!(
+            self,
+            Advice::NoPrimaryTakeOver | Advice::SilentTakeOver { .. }
+        )
+    }
+}
+
 /// What `ferry_primary status` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PrimaryStatus {
@@ -138,8 +174,9 @@ pub struct PrimaryStatus {
     pub state: Option<Liveness>,
     /// The quiet period, after which the primary counts as silent.
     pub quiet_period_s: u64,
-    /// What the caller may do now, in one line.
-    pub rule: String,
+    /// What the caller may do now: each facade words it (an agent's MCP actions, the CLI's
+    /// commands), so no text here names either.
+    pub advice: Advice,
     /// Agents that recorded that they wait.
     pub standing_by: Vec<AgentName>,
 }
@@ -168,39 +205,35 @@ pub fn status(session: &mut Session, now: Timestamp) -> Result<PrimaryStatus, Pr
         _ => Some(PrimaryVoid::FollowsVoid),
     };
     let may_take = refused.is_none();
-    let rule = match (&view.primary, live) {
-        (Some(primary), _) if Some(primary) == me.as_ref() => {
-            "you are primary: keep your brief current (`ferry brief set|decide`), release when you stop".to_owned()
-        }
-        (None, _) if may_take => {
-            "there is no primary: you may take over (action takeover)".to_owned()
-        }
-        (None, _) => "there is no primary: work your orders; an Orchestrator may take over".to_owned(),
+    let advice = match (&view.primary, live) {
+        (Some(primary), _) if Some(primary) == me.as_ref() => Advice::YouArePrimary,
+        (None, _) if may_take => Advice::NoPrimaryTakeOver,
+        (None, _) => Advice::NoPrimary,
         (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) if may_take => {
-            format!("{primary} is silent: you may take over (action takeover)")
+            Advice::SilentTakeOver {
+                primary: primary.clone(),
+            }
         }
-        (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None)
-            if matches!(refused, Some(PrimaryVoid::PrimaryActive { .. })) =>
-        {
-            let reason = refused.as_ref().map(ToString::to_string).unwrap_or_default();
-            format!(
-                "{primary} is silent here, but a take would not count yet ({reason}): standby, work your orders, poll ferry_catchup"
-            )
-        }
-        (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) => format!(
-            "{primary} is silent: tell the human (ferry_ask_human) or an Orchestrator; keep working your orders"
-        ),
-        (Some(primary), Some((age, state))) => format!(
-            "{primary} is {} ({age}s ago; silent after {quiet_period_s}s): standby, work your orders, poll ferry_catchup",
-            state.as_str()
-        ),
+        (Some(primary), Some((_, Liveness::Silent))) | (Some(primary), None) => match refused {
+            Some(reason @ PrimaryVoid::PrimaryActive { .. }) => Advice::SilentNotYet {
+                primary: primary.clone(),
+                reason,
+            },
+            _ => Advice::SilentTellSomeone {
+                primary: primary.clone(),
+            },
+        },
+        (Some(primary), Some((_, state))) => Advice::Heard {
+            primary: primary.clone(),
+            state,
+        },
     };
     Ok(PrimaryStatus {
         primary: view.primary,
         age_s: live.map(|(age, _)| age),
         state: live.map(|(_, state)| state),
         quiet_period_s,
-        rule,
+        advice,
         standing_by: session
             .state()
             .leadership
