@@ -97,11 +97,12 @@ pub fn run(cmd: TalkCommand) -> anyhow::Result<ExitCode> {
                 }
                 for receipt in &result.sent {
                     lines.push(format!(
-                        "your {} to {}: read by {}; unread by {}",
+                        "your {} to {}: read by {}; unread by {}{}",
                         receipt.id,
                         receipt.to,
                         names(&receipt.read),
-                        names(&receipt.unread)
+                        names(&receipt.unread),
+                        if receipt.more_unread { " and more" } else { "" }
                     ));
                 }
                 if let Some(why) = result.unmarked {

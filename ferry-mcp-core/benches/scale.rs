@@ -18,7 +18,9 @@
 //! `cargo test --benches` (no `--bench` flag) 1,000 and 10,000 entries and 1,000 names, each
 //! call once; with `--bench` 1,000 and 100,000 entries and 10,000 names, medians of 21 runs;
 //! `FERRY_BENCH_LONG=1` adds 1,000,000 entries (building and folding it takes minutes: by
-//! hand). Not a criterion bench: the figures are medians of a few runs, printed to stderr.
+//! hand); `FERRY_BENCH_NAMES_ONLY=1` runs the names cases alone (their talk read's ratio is then
+//! to a 1k channel measured for it). Not a criterion bench: the figures are medians of a few
+//! runs, printed to stderr.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -360,12 +362,19 @@ fn main() {
     } else {
         (vec![("1k", 1_000), ("10k", 10_000)], 1_000)
     };
+    let ratio = |large: Duration, small: Duration| large.as_secs_f64() / small.as_secs_f64();
+    if std::env::var_os("FERRY_BENCH_NAMES_ONLY").is_some() {
+        let small = channel(1_000);
+        let base = talk_read(&small, &mut Ticks::new(small.now()), runs);
+        drop(small);
+        print_names(names_count, &names(names_count, runs), base);
+        return;
+    }
     let rows: Vec<Row> = sizes
         .iter()
         .map(|(label, entries)| row(label, *entries, runs))
         .collect();
     let base = &rows[0];
-    let ratio = |large: Duration, small: Duration| large.as_secs_f64() / small.as_secs_f64();
     for row in &rows {
         eprintln!(
             "scale {}: after a master entry {:.2} ms ({:.2}x; saved on the answering thread {:.2} ms); catch-up since {:.2} ms ({:.2}x); talk read {:.2} ms ({:.2}x)",
@@ -388,12 +397,15 @@ fn main() {
             ratio(row.posts_saving_always, row.posts_rate_limited),
         );
     }
-    let names = names(names_count, runs);
+    print_names(names_count, &names(names_count, runs), base.talk_read);
+}
+
+fn print_names(count: u64, names: &Names, base_talk_read: Duration) {
     eprintln!(
-        "scale 1k+{names_count} names: first join {:.2} ms (target 20); warm open {:.2} ms (target 5); talk read {:.2} ms ({:.2}x the 1k channel's)",
+        "scale 1k+{count} names: first join {:.2} ms (target 20); warm open {:.2} ms (target 5); talk read {:.2} ms ({:.2}x the 1k channel's)",
         ms(names.first_join),
         ms(names.warm_open),
         ms(names.talk_read),
-        ratio(names.talk_read, base.talk_read),
+        names.talk_read.as_secs_f64() / base_talk_read.as_secs_f64(),
     );
 }

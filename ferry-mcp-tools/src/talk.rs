@@ -59,7 +59,11 @@ pub struct Msg {
 pub struct Seen {
     pub id: String,
     pub read: Vec<String>,
+    /// Of a broadcast, the first names that have not read it.
     pub unread: Vec<String>,
+    /// More have not read it than `unread` names.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub more_unread: bool,
 }
 
 /// What `ferry_talk` answers.
@@ -206,6 +210,7 @@ fn read(
             id: receipt.id.clone(),
             read: receipt.read.iter().map(ToString::to_string).collect(),
             unread: receipt.unread.iter().map(ToString::to_string).collect(),
+            more_unread: receipt.more_unread,
         })
         .collect();
     let summary = match (shown.len(), result.more, result.unmarked) {

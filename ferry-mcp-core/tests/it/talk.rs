@@ -429,6 +429,45 @@ fn the_senders_read_shows_who_of_all_has_read_its_broadcast() {
     let receipt = result.sent.iter().find(|r| r.id == id).unwrap();
     assert_eq!(names(&receipt.read), ["bob", "carol", "wendy"]);
     assert!(receipt.unread.is_empty());
+    assert!(!receipt.more_unread);
+}
+
+#[test]
+fn a_broadcast_s_receipt_on_a_large_roster_names_who_read_it_and_the_first_who_did_not() {
+    use ferry_mcp_core::channel::ops::talk::UNREAD_NAMED;
+    let bulk = ferry_mcp_testkit::bulk::builder()
+        .entries(100)
+        .names(UNREAD_NAMED as u64 + 10)
+        .build();
+    let mut members = bulk
+        .agents()
+        .iter()
+        .filter(|agent| agent.level == Level::Member)
+        .map(|agent| agent.name.to_string());
+    let (sender, reader) = (members.next().unwrap(), members.next().unwrap());
+    let id = post(&bulk, &sender, "all", "the build is green");
+    read(&bulk, &reader);
+    let result = read(&bulk, &sender);
+    let receipt = result.sent.iter().find(|r| r.id == id).unwrap();
+    assert_eq!(names(&receipt.read), [reader.as_str()]);
+    assert_eq!(receipt.unread.len(), UNREAD_NAMED);
+    assert!(
+        receipt.more_unread,
+        "more than {UNREAD_NAMED} have not read it"
+    );
+    let session = bulk.view();
+    let seated: Vec<&str> = session
+        .identity()
+        .names()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| *name != sender && *name != reader)
+        .filter(|name| {
+            let name = ferry_mcp_core::channel::log::names::AgentName::parse(name).unwrap();
+            session.identity().holder(&name).is_some()
+        })
+        .take(UNREAD_NAMED)
+        .collect();
+    assert_eq!(names(&receipt.unread), seated, "the first in name order");
 }
 
 fn names(list: &[ferry_mcp_core::channel::log::names::AgentName]) -> Vec<&str> {

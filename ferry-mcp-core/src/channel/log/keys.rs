@@ -107,6 +107,9 @@ impl fmt::Debug for SecretKey {
 pub struct PublicKey([u8; 32]);
 
 impl PublicKey {
+    /// Sorts before every key: a bound for a range of keys, never a key to check with.
+    pub(crate) const LOWEST: PublicKey = PublicKey([0; 32]);
+
     pub fn from_bytes(bytes: &[u8; 32]) -> Result<Self, KeyError> {
         VerifyingKey::from_bytes(bytes)
             .map(|_| Self(*bytes))

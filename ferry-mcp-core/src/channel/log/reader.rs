@@ -405,19 +405,38 @@ impl Reader {
             problems: &mut problems,
             cleared: &mut self.cleared,
         };
+        // Only the logs of the authors the watch named are visited (a look at one new line
+        // of a channel of thousands of logs costs that line, not a walk of every log), the
+        // master's first.
+        let authors: BTreeSet<AgentName> = relist
+            .iter()
+            .map(String::as_str)
+            .chain(written.keys().copied())
+            .filter_map(|author| AgentName::parse_any(author).ok())
+            .collect();
         for masters in [true, false] {
-            for (id, state) in &mut self.logs {
-                if id.author.is_master() != masters {
-                    continue;
-                }
-                let author = id.author.as_str();
-                if relist.contains(author) {
-                    state.read_if_listed(&folder, &mut sink);
-                } else if written
-                    .get(author)
-                    .is_some_and(|names| names.iter().any(|name| state.is_file(name)))
+            for author in authors
+                .iter()
+                .filter(|author| author.is_master() == masters)
+            {
+                let from = LogId {
+                    author: author.clone(),
+                    key: PublicKey::LOWEST,
+                };
+                let relisted = relist.contains(author.as_str());
+                let files = written.get(author.as_str());
+                for (_, state) in self
+                    .logs
+                    .range_mut(from..)
+                    .take_while(|(id, _)| id.author == *author)
                 {
-                    state.read_new(&folder, &mut sink);
+                    if relisted {
+                        state.read_if_listed(&folder, &mut sink);
+                    } else if files
+                        .is_some_and(|names| names.iter().any(|name| state.is_file(name)))
+                    {
+                        state.read_new(&folder, &mut sink);
+                    }
                 }
             }
         }

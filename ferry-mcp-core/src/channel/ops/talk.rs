@@ -95,8 +95,16 @@ pub struct Receipt {
     pub id: String,
     pub to: String,
     pub read: Vec<AgentName>,
+    /// Who has not read it, by name: of a broadcast, the first [`UNREAD_NAMED`] in name order.
     pub unread: Vec<AgentName>,
+    /// More have not read it than `unread` names (a broadcast to a large roster).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub more_unread: bool,
 }
+
+/// How many of those who have not read a broadcast its receipt names: a roster of thousands
+/// is not listed (nor walked) on every read of its sender.
+pub const UNREAD_NAMED: usize = 20;
 
 /// What a read gives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -369,22 +377,40 @@ fn receipts(session: &Session, me: &AgentName, limit: usize) -> Result<Vec<Recei
         .sent_by(me, identity)
         .take(limit)
         .map(|message| {
-            let recipients: Vec<AgentName> = match &message.to {
-                Recipient::One(name) => vec![name.clone()],
-                Recipient::All => identity
-                    .names()
-                    .filter(|(name, _)| *name != me && identity.holder(name).is_some())
-                    .map(|(name, _)| name.clone())
-                    .collect(),
+            let (read, unread, more_unread) = match &message.to {
+                Recipient::One(name) => {
+                    if talk.has_read(name, message, identity) {
+                        (vec![name.clone()], Vec::new(), false)
+                    } else {
+                        (Vec::new(), vec![name.clone()], false)
+                    }
+                }
+                Recipient::All => {
+                    // Those who read it are those with a marker that says so; those who did
+                    // not, the first seated names without one, walked no further than it
+                    // takes to name them: what a read costs follows what it shows.
+                    let counts = |name: &AgentName| name != me && identity.holder(name).is_some();
+                    let read: Vec<AgentName> = talk
+                        .readers_of(message, identity)
+                        .filter(|name| counts(name))
+                        .cloned()
+                        .collect();
+                    let mut unread = identity
+                        .names()
+                        .map(|(name, _)| name)
+                        .filter(|name| counts(name) && read.binary_search(name).is_err());
+                    let named: Vec<AgentName> =
+                        unread.by_ref().take(UNREAD_NAMED).cloned().collect();
+                    let more = unread.next().is_some();
+                    (read, named, more)
+                }
             };
-            let (read, unread) = recipients
-                .into_iter()
-                .partition(|name| talk.has_read(name, message, identity));
             Receipt {
                 id: message.id.to_string(),
                 to: message.to.as_str().to_owned(),
                 read,
                 unread,
+                more_unread,
             }
         })
         .collect())

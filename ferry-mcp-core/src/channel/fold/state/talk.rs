@@ -431,24 +431,44 @@ impl Talk {
     /// What `reader` has read: per sender, the seq of the last message (its marker by the key
     /// that holds its name now, or the master's).
     pub fn marker(&self, reader: &AgentName, identity: &Identity) -> BTreeMap<AgentName, u64> {
+        self.marker_of(reader, identity)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The marker [`Talk::marker`] gives, borrowed (none where it would be empty).
+    fn marker_of(
+        &self,
+        reader: &AgentName,
+        identity: &Identity,
+    ) -> Option<&BTreeMap<AgentName, u64>> {
         if reader.is_master() {
-            return self.master_marker.clone();
+            return Some(&self.master_marker);
         }
-        let Some(key) = identity.holder(reader) else {
-            return BTreeMap::new();
-        };
+        let key = identity.holder(reader)?;
         self.markers
             .get(reader)
             .and_then(|marker| marker.by_key.iter().find(|(k, _)| k == key))
-            .map(|(_, upto)| upto.clone())
-            .unwrap_or_default()
+            .map(|(_, upto)| upto)
     }
 
     /// Whether `reader` has read `message`.
     pub fn has_read(&self, reader: &AgentName, message: &Message, identity: &Identity) -> bool {
-        self.marker(reader, identity)
-            .get(&message.from)
+        self.marker_of(reader, identity)
+            .and_then(|marker| marker.get(&message.from))
             .is_some_and(|seq| *seq >= message.seq)
+    }
+
+    /// The agents that have read `message`, by name: only those that ever marked a read are
+    /// looked at (a roster of thousands who never read costs nothing here).
+    pub fn readers_of<'a>(
+        &'a self,
+        message: &'a Message,
+        identity: &'a Identity,
+    ) -> impl Iterator<Item = &'a AgentName> + 'a {
+        self.markers
+            .keys()
+            .filter(move |reader| self.has_read(reader, message, identity))
     }
 
     /// Messages for `reader` that count, oldest first, brought after stamp `after`; only those
