@@ -177,12 +177,65 @@ impl Pager<'_> {
         self.page(state, state::needs(entry), &[]);
         let (ids, rejudged_only) = state.orders_to_page(entry);
         self.page(state, Sections::default(), &ids);
+        if state::judges_talk_again(entry) {
+            // Every reader's read-through is worked out again from the first message.
+            self.page_in_talk(state);
+        }
         let since = state.last_change();
         state.feed(entry, now);
         if rejudged_only && !ids.is_empty() {
             state.drop_unchanged(&ids, since);
         }
+        if entry.kind() == state::talk::kinds::MARK {
+            self.walk_paged_talk(state, entry.author());
+        }
     }
+
+    /// Takes talk's messages paged out back into memory (ADR 0011, "Talk paged").
+    fn page_in_talk(&mut self, state: &mut ChannelState) {
+        if !self.failures.is_empty() || state.talk().map_or(0, |t| t.paged_through()) == 0 {
+            return;
+        }
+        let paged = match self.store.as_deref_mut() {
+            Some(store) => store.page_in_talk(state),
+            None => Err(NOTHING_KEPT.into()),
+        };
+        if let Err(why) = paged {
+            self.failures.push(why);
+        }
+    }
+
+    /// Moves `reader`'s read-through over talk's messages paged out, read from the kept state
+    /// a chunk at a time, as far as a walk in memory would have: a reader that marked what it
+    /// read goes on from there (see `Talk::advance_over`).
+    fn walk_paged_talk(&mut self, state: &mut ChannelState, reader: &AgentName) {
+        if !self.failures.is_empty() {
+            return;
+        }
+        let Ok(talk) = state.talk() else {
+            return;
+        };
+        if !talk.reader_behind_paged(reader) {
+            return;
+        }
+        let (from, upto) = (talk.read_through_of(reader), talk.paged_through());
+        let walked = match self.store.as_deref_mut() {
+            Some(store) => store.walk_talk(from, upto, &mut |older, reached| {
+                state.talk_advance_over(reader, older, reached)
+            }),
+            None => Err(NOTHING_KEPT.into()),
+        };
+        if let Err(why) = walked {
+            self.failures.push(why);
+        }
+    }
+}
+
+/// Whether `message`, read back from the kept state, counts now.
+fn talk_counts(state: &ChannelState, message: &crate::channel::fold::state::talk::Message) -> bool {
+    state
+        .talk()
+        .is_ok_and(|talk| talk.counts_now(message, state.identity()))
 }
 
 /// Why a fold could not be paged in: the session keeps nothing (its path was refused).
@@ -593,6 +646,87 @@ impl Session {
     /// This machine's name.
     pub fn machine(&self) -> &str {
         &self.machine
+    }
+
+    /// Sets how many of talk's newest messages this session holds in memory (the rest stay
+    /// in the kept state, read when asked for: ADR 0011, "Talk paged"); by default
+    /// [`kept::TALK_WINDOW`].
+    pub fn set_talk_window(&mut self, messages: usize) {
+        if let Some(store) = &mut self.store {
+            store.set_talk_window(messages);
+        }
+    }
+
+    /// The messages of a read of `reader`'s (`Talk::for_reader`) that lie among those talk
+    /// paged out, read from the kept state, oldest first: at most `limit` of those it shows and
+    /// `keep` accepts. The rest of the read is `Talk::for_reader`'s, in memory. A kept state
+    /// that does not read is reported and everything folded again (talk is then whole in
+    /// memory, and this is empty).
+    pub fn paged_messages_for(
+        &mut self,
+        (reader, after, unread_only): (&AgentName, u64, bool),
+        limit: usize,
+        keep: &mut dyn FnMut(&crate::channel::fold::state::talk::Message) -> bool,
+    ) -> Result<Vec<crate::channel::fold::state::talk::Message>, NotPaged> {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now);
+        let identity = self.state.identity();
+        let talk = self.state.talk()?;
+        let Some((from, upto, shows)) = talk.paged_reading(reader, identity, after, unread_only)
+        else {
+            return Ok(Vec::new());
+        };
+        let Some(store) = self.store.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        let walked = store.walk_talk(from, upto, &mut |older, _| {
+            for message in older {
+                if found.len() >= limit {
+                    return false;
+                }
+                if shows(message) && keep(message) {
+                    found.push(message.clone());
+                }
+            }
+            found.len() < limit
+        });
+        drop(shows);
+        if let Err(why) = walked {
+            self.rebuild_after(vec![why], now);
+            return Ok(Vec::new());
+        }
+        Ok(found)
+    }
+
+    /// The message `id` if it counts, from memory or, when talk paged it out, from the kept
+    /// state (every row paged out is looked at: a read of an old message costs a walk).
+    pub fn talk_message(
+        &mut self,
+        id: &EntryId,
+    ) -> Result<Option<crate::channel::fold::state::talk::Message>, NotPaged> {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now);
+        let identity = self.state.identity();
+        let talk = self.state.talk()?;
+        if let Some(message) = talk.message(id, identity) {
+            return Ok(Some(message.clone()));
+        }
+        let upto = talk.paged_through();
+        let Some(store) = self.store.as_mut().filter(|_| upto > 0) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        let walked = store.walk_talk(0, upto, &mut |older, _| {
+            found = older.iter().find(|message| message.id == *id).cloned();
+            found.is_none()
+        });
+        if let Err(why) = walked {
+            self.rebuild_after(vec![why], now);
+            let identity = self.state.identity();
+            return Ok(self.state.talk()?.message(id, identity).cloned());
+        }
+        Ok(found.filter(|message| talk_counts(&self.state, message)))
     }
 
     /// Names this machine (the binary reads its host name).
