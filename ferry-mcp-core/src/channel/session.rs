@@ -107,6 +107,10 @@ pub struct Session {
     written_len: Option<u64>,
     /// Opened for one operation: its first refresh is the open's own look.
     looked_for_operation: bool,
+    /// The last read among talk's messages paged out (see [`PagedRead`]).
+    paged_read: Option<PagedRead>,
+    /// Moves on whenever the state is folded again from the channel (stamps may then differ).
+    refolds: u64,
     /// When this session last read the channel (what a fold folded again after a failed load
     /// is dated).
     looked_at: Timestamp,
@@ -229,6 +233,27 @@ impl Pager<'_> {
             self.failures.push(why);
         }
     }
+}
+
+/// What a read among talk's messages paged out depends on, besides the paged-out end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PagedReadKey {
+    reader: AgentName,
+    from: u64,
+    unread_only: bool,
+    marker: std::collections::BTreeMap<AgentName, u64>,
+    seats: u64,
+    refolds: u64,
+}
+
+/// The last read among talk's messages paged out ([`Session::paged_unread_for`]): up to the
+/// end `upto`, the first `asked` messages it shows (fewer when there were fewer).
+#[derive(Debug, Clone)]
+struct PagedRead {
+    key: PagedReadKey,
+    upto: u64,
+    asked: usize,
+    found: Vec<crate::channel::fold::state::talk::Message>,
 }
 
 /// Whether `message`, read back from the kept state, counts now.
@@ -452,6 +477,8 @@ impl Session {
             looked_everywhere: None,
             written_len: None,
             looked_for_operation: false,
+            paged_read: None,
+            refolds: 0,
             looked_at: now,
             checkpoint: None,
             read_only: !keep,
@@ -697,6 +724,79 @@ impl Session {
             return Ok(Vec::new());
         }
         Ok(found)
+    }
+
+    /// [`Session::paged_messages_for`] of every message the read shows, remembered: a reader's
+    /// unread messages among those paged out change only when its marker, a seat or the
+    /// paged-out end does, and a later end only adds messages after them, so a catch-up or a
+    /// read that asks again reads no row, or only the rows paged out since.
+    pub fn paged_unread_for(
+        &mut self,
+        (reader, after, unread_only): (&AgentName, u64, bool),
+        limit: usize,
+    ) -> Result<Vec<crate::channel::fold::state::talk::Message>, NotPaged> {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now);
+        let identity = self.state.identity();
+        let talk = self.state.talk()?;
+        let Some((from, upto, _)) = talk.paged_reading(reader, identity, after, unread_only) else {
+            return Ok(Vec::new());
+        };
+        let key = PagedReadKey {
+            reader: reader.clone(),
+            from,
+            unread_only,
+            marker: talk.marker(reader, identity),
+            seats: identity.seat_epoch(),
+            refolds: self.refolds,
+        };
+        let cached = self.paged_read.take().filter(|read| read.key == key);
+        let (mut found, scanned_to, asked) = match cached {
+            Some(read) if read.upto == upto && read.asked >= limit => {
+                let given = read.found.iter().take(limit).cloned().collect();
+                self.paged_read = Some(read);
+                return Ok(given);
+            }
+            Some(read) if read.found.len() >= limit => {
+                // Only messages after these are paged out since: the first `limit` stand, and
+                // all it found stand for the new end too when they were as many as it asked.
+                let given = read.found.iter().take(limit).cloned().collect();
+                let upto = if read.found.len() >= read.asked {
+                    upto
+                } else {
+                    read.upto
+                };
+                self.paged_read = Some(PagedRead { upto, ..read });
+                return Ok(given);
+            }
+            Some(read) if read.upto <= upto => {
+                // Go on after the last one it found when it stopped at what it asked for, else
+                // after the end it had read to.
+                let scanned_to = match read.found.last() {
+                    Some(last) if read.found.len() >= read.asked => last.stamp,
+                    _ => read.upto,
+                };
+                (read.found, scanned_to, read.asked.max(limit))
+            }
+            _ => (Vec::new(), from, limit),
+        };
+        let more = self.paged_messages_for(
+            (reader, scanned_to.max(after), unread_only),
+            asked.saturating_sub(found.len()),
+            &mut |_| true,
+        )?;
+        found.extend(more.into_iter().filter(|m| m.stamp > scanned_to));
+        let given = found.iter().take(limit).cloned().collect();
+        let upto = self.state.talk()?.paged_through();
+        if upto > 0 {
+            self.paged_read = Some(PagedRead {
+                key,
+                upto,
+                asked,
+                found,
+            });
+        }
+        Ok(given)
     }
 
     /// The message `id` if it counts, from memory or, when talk paged it out, from the kept
@@ -975,6 +1075,8 @@ impl Session {
         }
         self.local_problems.extend(failures);
         refold_all(&mut self.reader, &mut self.state, now);
+        self.refolds += 1;
+        self.paged_read = None;
         self.pinned = None;
         self.dirty = true;
     }

@@ -90,6 +90,51 @@ fn a_session_holding_only_the_newest_messages_reads_every_older_one_back_as_a_wh
         (digest_paged.unread, digest_paged.unread_more),
         (digest_whole.unread, digest_whole.unread_more)
     );
+
+    // New messages, then a save that pages more out: what the session remembered of its last
+    // read among the paged-out messages still gives what a whole fold shows.
+    let other = bulk
+        .agents()
+        .iter()
+        .find(|a| a.name != agent && a.level >= Level::Member)
+        .unwrap()
+        .name
+        .clone();
+    let mut writer = bulk.agent_session(other.as_str());
+    for n in 0..WINDOW + 10 {
+        let post = talk::PostRequest {
+            to: agent.to_string(),
+            text: format!("later note {n}: the lexer is green"),
+            reply_to: None,
+        };
+        talk::post(&mut writer, &post, now).unwrap();
+    }
+    paged.refresh(now);
+    let before = paged.talk().unwrap().paged_through();
+    paged.save().unwrap();
+    assert!(paged.talk().unwrap().paged_through() > before);
+    whole.refresh(now);
+    for limit in [5, 1_000] {
+        let request = ReadRequest {
+            limit,
+            ..peek_all()
+        };
+        assert_eq!(
+            talk::read(&mut paged, &request, &mut |_| true, now)
+                .unwrap()
+                .messages,
+            talk::read(&mut whole, &request, &mut |_| true, now)
+                .unwrap()
+                .messages,
+            "{limit}"
+        );
+    }
+    let digest_paged = fleet::catchup(&mut paged, None, DigestLimits::DEFAULT, now).unwrap();
+    let digest_whole = fleet::catchup(&mut whole, None, DigestLimits::DEFAULT, now).unwrap();
+    assert_eq!(
+        (digest_paged.unread, digest_paged.unread_more),
+        (digest_whole.unread, digest_whole.unread_more)
+    );
 }
 
 #[test]
@@ -150,7 +195,7 @@ fn paged_again(bulk: &BulkChannel, agent: &AgentName) -> Session {
 
 #[test]
 fn a_grant_folded_by_a_session_holding_few_messages_works_every_read_through_out_as_a_whole_fold_does()
-{
+ {
     use ferry_mcp_core::channel::ops::access::{GrantRequest, access_set};
     let bulk = channel();
     let agent = member(&bulk);
@@ -162,7 +207,11 @@ fn a_grant_folded_by_a_session_holding_few_messages_works_every_read_through_out
         limit: 20,
         receipts: 0,
     };
-    assert!(talk::read(&mut reader, &first, &mut |_| true, now).unwrap().marked);
+    assert!(
+        talk::read(&mut reader, &first, &mut |_| true, now)
+            .unwrap()
+            .marked
+    );
     reader.save().unwrap();
 
     // The master demotes a sender of the reader's messages: whether each message counts, and

@@ -286,7 +286,7 @@ pub fn catchup(
     // The unread messages among those talk paged out, counted up to the bound below (read
     // from the kept state); the rest are counted in memory.
     let unread_paged = session
-        .paged_messages_for((&me, 0, true), MAX_UNREAD_COUNTED + 1, &mut |_| true)?
+        .paged_unread_for((&me, 0, true), MAX_UNREAD_COUNTED + 1)?
         .len();
     let state = session.state();
     let identity = session.identity();

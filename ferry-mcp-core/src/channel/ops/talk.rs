@@ -302,8 +302,7 @@ pub fn read(
     // The read's messages among those talk paged out first (read from the kept state), then
     // those in memory; one more than the page, to tell whether there is more.
     let reading = (&me, after.unwrap_or(0), after.is_none());
-    let older =
-        session.paged_messages_for(reading, request.limit.saturating_add(1), &mut |_| true)?;
+    let older = session.paged_unread_for(reading, request.limit.saturating_add(1))?;
     let identity = session.identity();
     let talk = &session.state().talk()?;
     let mut given: Vec<(MessageView, AgentName, u64, u64)> = Vec::new();

@@ -395,7 +395,7 @@ impl Db {
         (after, upto): (&[u8], &[u8]),
         limit: usize,
         newest: bool,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    ) -> Result<crate::channel::fold::state::lazy::Rows, String> {
         let tx = self.conn.unchecked_transaction().map_err(sqlite)?;
         if Self::counter(&tx, "horizon")? > as_of {
             return Err(format!("its {fold} rows of this state are gone"));
