@@ -107,6 +107,10 @@ pub struct Session {
     written_len: Option<u64>,
     /// Opened for one operation: its first refresh is the open's own look.
     looked_for_operation: bool,
+    /// The last read among talk's messages paged out (see [`PagedRead`]).
+    paged_read: Option<PagedRead>,
+    /// Moves on whenever the state is folded again from the channel (stamps may then differ).
+    refolds: u64,
     /// When this session last read the channel (what a fold folded again after a failed load
     /// is dated).
     looked_at: Timestamp,
@@ -177,12 +181,86 @@ impl Pager<'_> {
         self.page(state, state::needs(entry), &[]);
         let (ids, rejudged_only) = state.orders_to_page(entry);
         self.page(state, Sections::default(), &ids);
+        if state::judges_talk_again(entry) {
+            // Every reader's read-through is worked out again from the first message.
+            self.page_in_talk(state);
+        }
         let since = state.last_change();
         state.feed(entry, now);
         if rejudged_only && !ids.is_empty() {
             state.drop_unchanged(&ids, since);
         }
+        if entry.kind() == state::talk::kinds::MARK {
+            self.walk_paged_talk(state, entry.author());
+        }
     }
+
+    /// Takes talk's messages paged out back into memory (ADR 0011, "Talk paged").
+    fn page_in_talk(&mut self, state: &mut ChannelState) {
+        if !self.failures.is_empty() || state.talk().map_or(0, |t| t.paged_through()) == 0 {
+            return;
+        }
+        let paged = match self.store.as_deref_mut() {
+            Some(store) => store.page_in_talk(state),
+            None => Err(NOTHING_KEPT.into()),
+        };
+        if let Err(why) = paged {
+            self.failures.push(why);
+        }
+    }
+
+    /// Moves `reader`'s read-through over talk's messages paged out, read from the kept state
+    /// a chunk at a time, as far as a walk in memory would have: a reader that marked what it
+    /// read goes on from there (see `Talk::advance_over`).
+    fn walk_paged_talk(&mut self, state: &mut ChannelState, reader: &AgentName) {
+        if !self.failures.is_empty() {
+            return;
+        }
+        let Ok(talk) = state.talk() else {
+            return;
+        };
+        if !talk.reader_behind_paged(reader) {
+            return;
+        }
+        let (from, upto) = (talk.read_through_of(reader), talk.paged_through());
+        let walked = match self.store.as_deref_mut() {
+            Some(store) => store.walk_talk(from, upto, &mut |older, reached| {
+                state.talk_advance_over(reader, older, reached)
+            }),
+            None => Err(NOTHING_KEPT.into()),
+        };
+        if let Err(why) = walked {
+            self.failures.push(why);
+        }
+    }
+}
+
+/// What a read among talk's messages paged out depends on, besides the paged-out end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PagedReadKey {
+    reader: AgentName,
+    from: u64,
+    unread_only: bool,
+    marker: std::collections::BTreeMap<AgentName, u64>,
+    seats: u64,
+    refolds: u64,
+}
+
+/// The last read among talk's messages paged out ([`Session::paged_unread_for`]): up to the
+/// end `upto`, the first `asked` messages it shows (fewer when there were fewer).
+#[derive(Debug, Clone)]
+struct PagedRead {
+    key: PagedReadKey,
+    upto: u64,
+    asked: usize,
+    found: Vec<crate::channel::fold::state::talk::Message>,
+}
+
+/// Whether `message`, read back from the kept state, counts now.
+fn talk_counts(state: &ChannelState, message: &crate::channel::fold::state::talk::Message) -> bool {
+    state
+        .talk()
+        .is_ok_and(|talk| talk.counts_now(message, state.identity()))
 }
 
 /// Why a fold could not be paged in: the session keeps nothing (its path was refused).
@@ -399,6 +477,8 @@ impl Session {
             looked_everywhere: None,
             written_len: None,
             looked_for_operation: false,
+            paged_read: None,
+            refolds: 0,
             looked_at: now,
             checkpoint: None,
             read_only: !keep,
@@ -593,6 +673,160 @@ impl Session {
     /// This machine's name.
     pub fn machine(&self) -> &str {
         &self.machine
+    }
+
+    /// Sets how many of talk's newest messages this session holds in memory (the rest stay
+    /// in the kept state, read when asked for: ADR 0011, "Talk paged"); by default
+    /// [`kept::TALK_WINDOW`].
+    pub fn set_talk_window(&mut self, messages: usize) {
+        if let Some(store) = &mut self.store {
+            store.set_talk_window(messages);
+        }
+    }
+
+    /// The messages of a read of `reader`'s (`Talk::for_reader`) that lie among those talk
+    /// paged out, read from the kept state, oldest first: at most `limit` of those it shows and
+    /// `keep` accepts. The rest of the read is `Talk::for_reader`'s, in memory. A kept state
+    /// that does not read is reported and everything folded again (talk is then whole in
+    /// memory, and this is empty).
+    pub fn paged_messages_for(
+        &mut self,
+        (reader, after, unread_only): (&AgentName, u64, bool),
+        limit: usize,
+        keep: &mut dyn FnMut(&crate::channel::fold::state::talk::Message) -> bool,
+    ) -> Result<Vec<crate::channel::fold::state::talk::Message>, NotPaged> {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now);
+        let identity = self.state.identity();
+        let talk = self.state.talk()?;
+        let Some((from, upto, shows)) = talk.paged_reading(reader, identity, after, unread_only)
+        else {
+            return Ok(Vec::new());
+        };
+        let Some(store) = self.store.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        let walked = store.walk_talk(from, upto, &mut |older, _| {
+            for message in older {
+                if found.len() >= limit {
+                    return false;
+                }
+                if shows(message) && keep(message) {
+                    found.push(message.clone());
+                }
+            }
+            found.len() < limit
+        });
+        drop(shows);
+        if let Err(why) = walked {
+            self.rebuild_after(vec![why], now);
+            return Ok(Vec::new());
+        }
+        Ok(found)
+    }
+
+    /// [`Session::paged_messages_for`] of every message the read shows, remembered: a reader's
+    /// unread messages among those paged out change only when its marker, a seat or the
+    /// paged-out end does, and a later end only adds messages after them, so a catch-up or a
+    /// read that asks again reads no row, or only the rows paged out since.
+    pub fn paged_unread_for(
+        &mut self,
+        (reader, after, unread_only): (&AgentName, u64, bool),
+        limit: usize,
+    ) -> Result<Vec<crate::channel::fold::state::talk::Message>, NotPaged> {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now);
+        let identity = self.state.identity();
+        let talk = self.state.talk()?;
+        let Some((from, upto, _)) = talk.paged_reading(reader, identity, after, unread_only) else {
+            return Ok(Vec::new());
+        };
+        let key = PagedReadKey {
+            reader: reader.clone(),
+            from,
+            unread_only,
+            marker: talk.marker(reader, identity),
+            seats: identity.seat_epoch(),
+            refolds: self.refolds,
+        };
+        let cached = self.paged_read.take().filter(|read| read.key == key);
+        let (mut found, scanned_to, asked) = match cached {
+            Some(read) if read.upto == upto && read.asked >= limit => {
+                let given = read.found.iter().take(limit).cloned().collect();
+                self.paged_read = Some(read);
+                return Ok(given);
+            }
+            Some(read) if read.found.len() >= limit => {
+                // Only messages after these are paged out since: the first `limit` stand, and
+                // all it found stand for the new end too when they were as many as it asked.
+                let given = read.found.iter().take(limit).cloned().collect();
+                let upto = if read.found.len() >= read.asked {
+                    upto
+                } else {
+                    read.upto
+                };
+                self.paged_read = Some(PagedRead { upto, ..read });
+                return Ok(given);
+            }
+            Some(read) if read.upto <= upto => {
+                // Go on after the last one it found when it stopped at what it asked for, else
+                // after the end it had read to.
+                let scanned_to = match read.found.last() {
+                    Some(last) if read.found.len() >= read.asked => last.stamp,
+                    _ => read.upto,
+                };
+                (read.found, scanned_to, read.asked.max(limit))
+            }
+            _ => (Vec::new(), from, limit),
+        };
+        let more = self.paged_messages_for(
+            (reader, scanned_to.max(after), unread_only),
+            asked.saturating_sub(found.len()),
+            &mut |_| true,
+        )?;
+        found.extend(more.into_iter().filter(|m| m.stamp > scanned_to));
+        let given = found.iter().take(limit).cloned().collect();
+        let upto = self.state.talk()?.paged_through();
+        if upto > 0 {
+            self.paged_read = Some(PagedRead {
+                key,
+                upto,
+                asked,
+                found,
+            });
+        }
+        Ok(given)
+    }
+
+    /// The message `id` if it counts, from memory or, when talk paged it out, from the kept
+    /// state (every row paged out is looked at: a read of an old message costs a walk).
+    pub fn talk_message(
+        &mut self,
+        id: &EntryId,
+    ) -> Result<Option<crate::channel::fold::state::talk::Message>, NotPaged> {
+        let now = self.loaded_at();
+        self.load(Sections::TALK, now);
+        let identity = self.state.identity();
+        let talk = self.state.talk()?;
+        if let Some(message) = talk.message(id, identity) {
+            return Ok(Some(message.clone()));
+        }
+        let upto = talk.paged_through();
+        let Some(store) = self.store.as_mut().filter(|_| upto > 0) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        let walked = store.walk_talk(0, upto, &mut |older, _| {
+            found = older.iter().find(|message| message.id == *id).cloned();
+            found.is_none()
+        });
+        if let Err(why) = walked {
+            self.rebuild_after(vec![why], now);
+            let identity = self.state.identity();
+            return Ok(self.state.talk()?.message(id, identity).cloned());
+        }
+        Ok(found.filter(|message| talk_counts(&self.state, message)))
     }
 
     /// Names this machine (the binary reads its host name).
@@ -841,6 +1075,8 @@ impl Session {
         }
         self.local_problems.extend(failures);
         refold_all(&mut self.reader, &mut self.state, now);
+        self.refolds += 1;
+        self.paged_read = None;
         self.pinned = None;
         self.dirty = true;
     }

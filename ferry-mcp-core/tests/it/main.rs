@@ -33,6 +33,7 @@ mod search;
 mod shape;
 mod sync_tools;
 mod talk;
+mod talk_paged;
 mod tamper;
 mod tidy;
 mod watch;

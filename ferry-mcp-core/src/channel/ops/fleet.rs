@@ -283,6 +283,11 @@ pub fn catchup(
         Actor::Agent(name) => name.clone(),
         _ => AgentName::master(),
     };
+    // The unread messages among those talk paged out, counted up to the bound below (read
+    // from the kept state); the rest are counted in memory.
+    let unread_paged = session
+        .paged_unread_for((&me, 0, true), MAX_UNREAD_COUNTED + 1)?
+        .len();
     let state = session.state();
     let identity = session.identity();
     let quiet = state.leadership.quiet_period_s();
@@ -432,11 +437,12 @@ pub fn catchup(
     }
     waiting.truncate(limits.waiting);
     // Counted up to a bound: a reader far behind is told "many", not walked through.
-    let counted = state
-        .talk()?
-        .for_reader(&me, identity, 0, true)
-        .take(MAX_UNREAD_COUNTED + 1)
-        .count();
+    let counted = unread_paged
+        + state
+            .talk()?
+            .for_reader(&me, identity, 0, true)
+            .take((MAX_UNREAD_COUNTED + 1).saturating_sub(unread_paged))
+            .count();
     let unread_more = counted > MAX_UNREAD_COUNTED;
     let unread = counted.min(MAX_UNREAD_COUNTED);
     if unread_more {

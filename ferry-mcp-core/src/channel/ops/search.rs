@@ -129,7 +129,12 @@ pub fn search(
         Actor::Agent(name) => name.clone(),
         _ => AgentName::master(),
     };
-    let state = session.load(Sections::BOARD_AND_TALK, now);
+    session.load(Sections::BOARD_AND_TALK, now);
+    // Messages talk paged out are read from the kept state, only the matching ones kept.
+    let older = session.paged_messages_for((&me, 0, false), usize::MAX, &mut |message| {
+        matches(&message.text)
+    })?;
+    let state = session.state();
     let identity = state.identity();
 
     let mut hits = Vec::new();
@@ -166,10 +171,14 @@ pub fn search(
                 line: shown(&format!("{}: {}", decision.by, decision.line)),
             }),
     );
-    let mut messages: Vec<_> = state
-        .talk()?
-        .for_reader(&me, identity, 0, false)
-        .filter(|message| matches(&message.text))
+    let mut messages: Vec<_> = older
+        .iter()
+        .chain(
+            state
+                .talk()?
+                .for_reader(&me, identity, 0, false)
+                .filter(|message| matches(&message.text)),
+        )
         .collect();
     messages.reverse();
     hits.extend(messages.into_iter().map(|message| Hit {

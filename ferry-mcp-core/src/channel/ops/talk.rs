@@ -221,12 +221,7 @@ pub(super) fn post_announcing(
     session.load(Sections::TALK, now);
     if let Some(reply_to) = &request.reply_to {
         let id: EntryId = reply_to.parse()?;
-        if session
-            .state()
-            .talk()?
-            .message(&id, session.identity())
-            .is_none()
-        {
+        if session.talk_message(&id)?.is_none() {
             return Err(TalkError::UnknownMessage(reply_to.clone()));
         }
     }
@@ -312,11 +307,16 @@ pub fn read(
         Some(_) => (None, true),
         None => (None, false),
     };
+    // The read's messages among those talk paged out first (read from the kept state), then
+    // those in memory; one more than the page, to tell whether there is more.
+    let reading = (&me, after.unwrap_or(0), after.is_none());
+    let older = session.paged_unread_for(reading, request.limit.saturating_add(1))?;
     let identity = session.identity();
     let talk = &session.state().talk()?;
     let mut given: Vec<(MessageView, AgentName, u64, u64)> = Vec::new();
     let mut more = false;
-    for message in talk.for_reader(&me, identity, after.unwrap_or(0), after.is_none()) {
+    let newer = talk.for_reader(&me, identity, after.unwrap_or(0), after.is_none());
+    for message in older.iter().chain(newer) {
         if given.len() >= request.limit {
             more = true;
             break;
@@ -424,9 +424,7 @@ pub fn message_text(session: &mut Session, id: &str, now: Timestamp) -> Result<S
     session.load(Sections::TALK, now);
     let parsed: EntryId = id.parse()?;
     let message = session
-        .state()
-        .talk()?
-        .message(&parsed, session.identity())
+        .talk_message(&parsed)?
         .ok_or_else(|| TalkError::UnknownMessage(id.to_owned()))?;
     let text = match &message.blob {
         None => message.text.clone(),

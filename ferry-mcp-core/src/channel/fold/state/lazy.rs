@@ -66,6 +66,12 @@ impl<T: Section> Lazy<T> {
         Some(value)
     }
 
+    /// The value, to change what of it is in memory but not what it is (paging parts of it
+    /// out to the kept state and back): it stays as kept, or as changed, as it was.
+    pub fn get_mut_paging(&mut self) -> Option<&mut T> {
+        self.value.as_mut()
+    }
+
     /// Whether it is loaded (or made here).
     pub fn is_loaded(&self) -> bool {
         self.value.is_some()

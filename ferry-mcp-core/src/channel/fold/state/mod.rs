@@ -261,6 +261,33 @@ impl ChannelState {
         self.talk.load(talk);
     }
 
+    /// Talk, to page its messages out to the kept state or back in (what it is stays: see
+    /// [`Talk::page_out`]); `None` while it is not loaded.
+    pub(crate) fn talk_paging(&mut self) -> Option<&mut Talk> {
+        self.talk.get_mut_paging()
+    }
+
+    /// Moves `reader`'s read-through over messages paged out (see [`Talk::advance_over`]):
+    /// a change of talk, kept by the next save.
+    pub(crate) fn talk_advance_over(
+        &mut self,
+        reader: &AgentName,
+        older: &[talk::Message],
+        upto: u64,
+    ) -> bool {
+        let identity = &self.identity;
+        let Some(talk) = self.talk.get_mut_paging() else {
+            return false;
+        };
+        let before = talk.read_through_of(reader);
+        let go_on = talk.advance_over(reader, identity, older, upto);
+        if talk.read_through_of(reader) != before {
+            // Marked changed: the save keeps the new read-through.
+            self.talk.get_mut();
+        }
+        go_on
+    }
+
     /// Takes the master's times as the session read them from the kept state.
     pub(crate) fn load_master_times(&mut self, times: identity::MasterTimes) {
         self.identity.load_master_times(times);
@@ -741,6 +768,16 @@ pub fn needs(entry: &VerifiedEntry) -> Sections {
         talk: seats || talk::is_kind(entry.kind()),
         times: true,
     }
+}
+
+/// Whether folding `entry` may work talk's read-throughs out again from the first message
+/// (a change of who holds a name: `Talk::rejudge`), which needs every message in memory.
+pub fn judges_talk_again(entry: &VerifiedEntry) -> bool {
+    use crate::channel::fold::identity::kinds;
+    matches!(
+        entry.kind(),
+        kinds::ROSTER_JOIN | kinds::GRANT | kinds::MASTER_HANDOVER | kinds::MASTER_ACCEPT
+    )
 }
 
 /// Stamps the changes of the domain folds: every change gets its own, increasing number.

@@ -1254,30 +1254,31 @@ impl OrderBoard {
     }
 
     /// The board as the kept state holds it: `rest` ([`OrderBoard::encode_rest`]) and one row
-    /// per order ([`OrderBoard::brief_rows`]); the indexes are made from the briefs. Must be
-    /// called within [`super::lazy::with_memos`].
-    pub(crate) fn from_kept<'a>(
-        rest: &[u8],
-        rows: impl IntoIterator<Item = &'a [u8]>,
-    ) -> Result<Self, String> {
+    /// per order ([`OrderBoard::brief_rows`]), the indexes made from the briefs. This is its
+    /// small row, no order yet: each order's row is then taken by [`OrderBoard::insert_kept`]
+    /// as the rows are read, so they are never all in memory at once beside the board. Must
+    /// be called within [`super::lazy::with_memos`].
+    pub(crate) fn rest_from_kept(rest: &[u8]) -> Result<Self, String> {
         let rest: KeptRest = super::lazy::decode_in_memos(rest)?;
-        let mut board = Self {
+        Ok(Self {
             waiting: rest.waiting,
             problems: rest.problems,
             ..Self::default()
+        })
+    }
+
+    /// Takes one order's kept row (see [`OrderBoard::rest_from_kept`]).
+    pub(crate) fn insert_kept(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let BriefRow(id, brief, at) = super::lazy::decode_in_memos(bytes)?;
+        self.by_change.insert(brief.changed, id.clone());
+        self.index.add(&id, &brief);
+        let slot = Slot {
+            brief,
+            whole: None,
+            record: Some(at),
         };
-        for bytes in rows {
-            let BriefRow(id, brief, at) = super::lazy::decode_in_memos(bytes)?;
-            board.by_change.insert(brief.changed, id.clone());
-            board.index.add(&id, &brief);
-            let slot = Slot {
-                brief,
-                whole: None,
-                record: Some(at),
-            };
-            board.orders.insert(id, Box::new(slot));
-        }
-        Ok(board)
+        self.orders.insert(id, Box::new(slot));
+        Ok(())
     }
 
     /// Every order's row is as kept now (after a save encoded them).

@@ -164,6 +164,12 @@ pub struct Talk {
     /// Markers by the master (the human), whatever its key: the master's log is one reader.
     master_marker: BTreeMap<AgentName, u64>,
     problems: Vec<FoldProblem>,
+    /// Every message brought at or before this stamp is in the kept state's rows only, but
+    /// the latest ones of each sender (`sent`, for read receipts): 0 when every message is in
+    /// memory. A session keeps only the newest messages in memory and reads the rest when
+    /// asked (ADR 0011, "Talk paged"); what is kept is the same either way.
+    #[serde(skip)]
+    paged: u64,
 }
 
 const MAX_PROBLEMS: usize = 500;
@@ -223,37 +229,132 @@ impl Talk {
         self.messages.keys().next_back().copied().unwrap_or(0)
     }
 
-    /// Talk as the kept state holds it: `rest` ([`Talk::encode_rest`]) and one row per
-    /// message ([`Talk::message_rows_after`]), the indexes made from the messages. Must be
-    /// called within [`super::lazy::with_memos`].
-    pub(crate) fn from_kept<'a>(
-        rest: &[u8],
-        rows: impl IntoIterator<Item = &'a [u8]>,
-    ) -> Result<Self, String> {
+    /// Talk as the kept state holds it: `rest` ([`Talk::encode_rest`]) and one row per message
+    /// ([`Talk::message_rows_after`]), the indexes made from the messages. This is its small
+    /// row, no message in memory yet: every message at or before
+    /// `paged` is to stay in the kept state, those after it are to be inserted
+    /// ([`Talk::insert_kept`]). Must be called within [`super::lazy::with_memos`].
+    pub(crate) fn rest_from_kept(rest: &[u8], paged: u64) -> Result<Self, String> {
         let rest: KeptRest = super::lazy::decode_in_memos(rest)?;
-        let mut talk = Self {
+        Ok(Self {
             read_through: rest.read_through,
             sent: rest.sent,
             markers: rest.markers,
             master_marker: rest.master_marker,
             problems: rest.problems,
+            paged,
             ..Self::default()
-        };
+        })
+    }
+
+    /// Takes kept messages' rows into memory. Must be called within
+    /// [`super::lazy::with_memos`].
+    pub(crate) fn insert_kept<'a>(
+        &mut self,
+        rows: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<(), String> {
         for bytes in rows {
             let message: Message = super::lazy::decode_in_memos(bytes)?;
-            let stamp = message.stamp;
-            match &message.to {
-                Recipient::All => {
-                    talk.broadcast.insert(stamp);
-                }
-                Recipient::One(name) => {
-                    talk.inbox.entry(name.clone()).or_default().insert(stamp);
+            self.insert(message);
+        }
+        Ok(())
+    }
+
+    /// One kept message's row, decoded (within [`super::lazy::with_memos`]).
+    pub(crate) fn decode_message(bytes: &[u8]) -> Result<Message, String> {
+        super::lazy::decode_in_memos(bytes)
+    }
+
+    fn insert(&mut self, message: Message) {
+        let stamp = message.stamp;
+        match &message.to {
+            Recipient::All => {
+                self.broadcast.insert(stamp);
+            }
+            Recipient::One(name) => {
+                self.inbox.entry(name.clone()).or_default().insert(stamp);
+            }
+        }
+        self.ids.insert(message.id.clone(), stamp);
+        self.messages.insert(stamp, message);
+    }
+
+    /// Every message brought at or before this stamp is in the kept state only, but those of
+    /// [`Talk::pinned_paged`] (0: every message is in memory).
+    pub fn paged_through(&self) -> u64 {
+        self.paged
+    }
+
+    /// The stamps at or before [`Talk::paged_through`] kept in memory all the same: each
+    /// sender's latest messages, which read receipts show.
+    pub(crate) fn pinned_paged(&self) -> Vec<u64> {
+        let mut stamps: Vec<u64> = self
+            .sent
+            .values()
+            .flatten()
+            .copied()
+            .filter(|stamp| *stamp <= self.paged)
+            .collect();
+        stamps.sort_unstable();
+        stamps.dedup();
+        stamps
+    }
+
+    /// Drops from memory the messages kept in the kept state's rows (those brought at or
+    /// before `kept_through`) but the newest `keep` and the pinned ones: they are read back
+    /// when asked for. Changes what is in memory, never what talk is. Returns how many went.
+    pub(crate) fn page_out(&mut self, keep: usize, kept_through: u64) -> usize {
+        let Some(&newest_dropped) = self.messages.keys().rev().nth(keep) else {
+            return 0;
+        };
+        let through = newest_dropped.min(kept_through);
+        if through <= self.paged {
+            return 0;
+        }
+        let pinned: BTreeSet<u64> = self.sent.values().flatten().copied().collect();
+        let gone: Vec<u64> = self
+            .messages
+            .range(self.paged.saturating_add(1)..=through)
+            .map(|(stamp, _)| *stamp)
+            .filter(|stamp| !pinned.contains(stamp))
+            .collect();
+        for stamp in &gone {
+            if let Some(message) = self.messages.remove(stamp) {
+                self.ids.remove(&message.id);
+                match &message.to {
+                    Recipient::All => {
+                        self.broadcast.remove(stamp);
+                    }
+                    Recipient::One(name) => {
+                        if let Some(stamps) = self.inbox.get_mut(name) {
+                            stamps.remove(stamp);
+                            if stamps.is_empty() {
+                                self.inbox.remove(name);
+                            }
+                        }
+                    }
                 }
             }
-            talk.ids.insert(message.id.clone(), stamp);
-            talk.messages.insert(stamp, message);
         }
-        Ok(talk)
+        self.paged = through;
+        gone.len()
+    }
+
+    /// Takes back into memory every message paged out (`rows`: every kept message at or
+    /// before [`Talk::paged_through`]): talk is whole in memory again. Must be called within
+    /// [`super::lazy::with_memos`].
+    pub(crate) fn page_in<'a>(
+        &mut self,
+        rows: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<(), String> {
+        for bytes in rows {
+            let message: Message = super::lazy::decode_in_memos(bytes)?;
+            if message.stamp <= self.paged && !self.messages.contains_key(&message.stamp) {
+                self.insert(message);
+            }
+        }
+        self.paged = 0;
+        Ok(())
     }
 
     fn report(&mut self, acted: &Acted<'_>, detail: String) {
@@ -364,11 +465,93 @@ impl Talk {
 
     /// Moves `reader`'s read-through stamp past every message for it that it has read (or that
     /// does not count), stopping at the first it has not.
+    ///
+    /// A reader whose read-through lies among the messages paged out is not moved here: the
+    /// messages past it are not in memory, and a read-through is only ever a bound a read may
+    /// start from (a lower one costs a read time, never a message). The session walks them
+    /// from the kept state ([`Talk::advance_over`]).
     fn advance(&mut self, reader: &AgentName, identity: &Identity) {
-        let marker = self.marker(reader, identity);
         let from = self.read_through.get(reader).copied().unwrap_or(0);
+        if from < self.paged {
+            return;
+        }
+        self.walk(reader, identity, from);
+    }
+
+    /// The stamp up to which every message for `reader` is read or does not count.
+    pub(crate) fn read_through_of(&self, reader: &AgentName) -> u64 {
+        self.read_through.get(reader).copied().unwrap_or(0)
+    }
+
+    /// Whether `reader`'s read-through lies among the messages paged out (see
+    /// [`Talk::advance_over`]).
+    pub fn reader_behind_paged(&self, reader: &AgentName) -> bool {
+        self.markers.contains_key(reader)
+            && self.read_through.get(reader).copied().unwrap_or(0) < self.paged
+    }
+
+    /// [`Talk::advance`] for a reader whose read-through lies among the messages paged out:
+    /// `older` are every message brought after its read-through up to `upto` (at most
+    /// [`Talk::paged_through`]), as the session read them from the kept state, in stamp order.
+    /// Moves it as [`Talk::advance`] would have with them in memory, and on through memory
+    /// once `upto` reaches the paged-out end. Returns whether the walk may go on past `upto`
+    /// (it stopped at no unread message and the messages paged out go on).
+    pub(crate) fn advance_over(
+        &mut self,
+        reader: &AgentName,
+        identity: &Identity,
+        older: &[Message],
+        upto: u64,
+    ) -> bool {
+        let from = self.read_through.get(reader).copied().unwrap_or(0);
+        if from >= self.paged || !self.markers.contains_key(reader) {
+            return false;
+        }
+        let marker = self.marker(reader, identity);
         let mut through = from;
-        for stamp in self.stream(reader, from) {
+        let mut stopped = false;
+        for message in older.iter().filter(|m| m.stamp > from && m.stamp <= upto) {
+            let in_stream = match &message.to {
+                Recipient::All => true,
+                Recipient::One(name) => name == reader,
+            };
+            if !in_stream {
+                continue;
+            }
+            if message.is_for(reader) {
+                let read = marker
+                    .get(&message.from)
+                    .is_some_and(|seq| *seq >= message.seq);
+                if !read && message.counts(identity) {
+                    stopped = true;
+                    break;
+                }
+            }
+            through = message.stamp;
+        }
+        if through > from {
+            self.read_through.insert(reader.clone(), through);
+        }
+        if stopped {
+            return false;
+        }
+        if upto >= self.paged {
+            // Past the messages paged out: on through memory, as a walk there would.
+            self.walk_from(reader, identity, self.paged, through);
+            return false;
+        }
+        true
+    }
+
+    fn walk(&mut self, reader: &AgentName, identity: &Identity, from: u64) {
+        self.walk_from(reader, identity, from, from);
+    }
+
+    /// Walks `reader`'s messages brought after `after`, its read-through being `from`.
+    fn walk_from(&mut self, reader: &AgentName, identity: &Identity, after: u64, from: u64) {
+        let marker = self.marker(reader, identity);
+        let mut through = from;
+        for stamp in self.stream(reader, after) {
             let message = &self.messages[&stamp];
             if !message.is_for(reader) {
                 through = stamp;
@@ -480,13 +663,8 @@ impl Talk {
         after: u64,
         unread_only: bool,
     ) -> impl Iterator<Item = &'a Message> + 'a {
-        let (marker, from) = if unread_only {
-            let through = self.read_through.get(reader).copied().unwrap_or(0);
-            (self.marker(reader, identity), after.max(through))
-        } else {
-            (BTreeMap::new(), after)
-        };
-        self.stream(reader, from)
+        let (marker, from) = self.reading(reader, identity, after, unread_only);
+        self.stream(reader, from.max(self.paged))
             .filter_map(|stamp| self.messages.get(&stamp))
             .filter(move |message| {
                 message.is_for(reader)
@@ -495,6 +673,50 @@ impl Talk {
                         .get(&message.from)
                         .is_none_or(|seq| message.seq > *seq)
             })
+    }
+
+    /// Where a read of [`Talk::for_reader`] starts, and the marker it holds messages to.
+    fn reading(
+        &self,
+        reader: &AgentName,
+        identity: &Identity,
+        after: u64,
+        unread_only: bool,
+    ) -> (BTreeMap<AgentName, u64>, u64) {
+        if unread_only {
+            let through = self.read_through.get(reader).copied().unwrap_or(0);
+            (self.marker(reader, identity), after.max(through))
+        } else {
+            (BTreeMap::new(), after)
+        }
+    }
+
+    /// The part of a read of [`Talk::for_reader`] among the messages paged out: the stamps
+    /// it covers there (none when it starts past them) and which of the messages it shows.
+    /// [`Talk::for_reader`] itself gives the messages in memory past them.
+    pub fn paged_reading<'a>(
+        &'a self,
+        reader: &'a AgentName,
+        identity: &'a Identity,
+        after: u64,
+        unread_only: bool,
+    ) -> Option<(u64, u64, impl Fn(&Message) -> bool + 'a)> {
+        let (marker, from) = self.reading(reader, identity, after, unread_only);
+        (from < self.paged).then(|| {
+            let shows = move |message: &Message| {
+                message.is_for(reader)
+                    && message.counts(identity)
+                    && marker
+                        .get(&message.from)
+                        .is_none_or(|seq| message.seq > *seq)
+            };
+            (from, self.paged, shows)
+        })
+    }
+
+    /// Whether `message` (read back from the kept state) counts now.
+    pub fn counts_now(&self, message: &Message, identity: &Identity) -> bool {
+        message.counts(identity)
     }
 
     /// The latest messages `sender` sent that count, newest first (at most eight).
@@ -511,7 +733,8 @@ impl Talk {
             .filter(move |message| message.counts(identity))
     }
 
-    /// How many messages are folded.
+    /// How many messages are in memory (all that are folded, unless some are paged out:
+    /// [`Talk::paged_through`]).
     pub fn len(&self) -> usize {
         self.messages.len()
     }

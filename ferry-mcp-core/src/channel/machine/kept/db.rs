@@ -135,7 +135,7 @@ pub struct Head {
     /// The digest of each lazy fold's row in the same snapshot as the core: the row a session
     /// that loaded this core reads later, even after another process saved a newer one.
     pub sections: Vec<(&'static str, [u8; 32])>,
-    /// The save this snapshot is of: the folds' rows are read as of it ([`Db::items`]).
+    /// The save this snapshot is of: the folds' rows are read as of it ([`Db::for_each_item`]).
     pub saves: u64,
 }
 
@@ -323,17 +323,25 @@ impl Db {
             .map_or(0, u64::from_le_bytes))
     }
 
-    /// The last save that wrote rows of the fold `fold` ([`Db::items`]).
+    /// The last save that wrote rows of the fold `fold` ([`Db::for_each_item`]).
     pub fn items_saved(&self, fold: &str) -> Result<u64, String> {
         Self::counter(&self.conn, &format!("items:{fold}"))
     }
 
-    /// The values of the rows of the fold `fold` as of save `as_of` (for each part, its
+    /// Hands `each` the values of the rows of the fold `fold` as of save `as_of` (for each part, its
     /// latest row written by that save or an earlier one, unless that row removed it), in the
     /// order of their keys, each checked against its digest. A state older than the rows
     /// still kept (another process saved more than [`KEEP_SUPERSEDED_SECTIONS`] times since)
     /// is an error: the caller folds the channel again.
-    pub fn items(&self, fold: &'static str, as_of: u64) -> Result<Vec<Vec<u8>>, String> {
+    ///
+    /// Each value is handed over as it is read (never all in memory at once). The outer error
+    /// is the database's; the inner one is `each`'s.
+    pub fn for_each_item(
+        &self,
+        fold: &'static str,
+        as_of: u64,
+        each: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<Result<(), String>, String> {
         let tx = self.conn.unchecked_transaction().map_err(sqlite)?;
         if Self::counter(&tx, "horizon")? > as_of {
             return Err(format!("its {fold} rows of this state are gone"));
@@ -345,18 +353,77 @@ impl Db {
             )
             .map_err(sqlite)?;
         let mut rows = select.query(params![fold, as_of as i64]).map_err(sqlite)?;
-        let mut values = Vec::new();
+        let mut outcome = Ok(());
         while let Some(row) = rows.next().map_err(sqlite)? {
-            let digest: Option<Vec<u8>> = row.get(0).map_err(sqlite)?;
-            let value: Option<Vec<u8>> = row.get(1).map_err(sqlite)?;
+            let digest = row
+                .get_ref(0)
+                .map_err(sqlite)?
+                .as_blob_or_null()
+                .map_err(|e| e.to_string())?;
+            let value = row
+                .get_ref(1)
+                .map_err(sqlite)?
+                .as_blob_or_null()
+                .map_err(|e| e.to_string())?;
             let (Some(digest), Some(value)) = (digest, value) else {
                 // Removed as of this save.
+                continue;
+            };
+            if self::digest(value)[..] != digest[..] {
+                return Err(format!("its {fold} row does not match its digest"));
+            }
+            if let Err(why) = each(value) {
+                outcome = Err(why);
+                break;
+            }
+        }
+        drop(rows);
+        drop(select);
+        tx.finish().map_err(sqlite)?;
+        Ok(outcome)
+    }
+
+    /// Part of [`Db::for_each_item`]: the rows of the fold `fold` as of save `as_of` whose keys lie
+    /// after `after` and up to `upto`, each as its key and value, checked
+    /// against its digest; at most `limit`, the first ones in key order, or the last ones
+    /// when `newest`. What a session pages in of a fold it keeps only the newest parts of
+    /// in memory (talk, ADR 0011).
+    pub fn items_between(
+        &self,
+        fold: &'static str,
+        as_of: u64,
+        (after, upto): (&[u8], &[u8]),
+        limit: usize,
+        newest: bool,
+    ) -> Result<crate::channel::fold::state::lazy::Rows, String> {
+        let tx = self.conn.unchecked_transaction().map_err(sqlite)?;
+        if Self::counter(&tx, "horizon")? > as_of {
+            return Err(format!("its {fold} rows of this state are gone"));
+        }
+        let order = if newest { "DESC" } else { "ASC" };
+        let mut select = tx
+            .prepare_cached(&format!(
+                "SELECT key, digest, value, MAX(save) FROM items
+                 WHERE fold = ?1 AND key > ?3 AND key <= ?4 AND save <= ?2
+                 GROUP BY key ORDER BY key {order} LIMIT ?5"
+            ))
+            .map_err(sqlite)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = select
+            .query(params![fold, as_of as i64, after, upto, limit])
+            .map_err(sqlite)?;
+        let mut values = Vec::new();
+        while let Some(row) = rows.next().map_err(sqlite)? {
+            let key: Vec<u8> = row.get(0).map_err(sqlite)?;
+            let digest: Option<Vec<u8>> = row.get(1).map_err(sqlite)?;
+            let value: Option<Vec<u8>> = row.get(2).map_err(sqlite)?;
+            let (Some(digest), Some(value)) = (digest, value) else {
                 continue;
             };
             if self::digest(&value)[..] != digest[..] {
                 return Err(format!("its {fold} row does not match its digest"));
             }
-            values.push(value);
+            values.push((key, value));
         }
         drop(rows);
         drop(select);

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::channel::fold::state::lazy;
 use crate::channel::fold::state::orders::OrderBoard;
-use crate::channel::fold::state::talk::Talk;
+use crate::channel::fold::state::talk::{Message, Talk};
 use crate::channel::fold::state::{ChannelState, EntryId, RecordSink, Sections};
 use crate::channel::log::names::AgentName;
 use crate::channel::log::reader::{IntegrityProblem, ReaderState};
@@ -148,7 +148,16 @@ pub struct Store {
     /// A save wrote nothing but records (it met another process's): the state is to be
     /// saved again.
     unkept: bool,
+    /// How many of talk's newest messages are held in memory; the rest stay in their rows,
+    /// read when asked for (ADR 0011, "Talk paged").
+    talk_window: usize,
 }
+
+/// How many of talk's newest messages a session holds in memory by default.
+pub const TALK_WINDOW: usize = 2_000;
+
+/// Rows read at a time when a session walks talk's messages paged out.
+const TALK_CHUNK: usize = 512;
 
 /// The device and inode of the file at `path`, not following a link.
 fn file_id(path: &Path) -> Option<(u64, u64)> {
@@ -199,6 +208,7 @@ impl Store {
                 talk_through: None,
                 whole_next: false,
                 unkept: false,
+                talk_window: TALK_WINDOW,
             },
             why,
         ))
@@ -305,27 +315,62 @@ impl Store {
         let undecoded = |what: &str, why: String| {
             format!("the kept state's {what} does not decode ({why}); rebuilt from the channel")
         };
-        let items = |fold: &'static str| {
-            db.items(fold, self.as_of).map_err(|why| {
-                format!("the kept state is corrupt ({why}); rebuilt from the channel")
-            })
-        };
         let mut rows = Vec::new();
         if missing.board {
             let row = read(db::BOARD)?;
-            let orders = items(db::BOARD)?;
-            let board = lazy::with_memos(|| {
-                OrderBoard::from_kept(&row.bytes, orders.iter().map(Vec::as_slice))
-            })
+            // Each order's row decoded as it is read: the rows are never all in memory beside
+            // the board (at 1,000,000 entries they are 9 MB).
+            let board = lazy::with_memos(|| -> Result<Result<OrderBoard, String>, String> {
+                let mut board = match OrderBoard::rest_from_kept(&row.bytes) {
+                    Ok(board) => board,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let read = db
+                    .for_each_item(db::BOARD, self.as_of, &mut |bytes| board.insert_kept(bytes))
+                    .map_err(|why| {
+                        format!("the kept state is corrupt ({why}); rebuilt from the channel")
+                    })?;
+                Ok(read.map(|()| board))
+            })?
             .map_err(|why| undecoded("order board", why))?;
             state.load_board(board);
             rows.push((row.name, row.digest));
         }
         if missing.talk {
+            // The newest messages only, and each sender's latest (read receipts show them):
+            // the rest stay in their rows, read when asked for.
             let row = read(db::TALK)?;
-            let messages = items(db::TALK)?;
-            let talk = lazy::with_memos(|| {
-                Talk::from_kept(&row.bytes, messages.iter().map(Vec::as_slice))
+            let corrupt =
+                |why| format!("the kept state is corrupt ({why}); rebuilt from the channel");
+            let newest = db
+                .items_between(
+                    db::TALK,
+                    self.as_of,
+                    (&[], &[0xff; 8]),
+                    self.talk_window,
+                    true,
+                )
+                .map_err(corrupt)?;
+            let paged = if newest.len() < self.talk_window {
+                0
+            } else {
+                newest
+                    .last()
+                    .and_then(|(key, _)| stamp_of(key))
+                    .map_or(0, |stamp| stamp.saturating_sub(1))
+            };
+            let talk = lazy::with_memos(|| -> Result<Talk, String> {
+                let mut talk = Talk::rest_from_kept(&row.bytes, paged)?;
+                talk.insert_kept(newest.iter().rev().map(|(_, value)| value.as_slice()))?;
+                for stamp in talk.pinned_paged() {
+                    let key = stamp.to_be_bytes();
+                    let before = stamp.saturating_sub(1).to_be_bytes();
+                    let pinned = db
+                        .items_between(db::TALK, self.as_of, (&before, &key), 1, false)
+                        .map_err(corrupt)?;
+                    talk.insert_kept(pinned.iter().map(|(_, value)| value.as_slice()))?;
+                }
+                Ok(talk)
             })
             .map_err(|why| undecoded("talk", why))?;
             self.talk_through = Some(talk.last_stamp());
@@ -340,6 +385,104 @@ impl Store {
         }
         self.written.extend(rows);
         Ok(())
+    }
+
+    /// Sets how many of talk's newest messages a session holds in memory.
+    pub fn set_talk_window(&mut self, messages: usize) {
+        self.talk_window = messages;
+    }
+
+    /// Talk's messages paged out brought after stamp `after` and up to `upto`, at most
+    /// `limit`, oldest first, read as of the save this state goes with, each checked against
+    /// its digest. An error is the kept state's: the caller reports it and folds again.
+    pub fn talk_messages(
+        &mut self,
+        (after, upto): (u64, u64),
+        limit: usize,
+    ) -> Result<Vec<Message>, String> {
+        self.settle()?;
+        let Some(db) = self.db.as_ref() else {
+            return Err("the kept state's folds are not there".into());
+        };
+        let rows = db
+            .items_between(
+                db::TALK,
+                self.as_of,
+                (&after.to_be_bytes(), &upto.to_be_bytes()),
+                limit,
+                false,
+            )
+            .map_err(|why| {
+                format!("the kept state is corrupt ({why}); rebuilt from the channel")
+            })?;
+        lazy::with_memos(|| {
+            rows.iter()
+                .map(|(_, value)| Talk::decode_message(value))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|why| {
+            format!("the kept state's talk does not decode ({why}); rebuilt from the channel")
+        })
+    }
+
+    /// Walks talk's messages paged out brought after stamp `after` (up to where talk is paged
+    /// out), [`TALK_CHUNK`] rows at a time, handing each chunk and the stamp it reaches to
+    /// `each` until it says to stop.
+    pub fn walk_talk(
+        &mut self,
+        after: u64,
+        upto: u64,
+        each: &mut dyn FnMut(&[Message], u64) -> bool,
+    ) -> Result<(), String> {
+        let mut from = after;
+        // A read of one page mostly needs few rows: the first chunks are small.
+        let mut size = TALK_CHUNK / 8;
+        while from < upto {
+            let chunk = self.talk_messages((from, upto), size)?;
+            let reached = if chunk.len() < size {
+                upto
+            } else {
+                chunk.last().map_or(upto, |message| message.stamp)
+            };
+            if !each(&chunk, reached) {
+                return Ok(());
+            }
+            from = reached;
+            size = (size * 2).min(TALK_CHUNK);
+        }
+        Ok(())
+    }
+
+    /// Takes every message talk paged out back into memory (a fold step that judges them all
+    /// again, a save that writes talk whole).
+    pub fn page_in_talk(&mut self, state: &mut ChannelState) -> Result<(), String> {
+        let paged = state.talk().map_or(0, Talk::paged_through);
+        if paged == 0 {
+            return Ok(());
+        }
+        self.settle()?;
+        let Some(db) = self.db.as_ref() else {
+            return Err("the kept state's folds are not there".into());
+        };
+        let rows = db
+            .items_between(
+                db::TALK,
+                self.as_of,
+                (&[], &paged.to_be_bytes()),
+                usize::MAX,
+                false,
+            )
+            .map_err(|why| {
+                format!("the kept state is corrupt ({why}); rebuilt from the channel")
+            })?;
+        let Some(talk) = state.talk_paging() else {
+            return Ok(());
+        };
+        lazy::with_memos(|| talk.page_in(rows.iter().map(|(_, value)| value.as_slice()))).map_err(
+            |why| {
+                format!("the kept state's talk does not decode ({why}); rebuilt from the channel")
+            },
+        )
     }
 
     /// The folds whose row in the database is no longer the one the loaded core goes with
@@ -492,6 +635,7 @@ impl Store {
             // Every row and record is written anew: read those not in memory while the
             // connection still reads the file they are in.
             self.load_sections(state, Sections::ALL)?;
+            self.page_in_talk(state)?;
             let ids = state.orders_not_resident();
             self.page_orders(state, &ids)?;
             state.forget_order_records();
@@ -563,6 +707,13 @@ impl Store {
                 || stale.talk
                 || !state.talk_lazy().is_from_kept()
                 || self.talk_through.is_none();
+            if whole && talk.paged_through() > 0 {
+                // Written whole: every message, those paged out read back first.
+                self.page_in_talk(state)?;
+            }
+            let Some(talk) = state.talk_lazy().get() else {
+                return Err("talk went while it was saved".into());
+            };
             let after = if whole {
                 0
             } else {
@@ -586,6 +737,11 @@ impl Store {
         self.replace = false;
         self.whole_next = false;
         state.saved();
+        // Talk's messages kept now (and not among the newest) go out of memory: their rows
+        // hold them, read when asked for (whoever reads them waits for this save).
+        if let (Some(talk), Some(kept_through)) = (state.talk_paging(), self.talk_through) {
+            talk.page_out(self.talk_window, kept_through);
+        }
         Ok(Batch {
             replace,
             genesis: *kept.genesis,
@@ -652,6 +808,11 @@ pub fn encode(kept: &Kept) -> Result<Vec<u8>, String> {
         bytes.extend(part.map_err(|e| e.to_string())?);
     }
     Ok(bytes)
+}
+
+/// The stamp a talk row's key names (big-endian).
+fn stamp_of(key: &[u8]) -> Option<u64> {
+    key.try_into().ok().map(u64::from_be_bytes)
 }
 
 /// The records a save writes, gathered before it is written.
