@@ -1563,3 +1563,134 @@ fn a_hand_in_or_submission_whose_ref_is_no_git_ref_is_refused_with_the_reason() 
         orders::hand_in(&mut member, &id, good, "a start", temp.now()).unwrap();
     }
 }
+
+/// A channel with a Worker, two Members and an Orchestrator, and a reviewed order claimed by
+/// `member`.
+fn claimed_with_two_members() -> (TempChannel, String) {
+    let temp = TempChannel::builder()
+        .agent("worker", Level::Worker)
+        .agent("member", Level::Member)
+        .agent("other", Level::Member)
+        .agent("orchestrator", Level::Orchestrator)
+        .build()
+        .unwrap();
+    let id = issue_reviewed(&temp, "team work");
+    claim(&temp, "member", &id);
+    (temp, id)
+}
+
+fn hand_in_as(temp: &TempChannel, name: &str, id: &str) -> String {
+    orders::hand_in(
+        &mut temp.agent_session(name),
+        id,
+        "work/part",
+        "the parser",
+        temp.now(),
+    )
+    .unwrap()
+}
+
+fn submitting(handin: &str) -> SubmitRequest {
+    SubmitRequest {
+        handin: Some(handin.to_owned()),
+        git_ref: None,
+        summary: "the parser".into(),
+    }
+}
+
+#[test]
+fn a_member_cannot_submit_another_member_s_hand_in() {
+    let (temp, id) = claimed_with_two_members();
+    let theirs = hand_in_as(&temp, "other", &id);
+    let by_orchestrator = hand_in_as(&temp, "orchestrator", &id);
+    let mut member = temp.agent_session("member");
+    let refused = orders::submit(&mut member, &id, &submitting(&theirs), temp.now()).unwrap_err();
+    assert_eq!(refused.code(), "handin_of_another", "{refused}");
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "hand-in {theirs} of order {id} is other's, who was member when it handed in: a submission names a hand-in of its own or a worker's"
+        )
+    );
+    let refused =
+        orders::submit(&mut member, &id, &submitting(&by_orchestrator), temp.now()).unwrap_err();
+    assert_eq!(refused.code(), "handin_of_another", "{refused}");
+    assert!(refused.to_string().contains("orchestrator's"), "{refused}");
+    // A hand-in of another order is none of this one's.
+    let other_order = issue(&temp, "elsewhere");
+    let elsewhere = hand_in_as(&temp, "member", &other_order);
+    let refused =
+        orders::submit(&mut member, &id, &submitting(&elsewhere), temp.now()).unwrap_err();
+    assert_eq!(refused.code(), "unknown_handin", "{refused}");
+    assert_eq!(show(&temp, &id).row.state, OrderState::Claimed);
+    // Its own hand-in it submits.
+    let own = hand_in_as(&temp, "member", &id);
+    assert_eq!(
+        orders::submit(&mut member, &id, &submitting(&own), temp.now()).unwrap(),
+        OrderState::Submitted
+    );
+}
+
+#[test]
+fn a_holder_submits_a_worker_s_hand_in_of_its_order() {
+    let (temp, id) = claimed_with_two_members();
+    let theirs = hand_in_as(&temp, "worker", &id);
+    let mut member = temp.agent_session("member");
+    assert_eq!(
+        orders::submit(&mut member, &id, &submitting(&theirs), temp.now()).unwrap(),
+        OrderState::Submitted
+    );
+    let submission = show(&temp, &id).submission.unwrap();
+    assert_eq!(submission.handin, Some(theirs));
+    assert_eq!(submission.by, agent("member"));
+}
+
+#[test]
+fn a_worker_s_hand_in_stays_submittable_after_it_is_promoted() {
+    let (temp, id) = claimed_with_two_members();
+    let theirs = hand_in_as(&temp, "worker", &id);
+    // Its level is judged where it handed in: a Worker then, whatever it is now.
+    grant(&temp, "worker", Level::Member);
+    let mut member = temp.agent_session("member");
+    assert_eq!(
+        orders::submit(&mut member, &id, &submitting(&theirs), temp.now()).unwrap(),
+        OrderState::Submitted
+    );
+}
+
+#[test]
+fn a_submission_naming_another_member_s_hand_in_written_anyway_does_not_count() {
+    let (temp, id) = claimed_with_two_members();
+    let theirs = hand_in_as(&temp, "other", &id);
+    let order: EntryId = id.parse().unwrap();
+    let mut view = temp.view();
+    let tip = view.order(&order).unwrap().unwrap().view().tip;
+    let seen = view.identity().master_position();
+    // The holder skips the operation and signs the submission with its own key.
+    let raw = write_with_seen(
+        &temp,
+        "member",
+        kinds::SUBMIT,
+        json!({"order": id, "after": tip, "summary": "mine now", "handin": theirs}),
+        seen,
+    );
+    // It counts for nothing, here or on a machine that folds the channel from nothing.
+    let elsewhere = Home::at(temp.root().join("home-b"));
+    ops::add_existing(&elsewhere, temp.project(), temp.channel_dir()).unwrap();
+    let there = Session::open(&elsewhere, temp.project(), Actor::Observer, temp.now()).unwrap();
+    for mut session in [temp.view(), there] {
+        let detail = orders::show(&mut session, &id, None, temp.now()).unwrap();
+        assert_eq!(detail.row.state, OrderState::Claimed, "{raw} counted");
+        assert_eq!(detail.submission, None);
+    }
+    // The same submission naming a Worker's hand-in counts.
+    let workers = hand_in_as(&temp, "worker", &id);
+    write_with_seen(
+        &temp,
+        "member",
+        kinds::SUBMIT,
+        json!({"order": id, "after": tip, "summary": "the worker's", "handin": workers}),
+        seen,
+    );
+    assert_eq!(show(&temp, &id).row.state, OrderState::Submitted);
+}

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::{OpsError, check_chars, check_not_empty};
-use crate::channel::fold::levels::{Operation, check_scope};
+use crate::channel::fold::levels::{Level, Operation, check_scope};
 use crate::channel::fold::state::orders::{
     self, Body, CancelBody, ChainEvent, ClaimBody, HandInBody, Hints, IssueBody, MAX_INLINE_BODY,
     MAX_NOTES, MAX_PROGRESS_BYTES, MAX_REF, MAX_SUMMARY, MAX_TITLE, Order, OrderRef, OrderState,
@@ -52,6 +52,15 @@ pub enum OrdersError {
     OwnSubmission { agent: AgentName },
     #[error("unknown hand-in {handin} for order {order}")]
     UnknownHandIn { handin: String, order: String },
+    #[error(
+        "hand-in {handin} of order {order} is {by}'s, who was {level} when it handed in: a submission names a hand-in of its own or a worker's"
+    )]
+    HandInOfAnother {
+        handin: String,
+        order: String,
+        by: AgentName,
+        level: Level,
+    },
     #[error("the human does not {action}: agents do")]
     AgentsOnly { action: &'static str },
     #[error("only the human (the master key) may {action}")]
@@ -86,6 +95,7 @@ impl OrdersError {
             Self::DoesNotCount { .. } => "does_not_count",
             Self::OwnSubmission { .. } => "own_submission",
             Self::UnknownHandIn { .. } => "unknown_handin",
+            Self::HandInOfAnother { .. } => "handin_of_another",
             Self::NotAGitRef { .. } => "not_a_git_ref",
             Self::AgentsOnly { .. } => "agents_only",
             Self::HumanOnly { .. } => "master_only",
@@ -334,7 +344,7 @@ fn judged<B: ChainEvent>(
         return Ok(());
     };
     order
-        .judge(&body.event_kind(), &me, by_master)
+        .judge(&body.event_kind(), &me, by_master, session.identity())
         .map_err(|reason| refusal(order, &me, reason, asked))
 }
 
@@ -359,6 +369,13 @@ fn refusal(order: &Order, me: &AgentName, reason: VoidReason, asked: Asked) -> O
         },
         VoidReason::MasterOnly => OrdersError::HumanOnly {
             action: "cancel an order",
+        },
+        VoidReason::UnknownHandIn { handin } => OrdersError::UnknownHandIn { handin, order: id },
+        VoidReason::HandInOfAnother { handin, by, level } => OrdersError::HandInOfAnother {
+            handin,
+            order: id,
+            by,
+            level,
         },
         reason => OrdersError::DoesNotCount { order: id, reason },
     }
@@ -667,14 +684,9 @@ pub fn submit(
         (None, None) => {
             return Err(OrdersError::NoWork);
         }
+        // Which hand-in it may name is the fold's rule (ADR 0030): `judged` below asks it.
         (Some(handin), _) => {
-            let handin_id: EntryId = handin.parse()?;
-            if order.handin(&handin_id).is_none() {
-                return Err(OrdersError::UnknownHandIn {
-                    handin: handin.clone(),
-                    order: order.id.to_string(),
-                });
-            }
+            let _: EntryId = handin.parse()?;
         }
         _ => {}
     }

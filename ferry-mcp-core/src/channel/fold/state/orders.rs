@@ -530,6 +530,17 @@ pub enum VoidReason {
     LostRace { winner: AgentName, event: EventName },
     #[error("it follows an event that does not count")]
     FollowsVoid,
+    /// A submission names no counted hand-in of its order (ADR 0030).
+    #[error("the submission names no hand-in of this order")]
+    UnknownHandIn { handin: String },
+    /// A submission names a hand-in by another agent that was not a Worker when it handed
+    /// in (ADR 0030): a holder submits its own hand-ins and its Workers'.
+    #[error("hand-in {handin} is {by}'s, who was {level} when it handed in")]
+    HandInOfAnother {
+        handin: String,
+        by: AgentName,
+        level: Level,
+    },
 }
 
 impl VoidReason {
@@ -640,6 +651,9 @@ pub struct HandIn {
     pub id: EntryId,
     pub by: AgentName,
     key: PublicKey,
+    /// Where its author stood when it handed in: its level there is judged at this position
+    /// (ADR 0030).
+    pos: MasterPos,
     pub git_ref: String,
     pub summary: String,
     pub time: Timestamp,
@@ -794,8 +808,16 @@ impl Order {
         kind: &EventKind,
         author: &AgentName,
         by_master: bool,
+        identity: &Identity,
     ) -> Result<(), VoidReason> {
-        rules(kind, author, by_master, None, &self.issue, &self.view)
+        rules(kind, author, by_master, None, &self.issue, &self.view)?;
+        handin_rule(
+            kind,
+            author,
+            &self.handins,
+            identity,
+            self.issue.scope.as_deref(),
+        )
     }
 
     /// Whether a progress line `text` that `author` is about to write, naming this order's
@@ -1567,14 +1589,22 @@ impl OrderBoard {
             id: acted.id.clone(),
             by: acted.author.clone(),
             key: *acted.key,
+            pos: acted.pos,
             git_ref: body.git_ref,
             summary: body.summary,
             time: acted.time,
         };
         match self.whole_mut(&order_id) {
             Ok(Some(order)) => {
+                // A submission that names it may count now (it synced after the submission):
+                // its chain is judged again.
+                let id = handin.id.to_string();
+                let named = order.events.iter().any(|event| {
+                    matches!(&event.kind, EventKind::Submit { handin: Some(named), .. } if *named == id)
+                });
                 push_kept(&mut order.handins, handin, KEPT_HANDINS);
-                self.update(&order_id, identity, changes, Folded::Line);
+                let folded = if named { Folded::Seats } else { Folded::Line };
+                self.update(&order_id, identity, changes, folded);
             }
             Ok(None) => {}
             Err(NotIssued) => self.wait(order_id, Waiting::HandIn(handin)),
@@ -1777,7 +1807,13 @@ fn fold_alone(order: &mut Order, identity: &Identity) -> Option<OrderView> {
         }
         Some(&at) => {
             let step = &walk.steps[at];
-            match judge(event, &order.issue, &step.view, identity, step.floor) {
+            match judge(
+                event,
+                (&order.issue, &order.handins),
+                &step.view,
+                identity,
+                step.floor,
+            ) {
                 Err(reason) => reason,
                 Ok(()) => {
                     let date = race::race_date(event.made.time, step.floor.1);
@@ -1848,7 +1884,14 @@ fn repeats_a_standing_claim(order: &Order, event: &Event, identity: &Identity) -
             && earlier.made.author == event.made.author
             && !earlier.made.by_master
             && earlier.made.seq < event.made.seq
-            && judge(earlier, &order.issue, &step.view, identity, step.floor).is_ok()
+            && judge(
+                earlier,
+                (&order.issue, &order.handins),
+                &step.view,
+                identity,
+                step.floor,
+            )
+            .is_ok()
     })
 }
 
@@ -1972,7 +2015,7 @@ fn issue_counts(id: &EntryId, issue: &Issue, identity: &Identity) -> bool {
 /// holds its name, and the order's rules allow it at the level in force for it.
 fn judge(
     event: &Event,
-    issue: &Issue,
+    (issue, handins): (&Issue, &[HandIn]),
     view: &OrderView,
     identity: &Identity,
     floor: (MasterPos, Timestamp),
@@ -1992,7 +2035,72 @@ fn judge(
         level,
         issue,
         view,
+    )?;
+    handin_rule(
+        &event.kind,
+        &made.author,
+        handins,
+        identity,
+        issue.scope.as_deref(),
     )
+}
+
+/// Whether a hand-in counts for its order: its author holds its name with its key, and its
+/// texts are within their lengths.
+fn handin_counts(handin: &HandIn, identity: &Identity) -> bool {
+    identity.seat(&handin.by) == Seat::Seated(&handin.key)
+        && handin.git_ref.chars().count() <= MAX_REF
+        && handin.summary.chars().count() <= MAX_SUMMARY
+}
+
+/// The hand-in rule of a submission by `author` (ADR 0030): the hand-in it names is one of
+/// the order's that counts, handed in by `author` itself or by an agent that was a Worker
+/// there (its level judged at the hand-in's position, on the order's `scope`). Any other
+/// event, and a submission naming only a git ref, passes.
+fn handin_rule(
+    kind: &EventKind,
+    author: &AgentName,
+    handins: &[HandIn],
+    identity: &Identity,
+    scope: Option<&str>,
+) -> Result<(), VoidReason> {
+    let EventKind::Submit {
+        handin: Some(named),
+        ..
+    } = kind
+    else {
+        return Ok(());
+    };
+    let found = named.parse::<EntryId>().ok().and_then(|id| {
+        handins
+            .iter()
+            .find(|handin| handin.id == id && handin_counts(handin, identity))
+    });
+    let Some(found) = found else {
+        return Err(VoidReason::UnknownHandIn {
+            handin: named.clone(),
+        });
+    };
+    if found.by == *author {
+        return Ok(());
+    }
+    let level = identity.level_in(
+        &found.by,
+        &found.key,
+        found.id.seq(),
+        found.pos,
+        found.time,
+        scope,
+    );
+    if level == Level::Worker {
+        Ok(())
+    } else {
+        Err(VoidReason::HandInOfAnother {
+            handin: named.clone(),
+            by: found.by.clone(),
+            level,
+        })
+    }
 }
 
 /// The order's rules for an event `kind` by `author` (the master's when `by_master`), at
@@ -2330,7 +2438,13 @@ fn resolve(order: &Order, identity: &Identity) -> (OrderView, Option<Steps>) {
         let mut valid: Vec<usize> = Vec::new();
         for &index in kids {
             let event = &order.events[index];
-            match judge(event, issue, &view, identity, floor) {
+            match judge(
+                event,
+                (&order.issue, &order.handins),
+                &view,
+                identity,
+                floor,
+            ) {
                 Ok(()) => valid.push(index),
                 Err(reason) => {
                     decided[index] = true;
@@ -2408,11 +2522,7 @@ fn count_lines(
     view.handins = order
         .handins
         .iter()
-        .filter(|handin| identity.seat(&handin.by) == Seat::Seated(&handin.key))
-        .filter(|handin| {
-            handin.git_ref.chars().count() <= MAX_REF
-                && handin.summary.chars().count() <= MAX_SUMMARY
-        })
+        .filter(|handin| handin_counts(handin, identity))
         .map(|handin| handin.id.clone())
         .collect();
     view

@@ -24,7 +24,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension as _, TransactionBehavio
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what is kept changes shape; an older state is rebuilt.
-pub const FORMAT: u32 = 15;
+pub const FORMAT: u32 = 18;
 
 pub const CORE: &str = "core";
 pub const LOOKS: &str = "looks";
@@ -731,5 +731,24 @@ impl Save<'_> {
         }
         self.tx.commit().map_err(sqlite)?;
         Ok(self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod disk_full_tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_s_full_disk_is_said_as_no_space_left_on_the_device() {
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            Some("database or disk is full".to_owned()),
+        );
+        assert_eq!(sqlite(full), "no space left on the device");
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            Some("database is locked".to_owned()),
+        );
+        assert_eq!(sqlite(busy), "database is locked");
     }
 }
