@@ -426,3 +426,45 @@ impl Channel {
         Ok(bytes)
     }
 }
+
+#[cfg(test)]
+mod disk_full_tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// A write the device refuses for want of space (ENOSPC): `/dev/full` answers every
+    /// write so, for any user, so the mapping is held with the errno a full disk gives.
+    #[test]
+    fn a_write_that_meets_a_full_device_is_said_to_be_a_full_disk_with_its_path() {
+        let device = Path::new("/dev/full");
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .open(device)
+            .expect("/dev/full is on every Linux machine these tests run on");
+        let cause = file
+            .write_all(b"{}\n")
+            .and_then(|()| file.sync_all())
+            .expect_err("/dev/full refuses every write");
+        let path = Path::new("/channel/agents/ann.log");
+        let err = StoreError::io(path)(cause);
+        assert!(
+            matches!(&err, StoreError::DiskFull(p) if p == path),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "/channel/agents/ann.log: no space left on the device"
+        );
+    }
+
+    #[test]
+    fn any_other_write_failure_stays_an_io_error_with_its_path() {
+        let path = Path::new("/channel/agents/ann.log");
+        let err = StoreError::io(path)(io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(
+            matches!(&err, StoreError::Io { path: p, .. } if p == path),
+            "{err:?}"
+        );
+    }
+}
