@@ -288,6 +288,51 @@ fn tools_list_bytes_do_not_change_with_the_agent_the_project_or_the_time() {
     assert_eq!(first.as_bytes(), second.as_bytes());
 }
 
+/// The `tools/list` answer line of `ferry mcp serve --tools TOOLS` on an unset-up state folder.
+fn tools_list_of(tools: &str) -> String {
+    let output = run_session(Some(tools), &initialize_and_list());
+    assert!(output.status.success(), "--tools {tools}: {output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    stdout
+        .lines()
+        .find(|line| line.starts_with(r#"{"jsonrpc":"2.0","id":2,"#))
+        .unwrap_or_else(|| panic!("--tools {tools}: no tools/list answer in {stdout}"))
+        .to_owned()
+}
+
+fn tool_names(line: &str) -> Vec<String> {
+    let answer: Value = serde_json::from_str(line).unwrap();
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn groups_add_to_the_core_tools_and_their_order_on_the_command_line_changes_no_byte_of_tools_list() {
+    let core = tool_names(&tools_list_of("core"));
+    let admin = tool_names(&tools_list_of("admin"));
+    assert!(core.contains(&"ferry_join".to_owned()), "{core:?}");
+    assert!(
+        core.iter().all(|tool| admin.contains(tool)) && admin.contains(&"ferry_status".to_owned()),
+        "--tools admin adds to the core tools: {admin:?}"
+    );
+    let every = tools_list_of("core,admin,legacy");
+    for order in ["legacy,admin,core", "admin,legacy", "legacy,admin", "admin,core,legacy"] {
+        assert_eq!(
+            tools_list_of(order).as_bytes(),
+            every.as_bytes(),
+            "--tools {order} and --tools core,admin,legacy differ"
+        );
+    }
+    let names = tool_names(&every);
+    for tool in ["ferry_join", "ferry_status", "list_tasks"] {
+        assert!(names.contains(&tool.to_owned()), "{tool} missing: {names:?}");
+    }
+}
+
 #[test]
 fn progress_notifications_and_the_answer_are_one_line_each() {
     let call = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fixture_count","arguments":{"n":3},"_meta":{"progressToken":"p"}}}"#;
