@@ -3,8 +3,8 @@
 //! its last page on demand, and unmounted when dropped.
 //!
 //! Mounting needs root. [`TinyDisk::over`] answers `None` when this process is not root, and
-//! says so on stderr, so that a test takes its other path (the mapping of a full disk) instead
-//! of passing unrun; as root the mount must work, and a refused one fails the test.
+//! says so on stderr, so that a test takes its other path (the mapping of a full disk, or the
+//! same promise with a simulated failure) instead of passing unrun; as root the mount must work, and a refused one fails the test.
 
 use std::fs;
 use std::io::Write as _;
@@ -23,7 +23,7 @@ impl TinyDisk {
     pub fn over(dir: &Path) -> Option<TinyDisk> {
         if !is_root() {
             eprintln!(
-                "not root: no tmpfs mounted over {}; this test holds only the mapping of a full disk",
+                "not root: no tmpfs mounted over {}; the test takes its path without a real full disk",
                 dir.display()
             );
             return None;
