@@ -2,12 +2,13 @@
 //! could not be saved (issue 17, finding 9): the entry is appended and synced by then, and a
 //! command that exits 1 is run again (an order issued twice). The failing save is simulated in
 //! the kept state's own database (a trigger refuses every write to it), which works whoever
-//! runs the tests (root ignores a read-only file).
+//! runs the tests (root ignores a read-only file), and, as root, by a real full disk.
 
 use std::path::Path;
 
 use ferry_mcp_core::channel::log::names::ProjectId;
 use ferry_mcp_core::channel::machine::home::Home;
+use ferry_mcp_testkit::tiny_disk::TinyDisk;
 use serde_json::Value;
 
 use super::admin::{join_args, project, run, run_ok};
@@ -52,17 +53,11 @@ fn titles(home: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn an_order_issued_while_the_kept_state_cannot_be_saved_succeeds_once_and_warns_of_what_was_not_kept()
- {
-    let dir = tempfile::tempdir().unwrap();
-    let home = project(&dir);
-    run_ok(&home, &join_args("fang"));
-    assert_eq!(titles(&home), Vec::<String>::new());
-    refuse_saves(&home);
-
+/// Issues an order while the kept state cannot be kept, and checks that it succeeded once,
+/// with one warning that says `why` the state was not kept.
+fn issue_while_saves_fail(home: &Path, why: &str, make_room: impl FnOnce()) {
     let (ok, stdout, stderr) = run(
-        &home,
+        home,
         &[
             "order",
             "issue",
@@ -80,17 +75,56 @@ fn an_order_issued_while_the_kept_state_cannot_be_saved_succeeds_once_and_warns_
     assert!(issued["id"].is_string(), "{stdout}");
     assert_eq!(stderr.lines().count(), 1, "one warning: {stderr}");
     assert!(
-        stderr.starts_with("ferry: warning: ") && stderr.contains("kept state could not be saved"),
-        "{stderr}"
+        stderr.starts_with("ferry: ") && stderr.contains("kept state"),
+        "says the kept state was not kept: {stderr}"
     );
-    assert!(stderr.contains("simulated"), "says why: {stderr}");
+    assert!(stderr.contains(why), "says why ({why}): {stderr}");
 
-    allow_saves(&home);
+    make_room();
     assert_eq!(
-        titles(&home),
+        titles(home),
         vec!["Write the parser".to_owned()],
         "issued once"
     );
+}
+
+#[test]
+fn an_order_issued_while_the_kept_state_cannot_be_saved_succeeds_once_and_warns_of_what_was_not_kept()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("fang"));
+    assert_eq!(titles(&home), Vec::<String>::new());
+    refuse_saves(&home);
+    issue_while_saves_fail(&home, "simulated", || allow_saves(&home));
+}
+
+#[test]
+fn an_order_issued_while_the_kept_state_s_disk_is_full_succeeds_once_and_says_the_disk_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = project(&dir);
+    run_ok(&home, &join_args("fang"));
+    assert_eq!(titles(&home), Vec::<String>::new());
+    let kept = kept_state(&home);
+    let Some(disk) = TinyDisk::over(kept.parent().unwrap()) else {
+        // Not root: the same promise, the save refused by the database instead of the disk.
+        refuse_saves(&home);
+        issue_while_saves_fail(&home, "simulated", || allow_saves(&home));
+        return;
+    };
+    let kept_before = std::fs::read(&kept).unwrap();
+    disk.fill();
+    issue_while_saves_fail(&home, "no space left on the device", || {
+        assert_eq!(
+            std::fs::read(&kept).unwrap(),
+            kept_before,
+            "the kept state stands as it was: never removed for a full disk"
+        );
+        disk.free();
+    });
+    let out = run_ok(&home, &["channel", "status", "--project", "demo", "--json"]);
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(status["problems"], serde_json::json!([]), "{out}");
 }
 
 #[test]

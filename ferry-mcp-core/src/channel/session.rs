@@ -31,7 +31,7 @@ use crate::channel::machine::home::{Home, HomeError, KeyHolder, PinOutcome};
 use crate::guard::{self, TextUse};
 use crate::port::{self, ChannelAccess, HeavyQueue, Unavailable};
 use crate::time::Timestamp;
-use kept::{Kept, KeptRef, Loaded, Pinned, Store};
+use kept::{Kept, KeptRef, Loaded, Pinned, Rejected, Store};
 
 // The kept state lives in the machine layer's folder (`machine/kept/`) but is a module of the
 // session's: the session owns the store and pages, so nothing else (the folds least of all) can
@@ -395,12 +395,15 @@ impl Session {
         let channel_dir = home.channel_dir(project)?;
         let mut local_problems = Vec::new();
         let opened = keep.then(|| Store::open(&home.verified_path(project)));
+        // A kept state the disk is too full to read is neither read nor written this time.
+        let mut full_disk = false;
         let mut store = match opened {
             Some(Ok((store, rebuilt))) => {
                 local_problems.extend(rebuilt.map(|why| why.to_string()));
                 Some(store)
             }
             Some(Err(why)) => {
+                full_disk = matches!(why, Rejected::DiskFull);
                 local_problems.push(why.to_string());
                 None
             }
@@ -435,9 +438,16 @@ impl Session {
         let loaded = store
             .as_mut()
             .map_or(Loaded::Missing, |store| store.load(&identity, &genesis));
+        if matches!(loaded, Loaded::Rejected(Rejected::DiskFull)) {
+            // Not read, so never written over: a save of this open's state would replace what
+            // the kept state witnessed with what this open alone verified.
+            store = None;
+            full_disk = true;
+        }
         // Only a machine that kept nothing starts from a checkpoint: one that verified more
-        // never trusts less (ADR 0023).
-        let new_machine = !matches!(loaded, Loaded::Kept(_));
+        // never trusts less (ADR 0023), nor does one whose kept state the disk was too full to
+        // read (it checks every signature instead).
+        let new_machine = !full_disk && !matches!(loaded, Loaded::Kept(_));
         let kept = match loaded {
             Loaded::Kept(kept) => {
                 if kept.genesis != genesis {

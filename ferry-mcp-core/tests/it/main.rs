@@ -8,6 +8,7 @@ mod checkpoints;
 mod client;
 mod concurrency;
 mod fleet;
+mod full_disk;
 mod guard;
 mod guard_fields;
 mod home;

@@ -107,16 +107,20 @@ impl From<EntryError> for StoreError {
 }
 
 impl StoreError {
-    fn io(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-        move |cause| {
-            if cause.kind() == io::ErrorKind::StorageFull {
-                return StoreError::DiskFull(path.to_owned());
-            }
-            StoreError::Io {
-                path: path.to_owned(),
-                cause,
-            }
+    /// The store's reading of an OS error met at `path`: a full disk (`ENOSPC`) is
+    /// [`StoreError::DiskFull`], said plainly; anything else is [`StoreError::Io`].
+    pub fn from_io(path: &Path, cause: io::Error) -> StoreError {
+        if cause.kind() == io::ErrorKind::StorageFull {
+            return StoreError::DiskFull(path.to_owned());
         }
+        StoreError::Io {
+            path: path.to_owned(),
+            cause,
+        }
+    }
+
+    fn io(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+        move |cause| Self::from_io(path, cause)
     }
 }
 

@@ -6,7 +6,8 @@
 //! found by scanning the file (a copied old line, or junk, could set a scan back). It appends
 //! one line, `sync_data`s, and only then returns: an acknowledged entry survives a crash. A
 //! torn tail left by a crash is never extended: the new line starts on a fresh line, so the
-//! fragment stays a separate, reported, excluded line.
+//! fragment stays a separate, reported, excluded line. An append that fails (a full disk) cuts
+//! the log back to where it was, so a command that says it failed wrote nothing.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -168,14 +169,29 @@ impl LogWriter {
         bytes.extend_from_slice(signed.line.as_bytes());
         bytes.push(b'\n');
         // One write call on an O_APPEND handle: the line lands at the end, whole or torn.
-        self.file
+        if let Err(cause) = self
+            .file
             .write_all(&bytes)
             .and_then(|()| self.file.sync_data())
-            .map_err(StoreError::io(&self.path))?;
+        {
+            self.undo_to(len);
+            return Err(StoreError::io(&self.path)(cause));
+        }
         // Our own line is read (and verified) like any other, so the tip stays the verified one.
         let problems = self.reader.poll_log(&self.id, &mut |_| {});
         self.problems.extend(problems);
         Ok(signed.entry)
+    }
+
+    /// Cuts the log back to `len` bytes, its length before an append that failed (a full disk
+    /// takes part of a line: the page it fills first), so that an append that says it failed
+    /// left nothing: no torn line reported for ever after, no entry a later newline completes
+    /// (issue 17, finding 9). Only this agent's processes write the log, and the lock is held.
+    /// Best effort: a cut that fails too leaves a torn line, reported and never extended.
+    fn undo_to(&mut self, len: u64) {
+        if self.file.set_len(len).is_ok() {
+            let _ = self.file.sync_data();
+        }
     }
 
     /// Whether the file is empty or ends with a newline (one byte read).

@@ -75,6 +75,8 @@ pub enum OpenError {
     NotAFile(PathBuf),
     /// SQLite refused it: not a database, or corrupt.
     Sqlite(String),
+    /// The disk is full: the database is as it was, and is neither read nor removed.
+    DiskFull,
 }
 
 impl std::fmt::Display for OpenError {
@@ -82,6 +84,7 @@ impl std::fmt::Display for OpenError {
         match self {
             Self::NotAFile(path) => write!(f, "{} is not a regular file", path.display()),
             Self::Sqlite(why) => f.write_str(why),
+            Self::DiskFull => f.write_str(DISK_FULL),
         }
     }
 }
@@ -145,12 +148,45 @@ pub struct Db {
     conn: Connection,
 }
 
-fn sqlite(e: rusqlite::Error) -> String {
+/// How a full disk is said, wherever the kept state meets it.
+const DISK_FULL: &str = "no space left on the device";
+
+/// What an error SQLite gave says.
+pub fn sqlite(e: rusqlite::Error) -> String {
     // SQLite says "database or disk is full": the disk, every time a save meets it.
-    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
-        return "no space left on the device".to_owned();
+    if is_disk_full(&e) {
+        return DISK_FULL.to_owned();
     }
     e.to_string()
+}
+
+/// Whether SQLite met a full disk, not a database it could not read: `SQLITE_FULL` (a write to
+/// the database or its WAL), or `SQLITE_IOERR_SHMSIZE` (its shared memory file could not be
+/// grown, which is what an open on a full disk meets first).
+fn is_disk_full(e: &rusqlite::Error) -> bool {
+    match e {
+        rusqlite::Error::SqliteFailure(failure, _) => {
+            failure.code == rusqlite::ErrorCode::DiskFull
+                || failure.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE
+        }
+        _ => false,
+    }
+}
+
+/// An error opening the database: a full disk apart from a database that does not read.
+fn open_error(e: rusqlite::Error) -> OpenError {
+    if is_disk_full(&e) {
+        return OpenError::DiskFull;
+    }
+    OpenError::Sqlite(e.to_string())
+}
+
+/// An OS error making the database: a full disk apart from the rest.
+fn open_io_error(e: std::io::Error) -> OpenError {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        return OpenError::DiskFull;
+    }
+    OpenError::Sqlite(e.to_string())
 }
 
 fn flags() -> OpenFlags {
@@ -177,7 +213,7 @@ fn create(path: &Path) -> Result<(), OpenError> {
     if std::fs::symlink_metadata(path).is_ok() {
         return Ok(());
     }
-    let io = |e: std::io::Error| OpenError::Sqlite(e.to_string());
+    let io = open_io_error;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
@@ -194,9 +230,8 @@ fn create(path: &Path) -> Result<(), OpenError> {
         .tempfile_in(dir)
         .map_err(io)?;
     {
-        let conn = Connection::open_with_flags(temp.path(), flags())
-            .map_err(|e| OpenError::Sqlite(e.to_string()))?;
-        configure(&conn).map_err(|e| OpenError::Sqlite(e.to_string()))?;
+        let conn = Connection::open_with_flags(temp.path(), flags()).map_err(open_error)?;
+        configure(&conn).map_err(open_error)?;
     }
     match temp.persist_noclobber(path) {
         Ok(_) => {}
@@ -223,9 +258,8 @@ impl Db {
             return Err(OpenError::Sqlite("it is empty".into()));
         }
         create(path)?;
-        let fail = |e: rusqlite::Error| OpenError::Sqlite(e.to_string());
-        let conn = Connection::open_with_flags(path, flags()).map_err(fail)?;
-        configure(&conn).map_err(fail)?;
+        let conn = Connection::open_with_flags(path, flags()).map_err(open_error)?;
+        configure(&conn).map_err(open_error)?;
         Ok(Self { conn })
     }
 
@@ -253,8 +287,20 @@ impl Db {
         .map_err(sqlite)
     }
 
-    /// The meta rows and the core, from one snapshot: `None` when nothing is kept.
-    pub fn load(&mut self) -> Result<Option<Head>, String> {
+    /// The meta rows and the core, from one snapshot: `None` when nothing is kept. A full disk
+    /// met on the way (the read's journal files) is [`OpenError::DiskFull`], never a database
+    /// that does not read.
+    pub fn load(&mut self) -> Result<Option<Head>, OpenError> {
+        self.read_head().map_err(|why| {
+            if why == DISK_FULL {
+                OpenError::DiskFull
+            } else {
+                OpenError::Sqlite(why)
+            }
+        })
+    }
+
+    fn read_head(&mut self) -> Result<Option<Head>, String> {
         let tx = self.conn.transaction().map_err(sqlite)?;
         let Some(format) = Self::meta(&tx, "format")? else {
             return Ok(None);

@@ -70,6 +70,12 @@ pub enum Rejected {
     Stale(u32),
     #[error("the kept state could not be read ({0}); rebuilt from the channel")]
     Unreadable(String),
+    /// Never removed for it: a full disk is not a kept state that does not read, and what it
+    /// witnessed (how far this machine verified every log) stands for the next open.
+    #[error(
+        "the kept state was neither read nor written: no space left on the device (it stands as it was, for the next open)"
+    )]
+    DiskFull,
     #[error(
         "the kept state's path {0} is not a regular file; it is neither read nor written (remove it)"
     )]
@@ -189,6 +195,7 @@ impl Store {
         let (db, why) = match opened {
             Ok(db) => (db, None),
             Err(db::OpenError::NotAFile(path)) => return Err(Rejected::NotAFile(path)),
+            Err(db::OpenError::DiskFull) => return Err(Rejected::DiskFull),
             Err(db::OpenError::Sqlite(why)) => {
                 db::remove(path).map_err(|e| Rejected::Unreadable(e.to_string()))?;
                 let db = db::Db::open(path).map_err(|e| Rejected::Unreadable(e.to_string()))?;
@@ -233,7 +240,10 @@ impl Store {
         let head = match read.unwrap_or(Ok(None)) {
             Ok(Some(head)) => head,
             Ok(None) => return Loaded::Missing,
+            // Left as it is: the session neither reads nor writes it this time.
+            Err(db::OpenError::DiskFull) => return Loaded::Rejected(Rejected::DiskFull),
             Err(why) => {
+                let why = why.to_string();
                 // A database that does not read may not take a save either: it goes, and the
                 // next save makes a new one.
                 self.db = None;
@@ -781,6 +791,13 @@ impl Store {
             state,
         )
     }
+}
+
+/// How the kept state says an error SQLite gave (a full disk in the words the store uses),
+/// for tests that cannot fill a real disk.
+#[cfg(feature = "internals")]
+pub fn describe_sqlite(e: rusqlite::Error) -> String {
+    db::sqlite(e)
 }
 
 /// The bytes of everything `kept` holds, as a save writes them (for tests that compare what
