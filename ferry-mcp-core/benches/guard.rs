@@ -2,9 +2,18 @@
 //! must stay cheap), the same notes with one token in the middle, and source code.
 //!
 //! Each input is about 4 KB built from the test corpus. After the criterion runs, the cost
-//! per KB of `check` (as a post) and of `redact` is printed to stderr. Under
-//! `cargo test --benches` (no `--bench` flag) criterion runs each once and the printed
-//! figures are from a few rounds only.
+//! per KB of `check` (as a post) and of `redact` is printed to stderr, for the cases a filter
+//! names (`check_post_ordinary`) or all of them. Under `cargo test --benches` (no `--bench`
+//! flag) criterion runs each once and the printed figures are from a few rounds only.
+//!
+//! Instructions, for a figure the machine's load does not move: the rounds of one case run
+//! inside `per_kb`, so callgrind can count only them (`--toggle-collect='guard::per_kb*'`,
+//! then divide by the 501 rounds):
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='guard::per_kb*' \
+//!     target/release/deps/guard-<hash> --bench check_post_ordinary --profile-time 1
+//! ```
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -86,7 +95,9 @@ fn inputs() -> [Input; 3] {
     ]
 }
 
-/// Median time of `rounds` calls of `f`, per KB of `text`.
+/// Median time of `rounds` calls of `f`, per KB of `text`. Never inlined: callgrind counts
+/// the instructions inside it alone.
+#[inline(never)]
 fn per_kb(text: &str, rounds: usize, f: impl Fn(&str)) -> Duration {
     let mut times: Vec<Duration> = (0..rounds)
         .map(|_| {
@@ -119,20 +130,70 @@ fn main() {
     group.finish();
     criterion.final_summary();
 
-    let rounds = if bench_mode { 501 } else { 3 };
+    let rounds = if bench_mode { ROUNDS } else { 3 };
+    let filters = filters();
+    let named = |id: &str| filters.is_empty() || filters.iter().any(|f| id.contains(f.as_str()));
     for input in &inputs {
-        let check = per_kb(&input.text, rounds, |t| {
-            let _ = black_box(guard::check(t, TextUse::Post));
-        });
-        let redact = per_kb(&input.text, rounds, |t| {
-            black_box(guard::redact(t).redacted);
-        });
-        eprintln!(
-            "guard on {} ({} bytes): check as a post {:?} per KB, redact {:?} per KB",
-            input.name,
-            input.text.len(),
-            check,
-            redact
-        );
+        if named(&format!("check_post_{}", input.name)) {
+            let check = per_kb(&input.text, rounds, |t| {
+                let _ = black_box(guard::check(t, TextUse::Post));
+            });
+            eprintln!(
+                "guard on {} ({} bytes): check as a post {check:?} per KB",
+                input.name,
+                input.text.len(),
+            );
+        }
+        if named(&format!("redact_{}", input.name)) {
+            let redact = per_kb(&input.text, rounds, |t| {
+                black_box(guard::redact(t).redacted);
+            });
+            eprintln!(
+                "guard on {} ({} bytes): redact {redact:?} per KB",
+                input.name,
+                input.text.len(),
+            );
+        }
     }
+}
+
+/// Rounds of each case after the criterion runs, under `--bench`.
+const ROUNDS: usize = 501;
+
+/// Criterion's options that take a value (`--measurement-time 3`).
+const VALUED: &[&str] = &[
+    "-b",
+    "-c",
+    "-s",
+    "--baseline",
+    "--baseline-lenient",
+    "--color",
+    "--confidence-level",
+    "--format",
+    "--load-baseline",
+    "--logfile",
+    "--measurement-time",
+    "--noise-threshold",
+    "--nresamples",
+    "--output-format",
+    "--plotting-backend",
+    "--profile-time",
+    "--sample-size",
+    "--save-baseline",
+    "--significance-level",
+    "--warm-up-time",
+];
+
+/// The filters criterion was given: the arguments that are neither an option nor its value.
+fn filters() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if VALUED.contains(&arg.as_str()) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            out.push(arg);
+        }
+    }
+    out
 }

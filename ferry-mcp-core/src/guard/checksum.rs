@@ -57,8 +57,18 @@ pub(crate) fn crc32_base62_tail(random_and_tail: &str) -> bool {
 
 /// Decodes unpadded or padded base64 in either alphabet (`+/` or `-_`); `None` if not base64.
 pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    base64_each(text, |b| {
+        out.push(b);
+        true
+    })
+    .then_some(out)
+}
+
+/// [`base64_decode`] a byte at a time, without a buffer: whether the text is base64 and
+/// `keep` accepted every byte it decodes to (it stops at the first refused).
+pub(crate) fn base64_each(text: &str, mut keep: impl FnMut(u8) -> bool) -> bool {
+    let text = text.trim_end_matches('=');
     let mut acc = 0u32;
     let mut bits = 0;
     for b in text.bytes() {
@@ -68,17 +78,19 @@ pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
             b'0'..=b'9' => b - b'0' + 52,
             b'+' | b'-' => 62,
             b'/' | b'_' => 63,
-            _ => return None,
+            _ => return false,
         };
         acc = (acc << 6) | u32::from(v);
         bits += 6;
         if bits >= 8 {
             bits -= 8;
-            out.push((acc >> bits) as u8);
+            if !keep((acc >> bits) as u8) {
+                return false;
+            }
         }
     }
     // One leftover character carries fewer than eight bits: no encoder writes that.
-    (bits < 6).then_some(out)
+    bits < 6
 }
 
 /// Verifies a bech32 string (BIP 173, as age keys use): the human-readable part, `1`, then

@@ -69,10 +69,12 @@ impl fmt::Display for CodeKind {
 
 /// What a text that is going into a post or a summary looks like, if it looks like work.
 pub(super) fn detect(text: &str) -> Option<CodeKind> {
-    let lines: Vec<&str> = text.lines().collect();
-    // Each line is matched against every line pattern once, for all the shapes below.
+    let lines = lines(text);
+    // Each line is trimmed once, and matched against every line pattern once, for all the
+    // shapes below.
+    let trimmed: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
     let rules = &*LINE_RULES;
-    let judged: Vec<Judged> = lines.iter().map(|l| judge(rules, l.trim())).collect();
+    let judged: Vec<Judged> = trimmed.iter().map(|l| judge(rules, l)).collect();
     if lines.len() > 1 {
         if diff(&lines) || headerless_diff(&lines) {
             return Some(CodeKind::Diff);
@@ -80,13 +82,13 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
             return Some(CodeKind::FencedCode);
         } else if stack_trace(&lines) {
             return Some(CodeKind::StackTrace);
-        } else if source(&lines, |i| judged[i].weight) {
+        } else if source(&lines, &trimmed, |i| judged[i].weight) {
             return Some(CodeKind::SourceCode);
         }
     }
-    if config(text, &lines) {
+    if config(text, &lines, &trimmed) {
         Some(CodeKind::Config)
-    } else if lines
+    } else if trimmed
         .iter()
         .zip(&judged)
         .any(|(line, judged)| one_line_code(line, judged.one_line))
@@ -95,6 +97,22 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
     } else {
         None
     }
+}
+
+/// The lines of `text` as [`str::lines`] splits them (at `\n`, a `\r` before it dropped),
+/// found a line break at a time by a byte search.
+fn lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        let line = &text[start..end];
+        out.push(line.strip_suffix('\r').unwrap_or(line));
+        start = end + 1;
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
 }
 
 /// A diff pasted without its headers: a block of `+` and `-` lines (and context lines that
@@ -158,7 +176,9 @@ fn stack_trace(lines: &[&str]) -> bool {
     let frames = lines
         .iter()
         .filter(|l| {
-            (memchr::memchr2(b':', b'(', l.as_bytes()).is_some() || l.contains("File \""))
+            let bytes = l.as_bytes();
+            (memchr::memchr2(b':', b'(', bytes).is_some()
+                || (memchr::memchr(b'"', bytes).is_some() && l.contains("File \"")))
                 && FRAME.is_match(l)
         })
         .count();
@@ -199,7 +219,7 @@ fn may_be_yaml_key(line: &str) -> bool {
 
 /// A configuration blob: JSON (an object or array with three values or more), YAML of five
 /// keys with nesting (or four, nested two deep), or a TOML section with two keys.
-fn config(text: &str, lines: &[&str]) -> bool {
+fn config(text: &str, lines: &[&str], trimmed: &[&str]) -> bool {
     let bytes = text.as_bytes();
     if let (Some(open), Some(close)) = (
         memchr::memchr2(b'{', b'[', bytes),
@@ -214,7 +234,7 @@ fn config(text: &str, lines: &[&str]) -> bool {
     // A status note is often `Results:` with a few indented `name: word` lines; a config
     // has more keys, or keys nested two deep.
     let (mut run, mut indents, mut parent) = (0, Vec::new(), false);
-    for line in lines {
+    for (line, trimmed) in lines.iter().zip(trimmed) {
         let key = if may_be_yaml_key(line) && YAML_KEY.is_match(line) {
             YAML_KEY.captures(line)
         } else {
@@ -234,17 +254,17 @@ fn config(text: &str, lines: &[&str]) -> bool {
                     return true;
                 }
             }
-            None if line.trim().is_empty() || line.trim_start().starts_with('#') => {}
+            None if trimmed.is_empty() || trimmed.starts_with('#') => {}
             None => (run, indents, parent) = (0, Vec::new(), false),
         }
     }
-    lines.iter().enumerate().any(|(i, line)| {
-        line.trim_start().starts_with('[')
-            && TOML_SECTION.is_match(line.trim())
-            && lines[i + 1..]
+    trimmed.iter().enumerate().any(|(i, line)| {
+        line.starts_with('[')
+            && TOML_SECTION.is_match(line)
+            && trimmed[i + 1..]
                 .iter()
-                .take_while(|l| !l.trim().is_empty())
-                .filter(|l| TOML_KEY.is_match(l.trim()))
+                .take_while(|l| !l.is_empty())
+                .filter(|l| TOML_KEY.is_match(l))
                 .count()
                 >= 2
     })
@@ -270,9 +290,8 @@ const ONE_LINE: &[&str] = &[
 
 /// One line that is code by itself: a definition with its body, two statements or more
 /// (split at `;`, `{` and `}`, each weighed as a line), or a one-line idiom of a language
-/// (`idiom`: the trimmed line matches one of [`ONE_LINE`]).
+/// (`idiom`: the line matches one of [`ONE_LINE`]). The line comes trimmed.
 fn one_line_code(line: &str, idiom: bool) -> bool {
-    let line = line.trim();
     if line.len() < 12 {
         return false;
     }
@@ -287,7 +306,7 @@ fn one_line_code(line: &str, idiom: bool) -> bool {
     let pieces = statements(line);
     let rules = &*LINE_RULES;
     (line.contains('{') || pieces.iter().any(|p| rules.strong.is_match(p)))
-        && source(&pieces, |i| weight(rules, pieces[i].trim()))
+        && source(&pieces, &pieces, |i| weight(rules, pieces[i]))
 }
 
 /// A line split after each `;` and `{` and around each `}`, outside quoted strings.
@@ -538,11 +557,10 @@ fn weight(rules: &LineRules, line: &str) -> u32 {
 
 /// Source code: a run of consecutive code-like lines (blank lines, comments and indented
 /// continuations neither count nor break it) that weighs 4 or more, over at least two
-/// lines, one of them more than a bare brace.
-fn source(lines: &[&str], weight_of: impl Fn(usize) -> u32) -> bool {
+/// lines, one of them more than a bare brace. `trimmed` holds each line trimmed.
+fn source(lines: &[&str], trimmed: &[&str], weight_of: impl Fn(usize) -> u32) -> bool {
     let (mut score, mut counted, mut heaviest) = (0, 0, 0);
-    for (i, raw) in lines.iter().enumerate() {
-        let line = raw.trim();
+    for (i, (raw, line)) in lines.iter().zip(trimmed).enumerate() {
         let w = weight_of(i);
         if w > 0 {
             score += w;

@@ -558,26 +558,27 @@ fn decodings(word: &str) -> Vec<String> {
     };
     // Text decodes to text from its first bytes on: a commit id or a digest (most runs in
     // ordinary talk) is refused on its first eight characters, before anything is decoded
-    // whole.
-    let starts_printable = |first: Option<Vec<u8>>| {
-        first.is_some_and(|bytes| {
-            bytes
-                .iter()
-                .all(|&b| (0x20..0x7f).contains(&b) || b.is_ascii_whitespace() || b >= 0x80)
-        })
-    };
-    let trimmed = word.trim_matches(['.', ':', '~']);
+    // whole (and nothing is allocated for that look).
+    let printable_byte = |b: u8| (0x20..0x7f).contains(&b) || b.is_ascii_whitespace() || b >= 0x80;
+    let trimmed = word.trim_matches(|c| matches!(c, '.' | ':' | '~'));
     if trimmed.len() >= 16
         && trimmed.len().is_multiple_of(2)
         && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
-        && starts_printable(trimmed.get(..8).and_then(hex))
+        && trimmed.as_bytes()[..8]
+            .chunks(2)
+            .all(|pair| hex_pair(pair).is_some_and(printable_byte))
         && let Some(text) = hex(trimmed).and_then(printable)
     {
         out.push(text);
     }
     if trimmed.len() >= 16
-        && !trimmed.contains([':', '.', '%', '~'])
-        && starts_printable(trimmed.get(..8).and_then(checksum::base64_decode))
+        && !trimmed
+            .bytes()
+            .any(|b| matches!(b, b':' | b'.' | b'%' | b'~'))
+        // A run decoded once may not be ASCII: its eighth byte may be inside a character.
+        && trimmed
+            .get(..8)
+            .is_some_and(|first| checksum::base64_each(first, printable_byte))
         && let Some(text) = checksum::base64_decode(trimmed).and_then(printable)
     {
         out.push(text);
@@ -591,11 +592,13 @@ fn decodings(word: &str) -> Vec<String> {
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
+    text.as_bytes().chunks(2).map(hex_pair).collect()
+}
+
+/// One byte from two hex digits (`None` for one digit alone or a non-digit).
+fn hex_pair(pair: &[u8]) -> Option<u8> {
     let digit = |b: u8| char::from(b).to_digit(16).map(|d| d as u8);
-    text.as_bytes()
-        .chunks(2)
-        .map(|pair| Some(digit(pair[0])? << 4 | digit(*pair.get(1)?)?))
-        .collect()
+    Some(digit(pair[0])? << 4 | digit(*pair.get(1)?)?)
 }
 
 fn percent(text: &str) -> Option<Vec<u8>> {
@@ -683,6 +686,12 @@ mod tests {
         assert!(!may_be_spaced("a b c d e f    g h i j k l m".as_bytes()));
         assert!(!may_be_spaced("a b c d e f gh i j k l m n".as_bytes()));
         assert!(may_be_spaced("a b cd e f g h i j k l m n o p".as_bytes()));
+    }
+
+    #[test]
+    fn a_decoded_run_with_a_character_across_its_eighth_byte_is_read_again_without_a_panic() {
+        // A decoding is decoded again, and it may not be ASCII: `é` holds bytes 7 and 8.
+        assert!(decodings("aaaaaaa\u{e9}bbbbbbbbbb").is_empty());
     }
 
     #[test]
