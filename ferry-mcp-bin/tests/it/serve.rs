@@ -311,7 +311,8 @@ fn tool_names(line: &str) -> Vec<String> {
 }
 
 #[test]
-fn groups_add_to_the_core_tools_and_their_order_on_the_command_line_changes_no_byte_of_tools_list() {
+fn groups_add_to_the_core_tools_and_their_order_on_the_command_line_changes_no_byte_of_tools_list()
+{
     let core = tool_names(&tools_list_of("core"));
     let admin = tool_names(&tools_list_of("admin"));
     assert!(core.contains(&"ferry_join".to_owned()), "{core:?}");
@@ -320,7 +321,12 @@ fn groups_add_to_the_core_tools_and_their_order_on_the_command_line_changes_no_b
         "--tools admin adds to the core tools: {admin:?}"
     );
     let every = tools_list_of("core,admin,legacy");
-    for order in ["legacy,admin,core", "admin,legacy", "legacy,admin", "admin,core,legacy"] {
+    for order in [
+        "legacy,admin,core",
+        "admin,legacy",
+        "legacy,admin",
+        "admin,core,legacy",
+    ] {
         assert_eq!(
             tools_list_of(order).as_bytes(),
             every.as_bytes(),
@@ -329,7 +335,10 @@ fn groups_add_to_the_core_tools_and_their_order_on_the_command_line_changes_no_b
     }
     let names = tool_names(&every);
     for tool in ["ferry_join", "ferry_status", "list_tasks"] {
-        assert!(names.contains(&tool.to_owned()), "{tool} missing: {names:?}");
+        assert!(
+            names.contains(&tool.to_owned()),
+            "{tool} missing: {names:?}"
+        );
     }
 }
 
