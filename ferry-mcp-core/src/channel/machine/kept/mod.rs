@@ -410,21 +410,7 @@ impl Store {
         (after, upto): (u64, u64),
         limit: usize,
     ) -> Result<Vec<Message>, String> {
-        self.settle()?;
-        let Some(db) = self.db.as_ref() else {
-            return Err("the kept state's folds are not there".into());
-        };
-        let rows = db
-            .items_between(
-                db::TALK,
-                self.as_of,
-                (&after.to_be_bytes(), &upto.to_be_bytes()),
-                limit,
-                false,
-            )
-            .map_err(|why| {
-                format!("the kept state is corrupt ({why}); rebuilt from the channel")
-            })?;
+        let rows = self.talk_rows((&after.to_be_bytes(), &upto.to_be_bytes()), limit)?;
         lazy::with_memos(|| {
             rows.iter()
                 .map(|(_, value)| Talk::decode_message(value))
@@ -433,6 +419,17 @@ impl Store {
         .map_err(|why| {
             format!("the kept state's talk does not decode ({why}); rebuilt from the channel")
         })
+    }
+
+    /// Talk's rows between two stamps (as of the save this state goes with), once what is
+    /// being written has settled.
+    fn talk_rows(&mut self, range: (&[u8], &[u8]), limit: usize) -> Result<lazy::Rows, String> {
+        self.settle()?;
+        let Some(db) = self.db.as_ref() else {
+            return Err("the kept state's folds are not there".into());
+        };
+        db.items_between(db::TALK, self.as_of, range, limit, false)
+            .map_err(|why| format!("the kept state is corrupt ({why}); rebuilt from the channel"))
     }
 
     /// Walks talk's messages paged out brought after stamp `after` (up to where talk is paged
@@ -470,21 +467,7 @@ impl Store {
         if paged == 0 {
             return Ok(());
         }
-        self.settle()?;
-        let Some(db) = self.db.as_ref() else {
-            return Err("the kept state's folds are not there".into());
-        };
-        let rows = db
-            .items_between(
-                db::TALK,
-                self.as_of,
-                (&[], &paged.to_be_bytes()),
-                usize::MAX,
-                false,
-            )
-            .map_err(|why| {
-                format!("the kept state is corrupt ({why}); rebuilt from the channel")
-            })?;
+        let rows = self.talk_rows((&[], &paged.to_be_bytes()), usize::MAX)?;
         let Some(talk) = state.talk_paging() else {
             return Ok(());
         };
