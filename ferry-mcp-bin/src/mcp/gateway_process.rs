@@ -36,6 +36,9 @@ pub const MAX_CHILD_LINE_BYTES: usize = 4 << 20;
 const READ_AHEAD_LINES: usize = 4;
 /// The end of a child's stderr that is kept, for error texts.
 const STDERR_TAIL_BYTES: usize = 4096;
+/// How long a stopped child's stderr is read on for its last words: the pipe closes as soon
+/// as the killed process group is gone, unless something that escaped the group holds it.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
 /// How often a waiting call looks whether our client cancelled it, when the child is quiet.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// Lines of a child's that were ignored (not JSON, notifications) that are logged to our
@@ -129,6 +132,9 @@ pub struct Downstream {
 #[derive(Debug)]
 struct Running {
     child: Child,
+    /// The thread keeping the stderr tail: a child that exited may have written its last
+    /// words just before, so its end is awaited (briefly) before the tail is read.
+    stderr_reader: thread::JoinHandle<()>,
     client: Client,
     lines: Receiver<Line>,
     to_child: Sender<String>,
@@ -188,10 +194,15 @@ impl Downstream {
             .map(|line| line.chars().take(300).collect())
     }
 
-    /// Kills the child (and its process group) and reaps it.
+    /// Kills the child (and its process group), reaps it and lets the stderr reader take
+    /// what the child wrote last (it ends once every writer of the pipe is gone).
     pub fn shutdown(&mut self) {
         if let Some(mut running) = self.running.take() {
             kill(&mut running.child);
+            let until = Instant::now() + STDERR_DRAIN;
+            while !running.stderr_reader.is_finished() && Instant::now() < until {
+                thread::sleep(Duration::from_millis(5));
+            }
         }
     }
 
@@ -251,18 +262,19 @@ impl Downstream {
                 .name(format!("mcp-{}-out", launch.name))
                 .spawn(move || read_stdout(stdout, line_sender))?;
             let tail = Arc::clone(&self.stderr);
-            thread::Builder::new()
+            let stderr_reader = thread::Builder::new()
                 .name(format!("mcp-{}-err", launch.name))
                 .spawn(move || keep_stderr_tail(stderr, &tail))?;
             let (to_child, outgoing) = mpsc::channel();
             thread::Builder::new()
                 .name(format!("mcp-{}-in", launch.name))
                 .spawn(move || write_stdin(stdin, &outgoing))?;
-            Ok::<_, std::io::Error>(to_child)
+            Ok::<_, std::io::Error>((to_child, stderr_reader))
         })();
         match started {
-            Ok(to_child) => Ok(Running {
+            Ok((to_child, stderr_reader)) => Ok(Running {
                 child,
+                stderr_reader,
                 client: Client::new("ferry", env!("CARGO_PKG_VERSION")),
                 lines,
                 to_child,

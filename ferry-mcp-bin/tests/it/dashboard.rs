@@ -430,6 +430,9 @@ fn the_human_approves_an_ask_issues_an_order_and_connects_an_app_in_a_real_brows
 
     // Approve the demo's ask; the agent that raised it reads `approved`.
     browser.go(&format!("{base}/p/demo/asks"));
+    // On a busy machine the page may still be loading when the navigation returns: wait for
+    // the ask (and show the page if it never comes).
+    browser.wait_for("id=\"ask-", WAIT);
     browser.screenshot("asks");
     let source = browser.source();
     let ask = source
