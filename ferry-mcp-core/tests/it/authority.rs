@@ -166,7 +166,10 @@ fn a_key_ground_to_win_the_constant_tie_break_wins_about_half_of_the_takeover_ra
     // Under the first version's rule the ground key beat the honest one in every race.
     assert!(constant_tiebreak(&grinder.public_key()) < constant_tiebreak(&honest));
 
-    const RACES: usize = 24;
+    // The keys are random, so the count of wins is too (binomial, one half): 40 races and a
+    // band of 8 to 32 fail a fair rule once in about 24,000 runs (24 races and 6 to 18 failed
+    // once in 150), while the first version's rule won all 40.
+    const RACES: usize = 40;
     let mut wins = 0;
     let mut contested = Vec::new();
     for _ in 0..RACES {
@@ -187,7 +190,7 @@ fn a_key_ground_to_win_the_constant_tie_break_wins_about_half_of_the_takeover_ra
     contested.dedup();
     assert_eq!(contested.len(), RACES, "every race followed its own event");
     assert!(
-        (RACES / 4..=RACES * 3 / 4).contains(&wins),
+        (RACES / 5..=RACES * 4 / 5).contains(&wins),
         "the ground key won {wins} of {RACES}"
     );
     // A machine folding from nothing agrees on the last race.
