@@ -22,7 +22,7 @@
 //! to a 1k channel measured for it). `FERRY_BENCH_FIXTURES=DIR` builds each channel once into
 //! `DIR` and copies it from there on later runs (`BulkBuilder::build_cached`: the 1M channel
 //! takes minutes to build); `FERRY_BENCH_SIZES=1k,100k` picks the sizes (of 1k, 10k, 100k,
-//! 1M) and `FERRY_BENCH_CASES=after_master_entry,talk_read` the cases of a size (for a
+//! 1M, and `1k-100-agents`: 1k entries with the 100 agents the larger channels have) and `FERRY_BENCH_CASES=after_master_entry,talk_read` the cases of a size (for a
 //! profile; the names cases run when `names` and `talk_read` are named). Not a criterion bench: the
 //! figures are medians of a few runs, printed to stderr.
 
@@ -68,8 +68,17 @@ impl Ticks {
 }
 
 fn channel(entries: u64) -> BulkChannel {
+    channel_of(entries, None)
+}
+
+/// A bulk channel of `entries` entries and `agents` acting agents (the builder's default:
+/// one per 1,000 entries, 5 to 100).
+fn channel_of(entries: u64, agents: Option<u32>) -> BulkChannel {
     let built = Instant::now();
-    let builder = bulk::builder().entries(entries).talk_percent(30);
+    let mut builder = bulk::builder().entries(entries).talk_percent(30);
+    if let Some(agents) = agents {
+        builder = builder.agents(agents);
+    }
     let bulk = match std::env::var_os("FERRY_BENCH_FIXTURES") {
         Some(cache) => builder.build_cached(std::path::Path::new(&cache)),
         None => builder.build(),
@@ -353,8 +362,8 @@ impl Cases {
     }
 }
 
-fn row(label: &str, entries: u64, runs: usize, cases: &Cases) -> Row {
-    let bulk = channel(entries);
+fn row(label: &str, (entries, agents): (u64, Option<u32>), runs: usize, cases: &Cases) -> Row {
+    let bulk = channel_of(entries, agents);
     // One clock for every measurement: each writes entries later than the one before.
     let mut ticks = Ticks::new(bulk.now());
     let mut case = |name: &str, measure: &mut dyn FnMut(&mut Ticks) -> Duration| {
@@ -407,21 +416,25 @@ fn main() {
     let bench_mode = std::env::args().any(|a| a == "--bench");
     let long = bench_mode && std::env::var_os("FERRY_BENCH_LONG").is_some();
     let runs = if bench_mode { 21 } else { 1 };
-    let (mut sizes, names_count): (Vec<(&str, u64)>, u64) = if bench_mode {
-        let mut sizes = vec![("1k", 1_000), ("100k", 100_000)];
+    type Size = (&'static str, (u64, Option<u32>));
+    let (mut sizes, names_count): (Vec<Size>, u64) = if bench_mode {
+        let mut sizes = vec![("1k", (1_000, None)), ("100k", (100_000, None))];
         if long {
-            sizes.push(("1M", 1_000_000));
+            sizes.push(("1M", (1_000_000, None)));
         }
         (sizes, 10_000)
     } else {
-        (vec![("1k", 1_000), ("10k", 10_000)], 1_000)
+        (vec![("1k", (1_000, None)), ("10k", (10_000, None))], 1_000)
     };
     if let Ok(picked) = std::env::var("FERRY_BENCH_SIZES") {
-        let known = [
-            ("1k", 1_000),
-            ("10k", 10_000),
-            ("100k", 100_000),
-            ("1M", 1_000_000),
+        let known: [Size; 5] = [
+            ("1k", (1_000, None)),
+            // 1k entries with the 100 agents of the larger channels (the default is 5 at 1k):
+            // what of a ratio to 1k is the fleet's size and not the history's.
+            ("1k-100-agents", (1_000, Some(100))),
+            ("10k", (10_000, None)),
+            ("100k", (100_000, None)),
+            ("1M", (1_000_000, None)),
         ];
         sizes = picked
             .split(',')
@@ -444,7 +457,7 @@ fn main() {
     }
     let rows: Vec<Row> = sizes
         .iter()
-        .map(|(label, entries)| row(label, *entries, runs, &cases))
+        .map(|(label, size)| row(label, *size, runs, &cases))
         .collect();
     let base = &rows[0];
     for row in &rows {
