@@ -19,8 +19,12 @@
 //! call once; with `--bench` 1,000 and 100,000 entries and 10,000 names, medians of 21 runs;
 //! `FERRY_BENCH_LONG=1` adds 1,000,000 entries (building and folding it takes minutes: by
 //! hand); `FERRY_BENCH_NAMES_ONLY=1` runs the names cases alone (their talk read's ratio is then
-//! to a 1k channel measured for it). Not a criterion bench: the figures are medians of a few
-//! runs, printed to stderr.
+//! to a 1k channel measured for it). `FERRY_BENCH_FIXTURES=DIR` builds each channel once into
+//! `DIR` and copies it from there on later runs (`BulkBuilder::build_cached`: the 1M channel
+//! takes minutes to build); `FERRY_BENCH_SIZES=1k,100k` picks the sizes (of 1k, 10k, 100k,
+//! 1M, and `1k-100-agents`: 1k entries with the 100 agents the larger channels have) and `FERRY_BENCH_CASES=after_master_entry,talk_read` the cases of a size (for a
+//! profile; the names cases run when `names` and `talk_read` are named). Not a criterion bench: the
+//! figures are medians of a few runs, printed to stderr.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -64,8 +68,21 @@ impl Ticks {
 }
 
 fn channel(entries: u64) -> BulkChannel {
+    channel_of(entries, None)
+}
+
+/// A bulk channel of `entries` entries and `agents` acting agents (the builder's default:
+/// one per 1,000 entries, 5 to 100).
+fn channel_of(entries: u64, agents: Option<u32>) -> BulkChannel {
     let built = Instant::now();
-    let bulk = bulk::builder().entries(entries).talk_percent(30).build();
+    let mut builder = bulk::builder().entries(entries).talk_percent(30);
+    if let Some(agents) = agents {
+        builder = builder.agents(agents);
+    }
+    let bulk = match std::env::var_os("FERRY_BENCH_FIXTURES") {
+        Some(cache) => builder.build_cached(std::path::Path::new(&cache)),
+        None => builder.build(),
+    };
     drop(bulk.warm());
     eprintln!(
         "scale: built and warmed {} entries ({} orders) in {:.1?}",
@@ -317,35 +334,81 @@ fn names(names: u64, runs: usize) -> Names {
 
 struct Row {
     label: String,
-    after_master_entry: Duration,
-    after_master_entry_inline: Duration,
-    catchup_since: Duration,
-    talk_read: Duration,
-    posts_rate_limited: Duration,
-    posts_saving_always: Duration,
+    after_master_entry: Option<Duration>,
+    after_master_entry_inline: Option<Duration>,
+    catchup_since: Option<Duration>,
+    talk_read: Option<Duration>,
+    posts_rate_limited: Option<Duration>,
+    posts_saving_always: Option<Duration>,
 }
 
-fn row(label: &str, entries: u64, runs: usize) -> Row {
-    let bulk = channel(entries);
+/// The cases `FERRY_BENCH_CASES` names (every one when it is not set).
+struct Cases(Option<Vec<String>>);
+
+impl Cases {
+    fn from_env() -> Self {
+        Self(std::env::var("FERRY_BENCH_CASES").ok().map(|cases| {
+            cases
+                .split(',')
+                .map(|case| case.trim().to_owned())
+                .collect()
+        }))
+    }
+
+    fn wants(&self, case: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|cases| cases.iter().any(|c| c == case))
+    }
+}
+
+fn row(label: &str, (entries, agents): (u64, Option<u32>), runs: usize, cases: &Cases) -> Row {
+    let bulk = channel_of(entries, agents);
     // One clock for every measurement: each writes entries later than the one before.
     let mut ticks = Ticks::new(bulk.now());
+    let mut case = |name: &str, measure: &mut dyn FnMut(&mut Ticks) -> Duration| {
+        cases.wants(name).then(|| measure(&mut ticks))
+    };
     Row {
         label: label.to_owned(),
-        after_master_entry: after_master_entry(&bulk, &mut ticks, runs, true),
-        after_master_entry_inline: after_master_entry(&bulk, &mut ticks, runs, false),
-        catchup_since: catchup_since(&bulk, &mut ticks, runs),
-        talk_read: talk_read(&bulk, &mut ticks, runs),
-        posts_rate_limited: posts_in_a_row(&bulk, &mut ticks, runs, SavePolicy::default()),
-        posts_saving_always: posts_in_a_row(
-            &bulk,
-            &mut ticks,
-            runs,
-            SavePolicy {
-                every_ms: 0,
-                bytes_per_ms: u64::MAX,
-                ..SavePolicy::default()
-            },
+        after_master_entry: case("after_master_entry", &mut |ticks| {
+            after_master_entry(&bulk, ticks, runs, true)
+        }),
+        after_master_entry_inline: case("after_master_entry_inline", &mut |ticks| {
+            after_master_entry(&bulk, ticks, runs, false)
+        }),
+        catchup_since: case("catchup_since", &mut |ticks| {
+            catchup_since(&bulk, ticks, runs)
+        }),
+        talk_read: case("talk_read", &mut |ticks| talk_read(&bulk, ticks, runs)),
+        posts_rate_limited: case("posts", &mut |ticks| {
+            posts_in_a_row(&bulk, ticks, runs, SavePolicy::default())
+        }),
+        posts_saving_always: case("posts", &mut |ticks| {
+            posts_in_a_row(
+                &bulk,
+                ticks,
+                runs,
+                SavePolicy {
+                    every_ms: 0,
+                    bytes_per_ms: u64::MAX,
+                    ..SavePolicy::default()
+                },
+            )
+        }),
+    }
+}
+
+/// `12.34 ms (1.23x)`, or `-` for a case not run.
+fn figure(value: Option<Duration>, base: Option<Duration>) -> String {
+    match (value, base) {
+        (Some(value), Some(base)) => format!(
+            "{:.2} ms ({:.2}x)",
+            ms(value),
+            value.as_secs_f64() / base.as_secs_f64()
         ),
+        (Some(value), None) => format!("{:.2} ms", ms(value)),
+        (None, _) => "-".to_owned(),
     }
 }
 
@@ -353,15 +416,37 @@ fn main() {
     let bench_mode = std::env::args().any(|a| a == "--bench");
     let long = bench_mode && std::env::var_os("FERRY_BENCH_LONG").is_some();
     let runs = if bench_mode { 21 } else { 1 };
-    let (sizes, names_count): (Vec<(&str, u64)>, u64) = if bench_mode {
-        let mut sizes = vec![("1k", 1_000), ("100k", 100_000)];
+    type Size = (&'static str, (u64, Option<u32>));
+    let (mut sizes, names_count): (Vec<Size>, u64) = if bench_mode {
+        let mut sizes = vec![("1k", (1_000, None)), ("100k", (100_000, None))];
         if long {
-            sizes.push(("1M", 1_000_000));
+            sizes.push(("1M", (1_000_000, None)));
         }
         (sizes, 10_000)
     } else {
-        (vec![("1k", 1_000), ("10k", 10_000)], 1_000)
+        (vec![("1k", (1_000, None)), ("10k", (10_000, None))], 1_000)
     };
+    if let Ok(picked) = std::env::var("FERRY_BENCH_SIZES") {
+        let known: [Size; 5] = [
+            ("1k", (1_000, None)),
+            // 1k entries with the 100 agents of the larger channels (the default is 5 at 1k):
+            // what of a ratio to 1k is the fleet's size and not the history's.
+            ("1k-100-agents", (1_000, Some(100))),
+            ("10k", (10_000, None)),
+            ("100k", (100_000, None)),
+            ("1M", (1_000_000, None)),
+        ];
+        sizes = picked
+            .split(',')
+            .map(|label| {
+                *known
+                    .iter()
+                    .find(|(known, _)| *known == label.trim())
+                    .unwrap_or_else(|| panic!("FERRY_BENCH_SIZES: no size {label}"))
+            })
+            .collect();
+    }
+    let cases = Cases::from_env();
     let ratio = |large: Duration, small: Duration| large.as_secs_f64() / small.as_secs_f64();
     if std::env::var_os("FERRY_BENCH_NAMES_ONLY").is_some() {
         let small = channel(1_000);
@@ -372,32 +457,38 @@ fn main() {
     }
     let rows: Vec<Row> = sizes
         .iter()
-        .map(|(label, entries)| row(label, *entries, runs))
+        .map(|(label, size)| row(label, *size, runs, &cases))
         .collect();
     let base = &rows[0];
     for row in &rows {
         eprintln!(
-            "scale {}: after a master entry {:.2} ms ({:.2}x; saved on the answering thread {:.2} ms); catch-up since {:.2} ms ({:.2}x); talk read {:.2} ms ({:.2}x)",
+            "scale {}: after a master entry {} (saved on the answering thread {}); catch-up since {}; talk read {}",
             row.label,
-            ms(row.after_master_entry),
-            ratio(row.after_master_entry, base.after_master_entry),
-            ms(row.after_master_entry_inline),
-            ms(row.catchup_since),
-            ratio(row.catchup_since, base.catchup_since),
-            ms(row.talk_read),
-            ratio(row.talk_read, base.talk_read),
+            figure(row.after_master_entry, base.after_master_entry),
+            figure(
+                row.after_master_entry_inline,
+                base.after_master_entry_inline
+            ),
+            figure(row.catchup_since, base.catchup_since),
+            figure(row.talk_read, base.talk_read),
         );
     }
     for row in &rows {
-        eprintln!(
-            "scale {}: a post and its flush, 20 a second, mean: {:.3} ms under the default save policy, {:.3} ms saving at every flush ({:.2}x)",
-            row.label,
-            ms(row.posts_rate_limited),
-            ms(row.posts_saving_always),
-            ratio(row.posts_saving_always, row.posts_rate_limited),
-        );
+        if let (Some(limited), Some(always)) = (row.posts_rate_limited, row.posts_saving_always) {
+            eprintln!(
+                "scale {}: a post and its flush, 20 a second, mean: {:.3} ms under the default save policy, {:.3} ms saving at every flush ({:.2}x)",
+                row.label,
+                ms(limited),
+                ms(always),
+                ratio(always, limited),
+            );
+        }
     }
-    print_names(names_count, &names(names_count, runs), base.talk_read);
+    if cases.wants("names")
+        && let Some(base) = base.talk_read
+    {
+        print_names(names_count, &names(names_count, runs), base);
+    }
 }
 
 fn print_names(count: u64, names: &Names, base_talk_read: Duration) {

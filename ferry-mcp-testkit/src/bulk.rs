@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::ops::Deref;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ferry_mcp_core::channel::fold::body::{EntryBody, JoinBody};
 use ferry_mcp_core::channel::fold::checkpoint::{CheckpointBody, Tip};
@@ -117,6 +117,78 @@ impl BulkChannel {
         let mut session = self.session(Actor::Observer);
         session.save().expect("the verified state is written");
         session
+    }
+}
+
+/// The file beside a cached channel's folders that says what it is ([`BulkBuilder::build_cached`]).
+const CACHE_MANIFEST: &str = "bulk.json";
+
+impl BulkChannel {
+    /// A copy of the channel cached in `kept` by [`BulkBuilder::build_cached`].
+    fn copied_from(kept: &Path) -> BulkChannel {
+        let text = fs::read_to_string(kept.join(CACHE_MANIFEST)).expect("a cached bulk channel");
+        let manifest: Value = serde_json::from_str(&text).expect("the cache's manifest reads");
+        let number = |field: &str| {
+            manifest[field]
+                .as_u64()
+                .unwrap_or_else(|| panic!("the cache's manifest has no {field}"))
+        };
+        let agents = manifest["agents"]
+            .as_array()
+            .expect("the cache's manifest lists the agents")
+            .iter()
+            .map(|agent| BulkAgent {
+                name: AgentName::parse(agent[0].as_str().expect("a name")).expect("a valid name"),
+                level: agent[1]
+                    .as_str()
+                    .expect("a level")
+                    .parse()
+                    .expect("a valid level"),
+            })
+            .collect();
+        let project = ProjectId::parse(manifest["project"].as_str().expect("a project id"))
+            .expect("a valid project id");
+        let root = tempfile::tempdir().expect("a temporary folder");
+        copy_tree(&kept.join("home"), &root.path().join("home"));
+        copy_tree(&kept.join("channel"), &root.path().join("channel"));
+        let home = Home::at(root.path().join("home"));
+        let channel_dir = root.path().join("channel");
+        // The state folder names the channel by its path: register it where it is now.
+        fs::remove_file(
+            root.path()
+                .join("home/projects")
+                .join(project.as_str())
+                .join("project.json"),
+        )
+        .expect("the copied registration");
+        home.register_project(&project, &channel_dir)
+            .expect("the copied channel is registered");
+        BulkChannel {
+            temp: TempChannel::from_parts(
+                root,
+                home,
+                channel_dir,
+                project,
+                Clock::at(Timestamp::from_millis(number("now"))),
+            ),
+            agents,
+            entries: number("entries"),
+            orders: number("orders"),
+        }
+    }
+}
+
+/// Copies the folder `from` to `to`, files and folders (a bulk channel holds nothing else).
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("a folder");
+    for entry in fs::read_dir(from).expect("a folder to copy") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).expect("a copy");
+        }
     }
 }
 
@@ -243,6 +315,51 @@ impl BulkBuilder {
     pub fn project(mut self, id: &str) -> Self {
         id.clone_into(&mut self.project);
         self
+    }
+
+    /// Builds the channel once into `cache` and copies it from there afterwards: what the
+    /// benches use for channels that take minutes to build and fold (1,000,000 entries). The
+    /// first call builds the channel, opens it once (so its kept state is written, as
+    /// [`BulkChannel::warm`] does) and copies its folders to `cache/<plan>`; every call then
+    /// returns a copy of that folder on temporary folders of its own, so what a caller writes
+    /// never reaches the cache. The plan's name holds every setting of the builder and the kept
+    /// state's format; a change to what the builder writes needs the cache folder deleted.
+    pub fn build_cached(self, cache: &Path) -> BulkChannel {
+        let plan = format!(
+            "{}-e{}-n{}-a{}-o{}-t{}{}-kept{}",
+            self.project,
+            self.entries,
+            self.names,
+            self.agents.map_or("auto".to_owned(), |a| a.to_string()),
+            self.orders.map_or("auto".to_owned(), |o| o.to_string()),
+            self.talk_percent,
+            if self.checkpoint { "-checkpoint" } else { "" },
+            ferry_mcp_core::channel::session::kept::FORMAT,
+        );
+        let kept = cache.join(&plan);
+        if !kept.join(CACHE_MANIFEST).exists() {
+            let built = self.build();
+            drop(built.warm());
+            let making = cache.join(format!("{plan}.making"));
+            let _ = fs::remove_dir_all(&making);
+            copy_tree(built.root(), &making);
+            let manifest = json!({
+                "project": built.project().as_str(),
+                "entries": built.entries,
+                "orders": built.orders,
+                "now": built.now().as_millis(),
+                "agents": built
+                    .agents
+                    .iter()
+                    .map(|agent| json!([agent.name.as_str(), agent.level.to_string()]))
+                    .collect::<Vec<_>>(),
+            });
+            fs::write(making.join(CACHE_MANIFEST), manifest.to_string())
+                .expect("the cache's manifest is written");
+            let _ = fs::remove_dir_all(&kept);
+            fs::rename(&making, &kept).expect("the cached channel is put in place");
+        }
+        BulkChannel::copied_from(&kept)
     }
 
     pub fn build(self) -> BulkChannel {

@@ -235,25 +235,42 @@ impl Pager<'_> {
     }
 }
 
-/// What a read among talk's messages paged out depends on, besides the paged-out end.
+/// What a read among talk's messages paged out depends on, besides where it starts, the
+/// reader's marker and the paged-out end (see [`PagedRead`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PagedReadKey {
     reader: AgentName,
-    from: u64,
     unread_only: bool,
-    marker: std::collections::BTreeMap<AgentName, u64>,
     seats: u64,
     refolds: u64,
 }
 
-/// The last read among talk's messages paged out ([`Session::paged_unread_for`]): up to the
-/// end `upto`, the first `asked` messages it shows (fewer when there were fewer).
+/// The last read among talk's messages paged out ([`Session::paged_unread_for`]): every
+/// message it shows brought after `from` and up to `scanned_to`, oldest first, for the marker
+/// `marker`. A later read of the same reader that starts at or after `from`, with a marker
+/// that only moved on (a reader marks what it read), shows these less those it has read
+/// since: it reads rows only past `scanned_to`.
 #[derive(Debug, Clone)]
 struct PagedRead {
     key: PagedReadKey,
-    upto: u64,
-    asked: usize,
+    from: u64,
+    marker: std::collections::BTreeMap<AgentName, u64>,
+    scanned_to: u64,
     found: Vec<crate::channel::fold::state::talk::Message>,
+}
+
+/// How many messages a read among those paged out gathers at least when it reads rows: a
+/// reader that reads a page at a time then reads rows once every few pages.
+const PAGED_READ_AHEAD: usize = 256;
+
+/// Whether `marker` says read at least all that `before` did.
+fn marker_covers(
+    marker: &std::collections::BTreeMap<AgentName, u64>,
+    before: &std::collections::BTreeMap<AgentName, u64>,
+) -> bool {
+    before
+        .iter()
+        .all(|(from, seq)| marker.get(from).is_some_and(|now| now >= seq))
 }
 
 /// Whether `message`, read back from the kept state, counts now.
@@ -736,10 +753,12 @@ impl Session {
         Ok(found)
     }
 
-    /// [`Session::paged_messages_for`] of every message the read shows, remembered: a reader's
-    /// unread messages among those paged out change only when its marker, a seat or the
-    /// paged-out end does, and a later end only adds messages after them, so a catch-up or a
-    /// read that asks again reads no row, or only the rows paged out since.
+    /// [`Session::paged_messages_for`] of every message the read shows, remembered (see
+    /// [`PagedRead`]): a reader's unread messages among those paged out change only when its
+    /// marker, a seat or the paged-out end does; a marker that moves on only takes messages
+    /// out, and a later end only adds messages after them. So a catch-up or a read that asks
+    /// again reads no row, and a reader that reads on a page at a time reads rows once every
+    /// [`PAGED_READ_AHEAD`] messages, or for those paged out since.
     pub fn paged_unread_for(
         &mut self,
         (reader, after, unread_only): (&AgentName, u64, bool),
@@ -754,58 +773,66 @@ impl Session {
         };
         let key = PagedReadKey {
             reader: reader.clone(),
-            from,
             unread_only,
-            marker: talk.marker(reader, identity),
             seats: identity.seat_epoch(),
             refolds: self.refolds,
         };
-        let cached = self.paged_read.take().filter(|read| read.key == key);
-        let (mut found, scanned_to, asked) = match cached {
-            Some(read) if read.upto == upto && read.asked >= limit => {
-                let given = read.found.iter().take(limit).cloned().collect();
-                self.paged_read = Some(read);
-                return Ok(given);
-            }
-            Some(read) if read.found.len() >= limit => {
-                // Only messages after these are paged out since: the first `limit` stand, and
-                // all it found stand for the new end too when they were as many as it asked.
-                let given = read.found.iter().take(limit).cloned().collect();
-                let upto = if read.found.len() >= read.asked {
-                    upto
-                } else {
-                    read.upto
-                };
-                self.paged_read = Some(PagedRead { upto, ..read });
-                return Ok(given);
-            }
-            Some(read) if read.upto <= upto => {
-                // Go on after the last one it found when it stopped at what it asked for, else
-                // after the end it had read to.
-                let scanned_to = match read.found.last() {
-                    Some(last) if read.found.len() >= read.asked => last.stamp,
-                    _ => read.upto,
-                };
-                (read.found, scanned_to, read.asked.max(limit))
-            }
-            _ => (Vec::new(), from, limit),
+        let marker = if unread_only {
+            talk.marker(reader, identity)
+        } else {
+            std::collections::BTreeMap::new()
         };
-        let more = self.paged_messages_for(
-            (reader, scanned_to.max(after), unread_only),
-            asked.saturating_sub(found.len()),
-            &mut |_| true,
-        )?;
-        found.extend(more.into_iter().filter(|m| m.stamp > scanned_to));
-        let given = found.iter().take(limit).cloned().collect();
-        let upto = self.state.talk()?.paged_through();
-        if upto > 0 {
-            self.paged_read = Some(PagedRead {
+        let mut read = match self.paged_read.take() {
+            Some(mut read)
+                if read.key == key
+                    && read.from <= from
+                    && (unread_only || read.from == from)
+                    && read.scanned_to <= upto
+                    && marker_covers(&marker, &read.marker) =>
+            {
+                // Those read since, or before where this read starts, drop out.
+                read.found.retain(|message| {
+                    message.stamp > from
+                        && marker
+                            .get(&message.from)
+                            .is_none_or(|seq| message.seq > *seq)
+                });
+                PagedRead {
+                    from,
+                    marker,
+                    scanned_to: read.scanned_to.max(from),
+                    ..read
+                }
+            }
+            _ => PagedRead {
                 key,
-                upto,
-                asked,
-                found,
-            });
+                from,
+                marker,
+                scanned_to: from,
+                found: Vec::new(),
+            },
+        };
+        if read.found.len() < limit && read.scanned_to < upto {
+            let wanted = limit.max(PAGED_READ_AHEAD) - read.found.len();
+            let refolds = self.refolds;
+            let more = self.paged_messages_for(
+                (reader, read.scanned_to, unread_only),
+                wanted,
+                &mut |_| true,
+            )?;
+            if self.refolds != refolds {
+                // The kept state did not read: everything was folded again, talk is whole in
+                // memory, and nothing is paged out.
+                return Ok(Vec::new());
+            }
+            read.scanned_to = match more.last() {
+                Some(last) if more.len() >= wanted => last.stamp,
+                _ => upto,
+            };
+            read.found.extend(more);
         }
+        let given = read.found.iter().take(limit).cloned().collect();
+        self.paged_read = Some(read);
         Ok(given)
     }
 

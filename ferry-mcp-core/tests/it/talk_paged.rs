@@ -244,3 +244,64 @@ fn a_grant_folded_by_a_session_holding_few_messages_works_every_read_through_out
     .unwrap();
     assert_eq!(kept.talk().unwrap(), fresh.talk().unwrap());
 }
+
+#[test]
+fn a_reader_that_reads_and_marks_a_page_at_a_time_through_the_messages_paged_out_is_given_what_a_whole_fold_gives()
+ {
+    // Two copies of one channel (the bulk builder is deterministic): one read by a session
+    // holding few messages, the other by a session holding them all, each the same calls.
+    let (bulk, twin) = (channel(), channel());
+    let agent = member(&bulk);
+    let now = bulk.now();
+    let mut paged = paged(&bulk, &agent);
+    let mut whole = twin.agent_session(agent.as_str());
+    assert!(paged.talk().unwrap().paged_through() > 0);
+    assert_eq!(whole.talk().unwrap().paged_through(), 0);
+    let writer = |channel: &BulkChannel| {
+        let name = channel
+            .agents()
+            .iter()
+            .find(|a| a.name != agent && a.level >= Level::Member)
+            .unwrap()
+            .name
+            .clone();
+        channel.agent_session(name.as_str())
+    };
+    let (mut writes, mut twin_writes) = (writer(&bulk), writer(&twin));
+    let page = ReadRequest {
+        peek: false,
+        since: None,
+        limit: 7,
+        receipts: 0,
+    };
+    let mut given = 0;
+    for round in 0..40 {
+        let read_paged = talk::read(&mut paged, &page, &mut |_| true, now).unwrap();
+        let read_whole = talk::read(&mut whole, &page, &mut |_| true, now).unwrap();
+        assert_eq!(read_paged.messages, read_whole.messages, "round {round}");
+        assert_eq!(read_paged.more, read_whole.more, "round {round}");
+        given += read_paged.messages.len();
+        let digest_paged = fleet::catchup(&mut paged, None, DigestLimits::DEFAULT, now).unwrap();
+        let digest_whole = fleet::catchup(&mut whole, None, DigestLimits::DEFAULT, now).unwrap();
+        assert_eq!(
+            (digest_paged.unread, digest_paged.unread_more),
+            (digest_whole.unread, digest_whole.unread_more),
+            "round {round}"
+        );
+        if round % 9 == 4 {
+            // New messages, and a save that pages more out under the reader's reads.
+            for (session, channel) in [(&mut writes, &bulk), (&mut twin_writes, &twin)] {
+                let post = talk::PostRequest {
+                    to: "all".into(),
+                    text: format!("round {round}: the lexer is green"),
+                    reply_to: None,
+                };
+                talk::post(session, &post, channel.now()).unwrap();
+            }
+            paged.refresh(now);
+            whole.refresh(now);
+            paged.save().unwrap();
+        }
+    }
+    assert!(given > 200, "{given}");
+}

@@ -289,6 +289,11 @@ impl ChannelState {
     }
 
     /// Takes the master's times as the session read them from the kept state.
+    /// The bytes of the master's times as the kept state holds them, if they are loaded.
+    pub(crate) fn master_times_encoded(&mut self) -> Option<Result<Vec<u8>, String>> {
+        self.identity.master_times_encoded()
+    }
+
     pub(crate) fn load_master_times(&mut self, times: identity::MasterTimes) {
         self.identity.load_master_times(times);
     }

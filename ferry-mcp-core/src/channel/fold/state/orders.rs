@@ -981,6 +981,9 @@ pub struct OrderBoard {
     /// The orders whose row in the kept state (brief and record) changed since it was last
     /// kept: a save writes theirs and no other ([`OrderBoard::brief_rows`]).
     dirty: BTreeSet<EntryId>,
+    /// The orders in memory whole: what a save encodes and then drops, so that it walks these
+    /// and not every brief (70,000 at 1,000,000 entries: issue 23, item 3).
+    resident: BTreeSet<EntryId>,
 }
 
 /// The board as the kept state holds it: every order's brief and where its record is in the
@@ -1042,6 +1045,7 @@ impl<'de> Deserialize<'de> for OrderBoard {
             problems: kept.problems,
             unpaged: false,
             dirty: BTreeSet::new(),
+            resident: BTreeSet::new(),
         })
     }
 }
@@ -1170,6 +1174,7 @@ impl OrderBoard {
                 Err(format!("the record of {id} holds {}", order.id))
             }
         });
+        self.resident.insert(id.clone());
         match read {
             Ok(order) => {
                 slot.whole = Some(Box::new(order));
@@ -1187,6 +1192,7 @@ impl OrderBoard {
     pub(crate) fn page_in_gone(&mut self, id: &EntryId) {
         if let Some(slot) = self.orders.get_mut(id) {
             slot.whole = Some(Box::new(Order::gone(id, &slot.brief)));
+            self.resident.insert(id.clone());
         }
     }
 
@@ -1212,6 +1218,7 @@ impl OrderBoard {
                 && slot.brief.changed <= since
             {
                 slot.whole = None;
+                self.resident.remove(id);
             }
         }
     }
@@ -1225,7 +1232,10 @@ impl OrderBoard {
     /// whose encoding is not the record the board names: afterwards every slot names its
     /// record there.
     pub(crate) fn put_records(&mut self, out: &mut dyn RecordSink) -> Result<(), String> {
-        for (id, slot) in &mut self.orders {
+        for id in &self.resident {
+            let Some(slot) = self.orders.get_mut(id) else {
+                continue;
+            };
             let Some(order) = slot.whole.as_deref() else {
                 continue;
             };
@@ -1317,8 +1327,8 @@ impl OrderBoard {
     /// Forgets where the records are kept: every record is written anew by the next save
     /// (a new kept state); every order must be in memory.
     pub(crate) fn forget_records(&mut self) {
-        for slot in self.orders.values_mut() {
-            if slot.whole.is_some() {
+        for id in &self.resident {
+            if let Some(slot) = self.orders.get_mut(id) {
                 slot.record = None;
             }
         }
@@ -1326,11 +1336,15 @@ impl OrderBoard {
 
     /// Drops every order whole from memory whose record is kept (after a save wrote them).
     pub(crate) fn move_to_kept(&mut self) {
-        for slot in self.orders.values_mut() {
-            if slot.record.is_some() {
+        let orders = &mut self.orders;
+        self.resident.retain(|id| match orders.get_mut(id) {
+            Some(slot) if slot.record.is_some() => {
                 slot.whole = None;
+                false
             }
-        }
+            Some(_) => true,
+            None => false,
+        });
     }
 
     /// The order `id` whole, to be changed. `Err` when it is not issued (here, yet); `Ok(None)`
@@ -1398,10 +1412,7 @@ impl OrderBoard {
     /// How many orders are in memory whole (the rest are briefs, read from their records when
     /// asked for).
     pub fn resident(&self) -> usize {
-        self.orders
-            .values()
-            .filter(|slot| slot.whole.is_some())
-            .count()
+        self.resident.len()
     }
 
     /// Problems with order entries that could not be folded at all (bad bodies).
@@ -1500,6 +1511,7 @@ impl OrderBoard {
             self.by_change.remove(&replaced.brief.changed);
         }
         self.index.add(&id, &slot.brief);
+        self.resident.insert(id.clone());
         self.orders.insert(id.clone(), slot);
     }
 

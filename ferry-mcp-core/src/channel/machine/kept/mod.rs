@@ -678,7 +678,6 @@ impl Store {
         // every fold loaded, above).
         // The board and talk: their small rest in a row, and a row per order or message, of
         // those that changed only unless the fold is written whole (ADR 0011).
-        let encode = |value: &dyn erased::Encode| value.encode();
         let since = self.as_of;
         let mut items = Vec::new();
         if let Some(board) = state.orders_lazy().get()
@@ -722,10 +721,11 @@ impl Store {
             self.talk_through = Some(talk.last_stamp());
         }
         let times = state.identity().master_times_lazy();
-        if let Some(master_times) = times.get()
+        if times.is_loaded()
             && (replace || stale.times || times.changed())
+            && let Some(encoded) = state.master_times_encoded()
         {
-            rows.push((db::TIMES, encode(master_times)?, stale.times));
+            rows.push((db::TIMES, encoded?, stale.times));
         }
         self.replace = false;
         self.whole_next = false;
@@ -823,18 +823,5 @@ impl RecordSink for Records {
     fn put(&mut self, id: &EntryId, digest: &[u8; 32], bytes: &[u8]) -> Result<(), String> {
         self.0.push((id.to_string(), *digest, bytes.to_vec()));
         Ok(())
-    }
-}
-
-/// Object-safe postcard encoding, so the lazy folds (of different types) are written alike.
-mod erased {
-    pub trait Encode {
-        fn encode(&self) -> Result<Vec<u8>, String>;
-    }
-
-    impl<T: serde::Serialize> Encode for T {
-        fn encode(&self) -> Result<Vec<u8>, String> {
-            postcard::to_stdvec(self).map_err(|e| e.to_string())
-        }
     }
 }
