@@ -72,7 +72,7 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
     let (lines, held) = lines(text);
     // Each line is trimmed once, and matched against every line pattern once (if its bytes
     // or its first word say it may match one), for all the shapes below.
-    let trimmed: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+    let trimmed: Vec<&str> = lines.iter().map(|l| trim(l)).collect();
     let rules = &*LINE_RULES;
     let judged: Vec<Judged> = trimmed
         .iter()
@@ -89,7 +89,7 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
         })
         .collect();
     if lines.len() > 1 {
-        if diff(&lines) || headerless_diff(&lines) {
+        if diff(&lines) || headerless_diff(&lines, &trimmed) {
             return Some(CodeKind::Diff);
         } else if fenced(&lines, &trimmed) {
             return Some(CodeKind::FencedCode);
@@ -153,6 +153,16 @@ fn lines(text: &str) -> (Vec<&str>, Vec<u8>) {
     (lines, held)
 }
 
+/// [`str::trim`], without reading a character when the line opens and ends with a printable
+/// ASCII byte (most lines do): no blank the trim takes off starts or ends with one.
+fn trim(line: &str) -> &str {
+    match line.as_bytes() {
+        [first, .., last] if first.is_ascii_graphic() && last.is_ascii_graphic() => line,
+        [only] if only.is_ascii_graphic() => line,
+        _ => line.trim(),
+    }
+}
+
 /// One of `( ) [ ] { } ; = # @ $ < > | &`: the bytes of the line patterns that open with no
 /// word of [`opens_with_keyword`] (every one of them holds one, or a [`FLAG`]).
 const CODE: u8 = 1;
@@ -205,10 +215,11 @@ fn may_be_code(trimmed: &str, held: u8) -> bool {
 
 /// A diff pasted without its headers: a block of `+` and `-` lines (and context lines that
 /// start with a blank) with both signs, whose changed lines are code, not list items.
-fn headerless_diff(lines: &[&str]) -> bool {
+/// `trimmed` holds each line trimmed.
+fn headerless_diff(lines: &[&str], trimmed: &[&str]) -> bool {
     let rules = &*LINE_RULES;
     let (mut plus, mut minus, mut score, mut heaviest) = (false, false, 0, 0);
-    for line in lines {
+    for (line, trimmed) in lines.iter().zip(trimmed) {
         let sign = line.as_bytes().first().copied();
         let changed =
             matches!(sign, Some(b'+' | b'-')) && !line.starts_with("++") && !line.starts_with("--");
@@ -231,7 +242,7 @@ fn headerless_diff(lines: &[&str]) -> bool {
             if plus && minus && score >= 4 && heaviest >= 2 {
                 return true;
             }
-        } else if !(line.starts_with(' ') || line.trim().is_empty()) {
+        } else if !(line.starts_with(' ') || trimmed.is_empty()) {
             (plus, minus, score, heaviest) = (false, false, 0, 0);
         }
     }
@@ -729,6 +740,26 @@ mod tests {
             "{\"a\":",
         ] {
             let _ = detect(text);
+        }
+    }
+
+    #[test]
+    fn a_line_is_trimmed_as_str_trim_trims_it() {
+        for line in [
+            "",
+            "x",
+            " ",
+            "é",
+            "x y",
+            " x",
+            "x ",
+            "\u{a0}x",
+            "x\u{3000}",
+            "\tx\r",
+            "-",
+            "--x",
+        ] {
+            assert_eq!(trim(line), line.trim(), "{line:?}");
         }
     }
 
