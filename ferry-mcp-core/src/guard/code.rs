@@ -69,18 +69,31 @@ impl fmt::Display for CodeKind {
 
 /// What a text that is going into a post or a summary looks like, if it looks like work.
 pub(super) fn detect(text: &str) -> Option<CodeKind> {
-    let lines = lines(text);
-    // Each line is trimmed once, and matched against every line pattern once, for all the
-    // shapes below.
-    let trimmed: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+    let (lines, held) = lines(text);
+    // Each line is trimmed once, and matched against every line pattern once (if its bytes
+    // or its first word say it may match one), for all the shapes below.
+    let trimmed: Vec<&str> = lines.iter().map(|l| trim(l)).collect();
     let rules = &*LINE_RULES;
-    let judged: Vec<Judged> = trimmed.iter().map(|l| judge(rules, l)).collect();
+    let judged: Vec<Judged> = trimmed
+        .iter()
+        .zip(&held)
+        .map(|(l, &held)| {
+            if l.is_empty() || may_be_code(l, held) {
+                judge(rules, l)
+            } else {
+                Judged {
+                    weight: 0,
+                    one_line: false,
+                }
+            }
+        })
+        .collect();
     if lines.len() > 1 {
-        if diff(&lines) || headerless_diff(&lines) {
+        if diff(&lines) || headerless_diff(&lines, &trimmed) {
             return Some(CodeKind::Diff);
-        } else if fenced(&lines) {
+        } else if fenced(&lines, &trimmed) {
             return Some(CodeKind::FencedCode);
-        } else if stack_trace(&lines) {
+        } else if stack_trace(&lines, &held) {
             return Some(CodeKind::StackTrace);
         } else if source(&lines, &trimmed, |i| judged[i].weight) {
             return Some(CodeKind::SourceCode);
@@ -91,7 +104,10 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
     } else if trimmed
         .iter()
         .zip(&judged)
-        .any(|(line, judged)| one_line_code(line, judged.one_line))
+        .zip(&held)
+        .any(|((line, judged), held)| {
+            (judged.one_line || held & STATEMENT != 0) && one_line_code(line, judged.one_line)
+        })
     {
         Some(CodeKind::SourceCode)
     } else {
@@ -100,27 +116,110 @@ pub(super) fn detect(text: &str) -> Option<CodeKind> {
 }
 
 /// The lines of `text` as [`str::lines`] splits them (at `\n`, a `\r` before it dropped),
-/// found a line break at a time by a byte search.
-fn lines(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
-        let line = &text[start..end];
-        out.push(line.strip_suffix('\r').unwrap_or(line));
-        start = end + 1;
+/// found a byte at a time, and for each the kinds of byte it holds ([`LINE_BYTE`], and
+/// [`FLAG`]): the same pass tells both, and spares each shape a search of its own.
+fn lines(text: &str) -> (Vec<&str>, Vec<u8>) {
+    let bytes = text.as_bytes();
+    let (mut lines, mut held) = (Vec::new(), Vec::new());
+    let (mut start, mut seen) = (0, 0);
+    let mut push = |line: &'_ str, mut seen: u8| {
+        // A `-` in a line with no byte of code yet: is it a flag, after a blank?
+        if seen & (DASH | CODE) == DASH
+            && line
+                .as_bytes()
+                .windows(2)
+                .any(|pair| pair[1] == b'-' && LINE_BYTE[usize::from(pair[0])] & BLANK != 0)
+        {
+            seen |= FLAG;
+        }
+        held.push(seen);
+    };
+    for (at, &b) in bytes.iter().enumerate() {
+        let class = LINE_BYTE[usize::from(b)];
+        if class & BREAK != 0 {
+            let line = &text[start..at];
+            push(line, seen);
+            lines.push(line.strip_suffix('\r').unwrap_or(line));
+            (start, seen) = (at + 1, 0);
+        } else {
+            seen |= class;
+        }
     }
     if start < text.len() {
-        out.push(&text[start..]);
+        let line = &text[start..];
+        push(line, seen);
+        lines.push(line);
     }
-    out
+    (lines, held)
+}
+
+/// [`str::trim`], without reading a character when the line opens and ends with a printable
+/// ASCII byte (most lines do): no blank the trim takes off starts or ends with one.
+fn trim(line: &str) -> &str {
+    match line.as_bytes() {
+        [first, .., last] if first.is_ascii_graphic() && last.is_ascii_graphic() => line,
+        [only] if only.is_ascii_graphic() => line,
+        _ => line.trim(),
+    }
+}
+
+/// One of `( ) [ ] { } ; = # @ $ < > | &`: the bytes of the line patterns that open with no
+/// word of [`opens_with_keyword`] (every one of them holds one, or a [`FLAG`]).
+const CODE: u8 = 1;
+/// `-`.
+const DASH: u8 = 2;
+/// A byte a blank the patterns' `\s` matches ends in: an ASCII blank or a byte above ASCII.
+const BLANK: u8 = 4;
+/// `:` or `(`: every stack frame has one.
+const PLACE: u8 = 8;
+/// `"`.
+const QUOTE: u8 = 16;
+/// `;`, `{` or `}`: what splits one line into statements.
+const STATEMENT: u8 = 32;
+/// A `-` after a blank (`ls -la`).
+const FLAG: u8 = 64;
+/// `\n`.
+const BREAK: u8 = 128;
+
+/// The kinds of each byte, for [`lines`].
+static LINE_BYTE: [u8; 256] = {
+    const fn mark(mut table: [u8; 256], bytes: &[u8], class: u8) -> [u8; 256] {
+        let mut i = 0;
+        while i < bytes.len() {
+            table[bytes[i] as usize] |= class;
+            i += 1;
+        }
+        table
+    }
+    let mut table = mark([0; 256], b"()[]{};=#@$<>|&", CODE);
+    table = mark(table, b"-", DASH);
+    table = mark(table, b" \t\n\r\x0b\x0c", BLANK);
+    table = mark(table, b":(", PLACE);
+    table = mark(table, b"\"", QUOTE);
+    table = mark(table, b";{}", STATEMENT);
+    table = mark(table, b"\n", BREAK);
+    let mut b = 0x80;
+    while b < 256 {
+        table[b] |= BLANK;
+        b += 1;
+    }
+    table
+};
+
+/// Whether a trimmed line may match one of the line patterns: by the bytes it holds
+/// ([`lines`] says) or by the word it opens with. Most lines of prose may not, and are not
+/// asked.
+fn may_be_code(trimmed: &str, held: u8) -> bool {
+    held & (CODE | FLAG) != 0 || opens_with_keyword(trimmed.as_bytes())
 }
 
 /// A diff pasted without its headers: a block of `+` and `-` lines (and context lines that
 /// start with a blank) with both signs, whose changed lines are code, not list items.
-fn headerless_diff(lines: &[&str]) -> bool {
+/// `trimmed` holds each line trimmed.
+fn headerless_diff(lines: &[&str], trimmed: &[&str]) -> bool {
     let rules = &*LINE_RULES;
     let (mut plus, mut minus, mut score, mut heaviest) = (false, false, 0, 0);
-    for line in lines {
+    for (line, trimmed) in lines.iter().zip(trimmed) {
         let sign = line.as_bytes().first().copied();
         let changed =
             matches!(sign, Some(b'+' | b'-')) && !line.starts_with("++") && !line.starts_with("--");
@@ -143,7 +242,7 @@ fn headerless_diff(lines: &[&str]) -> bool {
             if plus && minus && score >= 4 && heaviest >= 2 {
                 return true;
             }
-        } else if !(line.starts_with(' ') || line.trim().is_empty()) {
+        } else if !(line.starts_with(' ') || trimmed.is_empty()) {
             (plus, minus, score, heaviest) = (false, false, 0, 0);
         }
     }
@@ -171,14 +270,13 @@ static TRACE_HEADER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A stack trace: two frames, or a header and a frame.
-fn stack_trace(lines: &[&str]) -> bool {
+fn stack_trace(lines: &[&str], held: &[u8]) -> bool {
     // Every frame names a place (`file:line`, `File "…", line`) or a parenthesised method.
     let frames = lines
         .iter()
-        .filter(|l| {
-            let bytes = l.as_bytes();
-            (memchr::memchr2(b':', b'(', bytes).is_some()
-                || (memchr::memchr(b'"', bytes).is_some() && l.contains("File \"")))
+        .zip(held)
+        .filter(|(l, held)| {
+            (*held & PLACE != 0 || (*held & QUOTE != 0 && l.contains("File \"")))
                 && FRAME.is_match(l)
         })
         .count();
@@ -205,16 +303,18 @@ static TOML_KEY: LazyLock<Regex> = LazyLock::new(|| {
         .expect("compiles")
 });
 
-/// Whether the line starts (after blanks and a `- `) with a word of [`YAML_KEY`]'s key
-/// characters and a colon: a byte scan that spares prose lines the pattern.
-fn may_be_yaml_key(line: &str) -> bool {
+/// Where the colon is, if the line starts (after blanks and a `- `) with a word of
+/// [`YAML_KEY`]'s key characters and a colon: a byte scan that spares prose lines the
+/// pattern. On a line the pattern matches, that is the pattern's colon (the key's characters
+/// hold none, and the pattern's blanks and `- ` are these).
+fn yaml_colon(line: &str) -> Option<usize> {
     let rest = line.trim_start();
     let rest = rest.strip_prefix("- ").unwrap_or(rest);
     let key = rest
         .bytes()
         .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
         .count();
-    key > 0 && rest.as_bytes().get(key) == Some(&b':')
+    (key > 0 && rest.as_bytes().get(key) == Some(&b':')).then(|| line.len() - rest.len() + key)
 }
 
 /// A configuration blob: JSON (an object or array with three values or more), YAML of five
@@ -235,19 +335,17 @@ fn config(text: &str, lines: &[&str], trimmed: &[&str]) -> bool {
     // has more keys, or keys nested two deep.
     let (mut run, mut indents, mut parent) = (0, Vec::new(), false);
     for (line, trimmed) in lines.iter().zip(trimmed) {
-        let key = if may_be_yaml_key(line) && YAML_KEY.is_match(line) {
-            YAML_KEY.captures(line)
-        } else {
-            None
-        };
+        // The pattern's groups, read off the line: its `indent` is the blanks it opens with
+        // (`\s*` takes them all), and it has no `value` when nothing follows the colon.
+        let key = yaml_colon(line).filter(|_| YAML_KEY.is_match(line));
         match key {
-            Some(caps) => {
+            Some(colon) => {
                 run += 1;
-                let indent = caps.name("indent").map_or(0, |i| i.as_str().len());
+                let indent = line.len() - line.trim_start().len();
                 if indent > 0 && !indents.contains(&indent) {
                     indents.push(indent);
                 }
-                parent |= caps.name("value").is_none();
+                parent |= colon + 1 == line.len();
                 let deep = indents.len() >= 2 && run >= 4;
                 let many = !indents.is_empty() && run >= 5;
                 if parent && (deep || many) {
@@ -369,14 +467,16 @@ fn diff(lines: &[&str]) -> bool {
 }
 
 /// A fence (up to three spaces in, as CommonMark allows) with a non-empty line after it.
-fn fenced(lines: &[&str]) -> bool {
+/// `trimmed` holds each line trimmed: a fence's opens with its first backtick or tilde.
+fn fenced(lines: &[&str], trimmed: &[&str]) -> bool {
     let fence = |l: &str| {
         let l = l.trim_end();
         let body = l.trim_start_matches(' ');
         l.len() - body.len() <= 3 && (body.starts_with("```") || body.starts_with("~~~"))
     };
     lines.iter().enumerate().any(|(i, &line)| {
-        fence(line)
+        trimmed[i].starts_with(['`', '~'])
+            && fence(line)
             && lines[i + 1..]
                 .iter()
                 .any(|&l| !l.trim().is_empty() && !fence(l))
@@ -524,6 +624,41 @@ fn bullet(line: &str) -> bool {
         })
 }
 
+/// Whether the line's first word (its letters, in any case) is one that a line pattern
+/// opens with and that needs no byte of [`CODE`] after it: `class Foo:`, `from x import
+/// y`, `SELECT a FROM b`, `done`, `or x is null`.
+///
+/// A letter outside ASCII in the word may fold to one of these without regard to case (`ſ`
+/// to `s`): such a word may be one.
+fn opens_with_keyword(line: &[u8]) -> bool {
+    let word = line.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    if line.get(word).is_some_and(|&b| b >= 0x80) {
+        return true;
+    }
+    let mut lower = [0u8; 10];
+    let Some(slot) = lower.get_mut(..word) else {
+        return false;
+    };
+    slot.copy_from_slice(&line[..word]);
+    slot.make_ascii_lowercase();
+    matches!(
+        &*slot,
+        // Rust, TypeScript, Go, Python, Java declarations
+        b"pub" | b"struct" | b"enum" | b"trait" | b"union" | b"class" | b"from" | b"import"
+            | b"self" | b"export" | b"declare" | b"interface" | b"type" | b"package"
+            // shell
+            | b"then" | b"fi" | b"esac" | b"case" | b"set" | b"echo" | b"printf"
+            // SQL
+            | b"select" | b"insert" | b"update" | b"delete" | b"create" | b"alter" | b"drop"
+            | b"with" | b"where" | b"join" | b"left" | b"right" | b"inner" | b"outer"
+            | b"cross" | b"group" | b"order" | b"having" | b"limit" | b"values" | b"returning"
+            | b"on" | b"and" | b"or"
+            // blocks and statements
+            | b"if" | b"elif" | b"while" | b"until" | b"for" | b"except" | b"return" | b"else"
+            | b"try" | b"finally" | b"do" | b"done" | b"break" | b"continue" | b"pass"
+    )
+}
+
 fn judge(rules: &LineRules, line: &str) -> Judged {
     // Most lines of prose match nothing, and a yes or no is cheaper than which.
     if (line.is_empty() && !rules.all_match_empty) || !rules.all.is_match(line) {
@@ -609,6 +744,26 @@ mod tests {
     }
 
     #[test]
+    fn a_line_is_trimmed_as_str_trim_trims_it() {
+        for line in [
+            "",
+            "x",
+            " ",
+            "é",
+            "x y",
+            " x",
+            "x ",
+            "\u{a0}x",
+            "x\u{3000}",
+            "\tx\r",
+            "-",
+            "--x",
+        ] {
+            assert_eq!(trim(line), line.trim(), "{line:?}");
+        }
+    }
+
+    #[test]
     fn every_line_pattern_compiles() {
         let rules = &*LINE_RULES;
         assert_eq!(rules.strong.len(), STRONG.len());
@@ -616,6 +771,67 @@ mod tests {
             rules.all.len(),
             STRONG.len() + MEDIUM.len() + WEAK.len() + ONE_LINE.len()
         );
+    }
+
+    #[test]
+    fn no_line_a_pattern_matches_is_ruled_out_by_the_byte_check() {
+        // Every line of the corpus, each statement of it and each changed line of a diff, as
+        // `judge` is given them, and the lines that match only by a word they open with.
+        let mut lines: Vec<String> = vec![
+            "class Foo:".into(),
+            "from here on".into(),
+            "from os import path".into(),
+            "SELECT name FROM users".into(),
+            "\u{17f}elect name from users".into(),
+            "done".into(),
+            "then".into(),
+            "pass".into(),
+            "or maybe, later".into(),
+            "and then".into(),
+            "return the key".into(),
+            "case $x in".into(),
+            "set -euo pipefail".into(),
+            "package main".into(),
+            "export default".into(),
+            "for the record: print(x)".into(),
+            "echo \"$HOME\"".into(),
+            "git log --oneline".into(),
+            "ls\u{a0}-la".into(),
+            "pub struct Foo where T: Clone".into(),
+            "if x: return y".into(),
+            "with open(f) as g:".into(),
+        ];
+        for text in crate::guard::secrets::tests::corpus() {
+            for line in super::lines(&text).0 {
+                let line = line.trim();
+                lines.push(line.to_owned());
+                lines.extend(statements(line).into_iter().map(str::to_owned));
+                if let Some(rest) = line.strip_prefix(['+', '-']) {
+                    lines.push(rest.trim().to_owned());
+                }
+            }
+        }
+        let rules = &*LINE_RULES;
+        let mut matched = 0;
+        for line in lines.iter().filter(|l| !l.is_empty()) {
+            // As `detect` reads it: a line of a text, blanks around it.
+            for text in [
+                line.clone(),
+                format!("  {line}\r\nnext"),
+                format!("x\n\t{line}"),
+            ] {
+                let (split, held) = super::lines(&text);
+                let at = split.iter().position(|l| l.trim() == line).unwrap();
+                if rules.all.is_match(line) {
+                    matched += 1;
+                    assert!(
+                        may_be_code(line, held[at]),
+                        "{line:?} matches a line pattern"
+                    );
+                }
+            }
+        }
+        assert!(matched > 1000, "{matched} lines matched");
     }
 
     #[test]

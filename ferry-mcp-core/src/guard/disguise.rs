@@ -305,9 +305,13 @@ fn spelled(b: u8) -> bool {
 /// Whether the text has twelve characters in a row each followed by one to three blanks: a
 /// scan that lets prose, where such runs do not occur, skip [`SPACED`].
 ///
-/// A run can only start at a character right before a blank, so the scan jumps from blank
-/// to blank and follows a run only from there.
+/// Prose without two characters alone between blanks close together ([`lone_pair`]) has
+/// none. Otherwise a run can only start at a character right before a blank, so the scan
+/// jumps from blank to blank and follows a run only from there.
 fn may_be_spaced(bytes: &[u8]) -> bool {
+    if !lone_pair(bytes) {
+        return false;
+    }
     // One spelled character and the one to three blanks after it: where the next one starts.
     let step = |at: usize| -> Option<usize> {
         if !spelled(*bytes.get(at)?) {
@@ -342,6 +346,64 @@ fn may_be_spaced(bytes: &[u8]) -> bool {
     }
     false
 }
+
+/// Whether a character stands alone between blanks with another alone one to three blanks
+/// after it (`a b`, `x   y`): the second and third characters of every spaced-out run do.
+///
+/// A lookup a byte or less (three bytes at a step where two of them are no blank), and a
+/// closer look only between blanks: prose has words, not letters, between its blanks, and
+/// most of its bytes are no blank.
+fn lone_pair(bytes: &[u8]) -> bool {
+    const WIDE: usize = 7;
+    let Some(last) = bytes.len().checked_sub(WIDE) else {
+        return false;
+    };
+    let kind = |at: usize| SPACING[usize::from(bytes[at])];
+    let mut i = 0;
+    while i <= last {
+        // The pair at `i` and the one at `i + 2` need a blank at `i + 2`, the one at `i + 1`
+        // a blank at `i + 1`: without either, none of the three is there.
+        if kind(i + 2) != BLANK {
+            i += if kind(i + 1) == BLANK { 1 } else { 3 };
+            continue;
+        }
+        if kind(i) == BLANK
+            && kind(i + 1) == SPELLED
+            && kind(i + 2) == BLANK
+            && ((kind(i + 3) == SPELLED && kind(i + 4) == BLANK)
+                || (kind(i + 3) == BLANK
+                    && ((kind(i + 4) == SPELLED && kind(i + 5) == BLANK)
+                        || (kind(i + 4) == BLANK
+                            && kind(i + 5) == SPELLED
+                            && kind(i + 6) == BLANK))))
+        {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// A blank between spaced-out characters, for [`lone_pair`].
+const BLANK: u8 = 1;
+/// A character a spaced-out token is spelled with ([`spelled`]).
+const SPELLED: u8 = 2;
+
+/// [`BLANK`] or [`SPELLED`] for every byte, looked up.
+static SPACING: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte == b' ' || byte == b'\t' {
+            table[b] = BLANK;
+        } else if byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'+' | b'/' | b'=' | b'-') {
+            table[b] = SPELLED;
+        }
+        b += 1;
+    }
+    table
+};
 
 /// The seams between quoted halves (`"ab" + "cd"`, `'ab''cd'`, `"ab" . "cd"`): each from
 /// the closing quote to the opening one, the characters around them a token's.
@@ -465,22 +527,33 @@ fn encoded(b: u8) -> bool {
     ENCODED[usize::from(b)]
 }
 
-/// The runs that may be a secret wrapped: long (20 characters or more), no blanks, of the
-/// characters encodings use. A byte scan: ordinary text is mostly short words.
+/// How long a run must be to be read as a secret wrapped.
+const LONG_RUN: usize = 20;
+
+/// The runs that may be a secret wrapped: long ([`LONG_RUN`] characters or more), no
+/// blanks, of the characters encodings use.
+///
+/// Ordinary text is mostly short words, so the scan looks at the last byte a run from where
+/// it stands would hold, and back from there only as far as the first byte no run holds: a
+/// blank twenty bytes on rules out every run that starts before it, at one look.
 fn runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     let bytes = text.as_bytes();
-    let mut at = 0;
+    // Where a run may start: the text's start, or right after a byte no run holds.
+    let mut start = 0;
     std::iter::from_fn(move || {
-        while at < bytes.len() {
-            while at < bytes.len() && !encoded(bytes[at]) {
-                at += 1;
-            }
-            let start = at;
-            while at < bytes.len() && encoded(bytes[at]) {
-                at += 1;
-            }
-            if at - start >= 20 {
-                return Some(start..at);
+        while let Some(window) = bytes.get(start..start + LONG_RUN) {
+            match window.iter().rposition(|&b| !encoded(b)) {
+                Some(last) => start += last + 1,
+                None => {
+                    let from = start + LONG_RUN;
+                    let end = bytes[from..]
+                        .iter()
+                        .position(|&b| !encoded(b))
+                        .map_or(bytes.len(), |n| from + n);
+                    let run = start..end;
+                    start = end;
+                    return Some(run);
+                }
             }
         }
         None
@@ -559,14 +632,20 @@ fn decodings(word: &str) -> Vec<String> {
     // Text decodes to text from its first bytes on: a commit id or a digest (most runs in
     // ordinary talk) is refused on its first eight characters, before anything is decoded
     // whole (and nothing is allocated for that look).
-    let printable_byte = |b: u8| (0x20..0x7f).contains(&b) || b.is_ascii_whitespace() || b >= 0x80;
-    let trimmed = word.trim_matches(|c| matches!(c, '.' | ':' | '~'));
+    let trimmed = {
+        let bytes = word.as_bytes();
+        let edge = |b: &u8| !matches!(b, b'.' | b':' | b'~');
+        let start = bytes.iter().position(edge).unwrap_or(bytes.len());
+        let end = bytes.iter().rposition(edge).map_or(start, |last| last + 1);
+        // Both on ASCII bytes, so on character boundaries.
+        &word[start..end]
+    };
     if trimmed.len() >= 16
         && trimmed.len().is_multiple_of(2)
         && trimmed.bytes().all(|b| b.is_ascii_hexdigit())
-        && trimmed.as_bytes()[..8]
-            .chunks(2)
-            .all(|pair| hex_pair(pair).is_some_and(printable_byte))
+        && printable_start(
+            &[0, 2, 4, 6].map(|at| hex_pair(&trimmed.as_bytes()[at..at + 2]).unwrap_or_default()),
+        )
         && let Some(text) = hex(trimmed).and_then(printable)
     {
         out.push(text);
@@ -576,9 +655,17 @@ fn decodings(word: &str) -> Vec<String> {
             .bytes()
             .any(|b| matches!(b, b':' | b'.' | b'%' | b'~'))
         // A run decoded once may not be ASCII: its eighth byte may be inside a character.
-        && trimmed
-            .get(..8)
-            .is_some_and(|first| checksum::base64_each(first, printable_byte))
+        && trimmed.get(..8).is_some_and(|first| {
+            let (mut start, mut len) = ([0u8; 6], 0);
+            checksum::base64_each(first, |b| {
+                // Eight characters are six bytes.
+                if let Some(slot) = start.get_mut(len) {
+                    *slot = b;
+                    len += 1;
+                }
+                true
+            }) && printable_start(&start[..len])
+        })
         && let Some(text) = checksum::base64_decode(trimmed).and_then(printable)
     {
         out.push(text);
@@ -589,6 +676,22 @@ fn decodings(word: &str) -> Vec<String> {
         out.push(text);
     }
     out
+}
+
+/// Whether `start` can be the start of a text [`decodings`] keeps: valid UTF-8 but perhaps
+/// for a character cut at its end, and no control character but a blank.
+fn printable_start(start: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(start) {
+        Ok(text) => text,
+        // A character cut at the end is what a start of a text may have.
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&start[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return false,
+    };
+    valid
+        .chars()
+        .all(|c| !c.is_control() || c.is_ascii_whitespace())
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
@@ -686,6 +789,85 @@ mod tests {
         assert!(!may_be_spaced("a b c d e f    g h i j k l m".as_bytes()));
         assert!(!may_be_spaced("a b c d e f gh i j k l m n".as_bytes()));
         assert!(may_be_spaced("a b cd e f g h i j k l m n o p".as_bytes()));
+    }
+
+    #[test]
+    fn every_spaced_out_run_has_a_lone_pair_and_a_short_text_is_read_without_a_panic() {
+        for short in ["", "a", "a b", "a b c", " a b  "] {
+            assert!(!lone_pair(short.as_bytes()), "{short:?}");
+        }
+        assert!(lone_pair(b" a b c "));
+        assert!(lone_pair(b"x a   b\t"));
+        assert!(!lone_pair(b"x a    b "));
+        assert!(!lone_pair(b"fixed by a72b907 in a bit"));
+        let mut texts = crate::guard::secrets::tests::corpus();
+        texts.extend(
+            [
+                "g h p _ a b c d e f g h i j k l",
+                "k\te\ty  :  a  b  c  d  e  f  g  h  i  j  k  l",
+            ]
+            .map(String::from),
+        );
+        let mut spaced = 0;
+        for text in &texts {
+            if SPACED.is_match(text) {
+                spaced += 1;
+                assert!(lone_pair(text.as_bytes()), "{text:?}");
+            }
+        }
+        assert!(spaced > 10, "{spaced} spaced-out texts");
+    }
+
+    #[test]
+    fn long_runs_are_found_as_a_byte_at_a_time_scan_finds_them() {
+        fn one_at_a_time(text: &str) -> Vec<Range<usize>> {
+            let bytes = text.as_bytes();
+            let (mut at, mut out) = (0, Vec::new());
+            while at < bytes.len() {
+                while at < bytes.len() && !encoded(bytes[at]) {
+                    at += 1;
+                }
+                let start = at;
+                while at < bytes.len() && encoded(bytes[at]) {
+                    at += 1;
+                }
+                if at - start >= LONG_RUN {
+                    out.push(start..at);
+                }
+            }
+            out
+        }
+        let twenty = "a".repeat(20);
+        let mut texts = crate::guard::secrets::tests::corpus();
+        texts.extend([
+            twenty.clone(),
+            twenty[1..].to_owned(),
+            format!(" {twenty}"),
+            format!("{twenty} "),
+            format!("{twenty} {twenty}"),
+            format!("{} b{twenty}", &twenty[1..]),
+            format!("é{twenty}é{}é", &twenty[..19]),
+        ]);
+        for text in &texts {
+            assert_eq!(
+                runs(text).collect::<Vec<_>>(),
+                one_at_a_time(text),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_is_decoded_when_its_first_bytes_cut_a_character_and_not_when_they_are_no_text() {
+        let hex_of = |text: &str| text.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+        // `é` is two bytes: the first four decoded end inside it.
+        let cut = "abc\u{e9} is the rest of it";
+        assert_eq!(decodings(&hex_of(cut)), [cut]);
+        assert!(printable_start(&[b'a', b'b', b'c', 0xc3]));
+        assert!(!printable_start(&[0xbd, 0xfc, 0x1f, 0x03]));
+        assert!(!printable_start(&[b'a', 0x01]));
+        // A commit id decodes to no text in either encoding.
+        assert!(decodings("bdfc1f0345973fdc6f8caa093f841aa5c8d235e0").is_empty());
     }
 
     #[test]

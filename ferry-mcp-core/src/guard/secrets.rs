@@ -1,15 +1,18 @@
 //! Secret shapes: one rule per format, each a pattern plus the check that tells the real
 //! thing from a look-alike (a checksum, a decoded header, or at least "not a placeholder").
 //!
-//! All patterns run as one `RegexSet` first, so ordinary text costs one pass; only the rules
-//! that matched are run again for their spans.
+//! One search for every rule's literals runs first, so ordinary text costs one pass; only the
+//! rules a literal triggers run their pattern, around the literal or over the text, and a
+//! pattern is compiled the first time its rule is triggered (a process compiles the few it
+//! needs, not all of them).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::{Automaton as _, StateID};
+use aho_corasick::{Anchored, MatchKind, StartKind, dfa::DFA};
 use regex::{Captures, Regex};
 
 use super::{checksum, disguise, services};
@@ -508,7 +511,9 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::AwsSecretAccessKey,
         check: Check::AwsSecret,
-        trigger: "secret",
+        // Every match has `secret` then `access` or `key`: prose about secrets says
+        // `secret` alone.
+        trigger: "secretaccess|secret_access|secretkey|secret_key",
         scope: Scope::Text,
         pattern: r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*(?:[:=]|=>)?\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
     },
@@ -536,7 +541,7 @@ const RULES: &[Rule] = &[
         kind: SecretKind::SlackWebhook,
         check: Check::Plausible,
         trigger: "hooks.slack.com/",
-        scope: Scope::Text,
+        scope: Scope::Window,
         pattern: r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/(?P<b>[A-Za-z0-9+/]{43,56})",
     },
     // Legacy workspace and refresh tokens: `xoxa-2-…`, `xoxr-…`, letters and digits only.
@@ -592,7 +597,8 @@ const RULES: &[Rule] = &[
     Rule {
         kind: SecretKind::TwilioAuthToken,
         check: Check::Plausible,
-        trigger: "twilio",
+        // Every match names the auth token in one word; `twilio` alone is a mention.
+        trigger: "authtoken|auth_token|auth.token|auth-token",
         scope: Scope::Text,
         pattern: concat!(
             r#"(?i)twilio[A-Za-z0-9_.-]*?auth[_.-]?token["']?\s*[:=]\s*["']?(?P<s>[0-9a-f]{32})"#,
@@ -1290,8 +1296,8 @@ const RULES: &[Rule] = &[
 
 struct Compiled {
     /// The one pass over the text: every rule's literals, found overlapping (one literal
-    /// may sit inside another, `sk-` in `sk-ant-`), without regard to case.
-    literals: AhoCorasick,
+    /// may sit inside another, `sk-` in `sk-ant-`), without regard to case ([`literals_in`]).
+    literals: DFA,
     /// The rules each literal triggers, by the literal's index in `literals`.
     triggered: Vec<Vec<Trigger>>,
     /// Each rule's pattern, compiled when a literal first triggers the rule: compiling all of
@@ -1311,32 +1317,105 @@ struct Trigger {
     /// The literal as the rule's pattern spells it, when the pattern heeds case: `ac` in
     /// `each` is no Twilio sid's `AC`, and a look at it would cost a pass for nothing.
     exact: Option<&'static [u8]>,
-    /// Token characters needed right before and after the literal (see [`GATES`]).
-    run: (usize, usize),
+    /// What must stand around the literal (see [`GATES`]).
+    gate: Gate,
 }
 
-/// Literals too common in prose for each to cost its rule a look (`.` ends every sentence):
-/// the rule looks only where the literal sits between runs of token characters this long, as
-/// it does in the format (a Discord token's `.` after its 24-character id, a Telegram token's
-/// `:A` after its bot id's digits).
-const GATES: &[(&str, usize, usize)] = &[(".", 23, 6), (":A", 8, 34)];
+/// What the text must hold around a literal for a rule to look there: what every match of
+/// the rule's pattern has around it, read from the bytes in a few steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gate {
+    /// Nothing: the literal is enough.
+    Open,
+    /// Runs of token characters this long right before and right after the literal.
+    Runs(usize, usize),
+    /// Right after `://`, a URL's credentials: `user:password@` (the user may be empty), no
+    /// blank, `/` or `@` in the user, no blank, `/` in the password, a host after the `@`.
+    Credentials,
+    /// Right after the literal, an optional quote, blanks, then one of these bytes
+    /// (`Authorization: Bearer …`, `Password=…`).
+    Then(&'static [u8]),
+}
 
-/// Whether the literal found at `found` has the runs of token characters its gate asks for.
-fn gated_in(bytes: &[u8], found: Range<usize>, (before, after): (usize, usize)) -> bool {
-    let token = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
-    bytes[..found.start]
-        .iter()
-        .rev()
-        .take(before)
-        .filter(|b| token(b))
-        .count()
-        == before
-        && bytes[found.end..]
-            .iter()
-            .take(after)
-            .filter(|b| token(b))
-            .count()
-            == after
+/// Literals too common in prose for each to cost its rule a look: the rule (every rule that
+/// names the literal, or the kind given) looks only where the text around the literal has the
+/// shape its pattern needs there. `.` ends every sentence and a Discord token's has its
+/// 24-character id before it; a Telegram token's `:A` has its bot id's digits; most URLs
+/// carry no password; prose says "the Authorization header" and "no password".
+const GATES: &[(&str, Option<SecretKind>, Gate)] = &[
+    (".", None, Gate::Runs(23, 6)),
+    (":A", None, Gate::Runs(8, 34)),
+    ("://", None, Gate::Credentials),
+    ("authorization", None, Gate::Then(b":=")),
+    (
+        "password",
+        Some(SecretKind::ConnectionString),
+        Gate::Then(b"="),
+    ),
+    ("pwd", Some(SecretKind::ConnectionString), Gate::Then(b"=")),
+];
+
+impl Gate {
+    /// Whether the literal found at `found` in `bytes` has what the gate asks for around it.
+    fn open_at(self, bytes: &[u8], found: Range<usize>) -> bool {
+        match self {
+            Self::Open => true,
+            Self::Runs(before, after) => {
+                let token = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+                bytes[..found.start]
+                    .iter()
+                    .rev()
+                    .take(before)
+                    .filter(|b| token(b))
+                    .count()
+                    == before
+                    && bytes[found.end..]
+                        .iter()
+                        .take(after)
+                        .filter(|b| token(b))
+                        .count()
+                        == after
+            }
+            Self::Credentials => {
+                // The patterns' `[^\s:/@]*:[^\s@/]+@[^\s/?#'<>]`: a byte a blank could be
+                // part of (any non-ASCII one) is let through, so the gate never says no where
+                // the pattern would say yes.
+                let ends = |b: u8, stops: &[u8]| blank(b) || stops.contains(&b);
+                let rest = &bytes[found.end..];
+                let Some(colon) = rest.iter().position(|&b| ends(b, b":/@")) else {
+                    return false;
+                };
+                let rest = &rest[colon..];
+                if rest[0] != b':' {
+                    return false;
+                }
+                let Some(at) = rest.iter().skip(1).position(|&b| ends(b, b"@/")) else {
+                    return false;
+                };
+                at > 0
+                    && rest[at + 1] == b'@'
+                    && rest.get(at + 2).is_some_and(|&b| !ends(b, b"/?#'<>"))
+            }
+            Self::Then(separators) => {
+                let mut at = found.end;
+                if matches!(bytes.get(at), Some(b'"' | b'\'')) {
+                    at += 1;
+                }
+                while bytes.get(at).is_some_and(|&b| blank(b)) {
+                    at += 1;
+                }
+                bytes
+                    .get(at)
+                    .is_some_and(|b| separators.contains(b) || !b.is_ascii())
+            }
+        }
+    }
+}
+
+/// A byte the patterns' `\s` matches in ASCII (the six of them: `u8::is_ascii_whitespace`
+/// leaves out the vertical tab). A gate lets any non-ASCII byte through itself.
+fn blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
 impl Compiled {
@@ -1352,26 +1431,29 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     for (i, rule) in RULES.iter().enumerate() {
         let heeds_case = !rule.pattern.contains("(?i");
         for literal in rule.trigger.split('|').filter(|l| !l.is_empty()) {
-            let run = GATES
+            let gate = GATES
                 .iter()
-                .find(|(gated, _, _)| *gated == literal)
-                .map_or((0, 0), |&(_, before, after)| (before, after));
+                .find(|(gated, kind, _)| {
+                    *gated == literal && kind.is_none_or(|kind| kind == rule.kind)
+                })
+                .map_or(Gate::Open, |&(_, _, gate)| gate);
             triggered
                 .entry(literal.to_ascii_lowercase())
                 .or_default()
                 .push(Trigger {
                     rule: i,
                     exact: heeds_case.then_some(literal.as_bytes()),
-                    run,
+                    gate,
                 });
         }
     }
     let (literals, triggered): (Vec<String>, Vec<Vec<Trigger>>) = triggered.into_iter().unzip();
     Compiled {
-        literals: AhoCorasick::builder()
+        literals: DFA::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
+            .start_kind(StartKind::Unanchored)
+            .prefilter(false)
             .build(&literals)
             .expect("the triggers compile"),
         triggered,
@@ -1380,6 +1462,49 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         hex32: Regex::new(concat!(b!(), r"[0-9a-f]{32}", b!())).expect("compiles"),
     }
 });
+
+/// Calls `each` with every literal of `literals` found in `bytes`, overlapping, as its index
+/// and range, in the order they end (as `find_overlapping_iter` reports them).
+///
+/// The same walk as the crate's overlapping search, which keeps its state in memory between
+/// the finds it returns: here the walk to the next find ([`special_after`]) is a loop that
+/// keeps all it needs in registers, and what is done with a find is done outside it (most
+/// bytes end no literal).
+fn literals_in(literals: &DFA, bytes: &[u8], each: &mut dyn FnMut(usize, Range<usize>)) {
+    let Ok(mut state) = literals.start_state(Anchored::No) else {
+        return;
+    };
+    let mut at = 0;
+    while let Some(end) = special_after(literals, bytes, &mut state, at) {
+        if literals.is_dead(state) {
+            return;
+        }
+        if literals.is_match(state) {
+            for i in 0..literals.match_len(state) {
+                let literal = literals.match_pattern(state, i);
+                each(literal.as_usize(), end - literals.pattern_len(literal)..end);
+            }
+        }
+        at = end;
+    }
+}
+
+/// Walks `literals` over `bytes` from `from` in `state`, up to the first byte after which it
+/// is in a special state (a match, or dead): that state, and where the byte ends. Never
+/// inlined: inlined, the compiler keeps what the caller makes of a find's end counted in
+/// memory along the loop, a few instructions a byte.
+#[inline(never)]
+fn special_after(literals: &DFA, bytes: &[u8], state: &mut StateID, from: usize) -> Option<usize> {
+    let mut now = *state;
+    for (i, &b) in bytes.get(from..)?.iter().enumerate() {
+        now = literals.next_state(Anchored::No, now, b);
+        if literals.is_special(now) {
+            *state = now;
+            return Some(from + i + 1);
+        }
+    }
+    None
+}
 
 /// Every secret-shaped span in the text.
 ///
@@ -1413,12 +1538,12 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
     let mut whole = vec![false; RULES.len()];
     let mut parts: Vec<(usize, Range<usize>)> = Vec::new();
     let bytes = text.as_bytes();
-    for m in compiled.literals.find_overlapping_iter(text) {
-        for trigger in &compiled.triggered[m.pattern().as_usize()] {
+    literals_in(&compiled.literals, bytes, &mut |literal, m| {
+        for trigger in &compiled.triggered[literal] {
             if trigger
                 .exact
-                .is_some_and(|exact| &bytes[m.start()..m.end()] != exact)
-                || (trigger.run != (0, 0) && !gated_in(bytes, m.start()..m.end(), trigger.run))
+                .is_some_and(|exact| &bytes[m.clone()] != exact)
+                || !trigger.gate.open_at(bytes, m.clone())
             {
                 continue;
             }
@@ -1428,20 +1553,20 @@ fn find_written(text: &str) -> Vec<SecretMatch> {
                 Scope::Assignment(separators) => {
                     if !parts
                         .last()
-                        .is_some_and(|(j, part)| *j == i && part.contains(&m.start()))
-                        && assigned(text.as_bytes(), m.start(), separators)
+                        .is_some_and(|(j, part)| *j == i && part.contains(&m.start))
+                        && assigned(bytes, m.start, separators)
                     {
-                        parts.push((i, line_around(text, m.start()..m.end())));
+                        parts.push((i, line_around(text, m.clone())));
                     }
                 }
                 Scope::Window => parts.push((
                     i,
-                    floor_boundary(text, m.start().saturating_sub(BEFORE))
-                        ..ceil_boundary(text, m.end() + AFTER),
+                    floor_boundary(text, m.start.saturating_sub(BEFORE))
+                        ..ceil_boundary(text, m.end + AFTER),
                 )),
             }
         }
-    }
+    });
     let mut found = Vec::new();
     for (i, _) in whole.iter().enumerate().filter(|(_, w)| **w) {
         scan(&RULES[i], compiled.rule(i), text, &mut found);
@@ -2213,7 +2338,7 @@ fn merge(mut found: Vec<SecretMatch>) -> Vec<SecretMatch> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -2242,6 +2367,165 @@ mod tests {
                 rule.trigger
             );
         }
+    }
+
+    /// Every text of the corpus, unescaped (`kind<TAB>text`, with `\n`, `\t`, `\\`).
+    pub(in crate::guard) fn corpus() -> Vec<String> {
+        [
+            include_str!("../../tests/guard_corpus/secrets.txt"),
+            include_str!("../../tests/guard_corpus/disguised.txt"),
+            include_str!("../../tests/guard_corpus/ordinary.txt"),
+            include_str!("../../tests/guard_corpus/code.txt"),
+        ]
+        .iter()
+        .flat_map(|file| file.lines())
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(_, text)| {
+            let mut out = String::new();
+            let mut chars = text.chars();
+            while let Some(c) = chars.next() {
+                match (c, c == '\\') {
+                    (_, true) => match chars.next() {
+                        Some('n') => out.push('\n'),
+                        Some('t') => out.push('\t'),
+                        Some(other) => out.push(other),
+                        None => out.push('\\'),
+                    },
+                    (c, false) => out.push(c),
+                }
+            }
+            out
+        })
+        .collect()
+    }
+
+    #[test]
+    fn every_match_of_a_rule_holds_one_of_its_literals_where_its_gate_lets_the_rule_look() {
+        // The literal pass is the only way a rule is asked: a match that holds none of its
+        // literals, or only where a gate or the literal's case turns the rule away, would
+        // go unseen. Each text as written and as each of its readings spells it.
+        let compiled = &*COMPILED;
+        let mut looked = 0;
+        for text in corpus() {
+            let mut readings = vec![text.clone()];
+            readings.extend(disguise::views(&text).into_iter().map(|v| v.text));
+            for reading in &readings {
+                let bytes = reading.as_bytes();
+                let mut seen: Vec<(usize, Range<usize>)> = Vec::new();
+                literals_in(&compiled.literals, bytes, &mut |literal, m| {
+                    for trigger in &compiled.triggered[literal] {
+                        if trigger.exact.is_none_or(|exact| &bytes[m.clone()] == exact)
+                            && trigger.gate.open_at(bytes, m.clone())
+                        {
+                            seen.push((trigger.rule, m.clone()));
+                        }
+                    }
+                });
+                for (i, rule) in RULES.iter().enumerate() {
+                    for m in compiled.rule(i).find_iter(reading) {
+                        looked += 1;
+                        assert!(
+                            seen.iter().any(|(rule, found)| *rule == i
+                                && found.start >= m.start()
+                                && found.end <= m.end()),
+                            "{:?} matched {:?} in {reading:?} without a literal it is asked by",
+                            rule.kind,
+                            m.as_str()
+                        );
+                    }
+                }
+            }
+        }
+        assert!(looked > 1000, "{looked} matches");
+    }
+
+    #[test]
+    fn the_literal_pass_finds_what_an_overlapping_search_finds_in_its_order() {
+        let literals: Vec<String> = RULES
+            .iter()
+            .flat_map(|r| r.trigger.split('|'))
+            .map(str::to_ascii_lowercase)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let ours = DFA::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .start_kind(StartKind::Unanchored)
+            .prefilter(false)
+            .build(&literals)
+            .unwrap();
+        let theirs = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&literals)
+            .unwrap();
+        let mut found = 0;
+        for text in corpus()
+            .iter()
+            .chain([&"sk-ant-api03-SK-AC.ac:A".to_owned()])
+        {
+            let mut walked = Vec::new();
+            literals_in(&ours, text.as_bytes(), &mut |literal, m| {
+                walked.push((literal, m));
+            });
+            let searched: Vec<_> = theirs
+                .find_overlapping_iter(text)
+                .map(|m| (m.pattern().as_usize(), m.range()))
+                .collect();
+            assert_eq!(walked, searched, "{text:?}");
+            found += walked.len();
+        }
+        assert!(found > 1000, "{found} literals");
+    }
+
+    fn gate_at(gate: Gate, text: &str, literal: &str) -> bool {
+        let at = text.find(literal).expect("the literal is in the text");
+        gate.open_at(text.as_bytes(), at..at + literal.len())
+    }
+
+    #[test]
+    fn a_url_is_looked_at_for_a_password_only_where_it_has_credentials() {
+        let credentials = |text| gate_at(Gate::Credentials, text, "://");
+        assert!(credentials("https://ana:hunter22@git.example.com/x"));
+        // A database URL's user may be empty; a password may hold a colon.
+        assert!(credentials("redis://:s3cr3t:x@cache:6379"));
+        // A blank that is not ASCII may be one the patterns' `\s` stops at: looked at.
+        assert!(credentials("https://ana\u{a0}b:pw@host"));
+        for without in [
+            "https://github.com/ferry/ferry-mcp/pull/42",
+            "clone https://ana@git.example.com/ferry.git",
+            "ssh://git@git.example.com:22/ferry/ferry-mcp.git",
+            "postgres://localhost:5432/ferry",
+            "https://ana:@host",
+            "https://ana:pw@/path",
+            "https://ana:pw@ host",
+            "https://ana pw:x@host",
+            "https://",
+            "https://a:b",
+        ] {
+            assert!(!credentials(without), "{without:?}");
+        }
+        assert!(
+            find_secrets("https://ana:hunter22@git.example.com/x")
+                .iter()
+                .any(|m| m.kind == SecretKind::UrlPassword)
+        );
+    }
+
+    #[test]
+    fn a_header_or_a_connection_string_is_looked_at_only_where_a_separator_follows_its_name() {
+        let header = |text| gate_at(Gate::Then(b":="), text, "Authorization");
+        assert!(header("Authorization: Bearer abc"));
+        assert!(header("\"Authorization\" : \"Bearer abc\""));
+        assert!(header("Authorization\n\t= token abc"));
+        assert!(header("Authorization\u{a0}: Bearer abc"));
+        assert!(!header("the bearer token goes in the Authorization header"));
+        assert!(!header("Authorization"));
+        let password = |text| gate_at(Gate::Then(b"="), text, "Password");
+        assert!(password("Server=db;Password = hunter22"));
+        assert!(!password("Server=db; Password: hunter22"));
+        assert!(!password("the Password prompt hangs"));
     }
 
     #[test]
