@@ -9,6 +9,7 @@ use ferry_mcp_core::channel::ops::fleet::{self, DigestLimits};
 use ferry_mcp_core::channel::ops::search::{self, SearchRequest};
 use ferry_mcp_core::channel::ops::talk::{self, ReadRequest};
 use ferry_mcp_core::channel::session::{Actor, Session};
+use ferry_mcp_core::time::Timestamp;
 use ferry_mcp_testkit::bulk::{self, BulkChannel};
 
 /// Messages a paged session holds in memory here: far fewer than the channel's 600.
@@ -161,15 +162,7 @@ fn a_reader_behind_the_messages_paged_out_marks_what_it_read_and_the_kept_talk_i
 
     // What the kept state holds of talk (its read-throughs included) is what a machine that
     // folds the whole channel makes of it.
-    let mut kept = bulk.agent_session(agent.as_str());
-    let mut fresh = Session::open_read_only(
-        bulk.home(),
-        bulk.project(),
-        Actor::Agent(agent.clone()),
-        now,
-    )
-    .unwrap();
-    assert_eq!(kept.talk().unwrap(), fresh.talk().unwrap());
+    let mut kept = kept_talk_is_the_whole_fold_s(&bulk, &agent, now);
     let unread_whole = fleet::catchup(&mut kept, None, DigestLimits::DEFAULT, now).unwrap();
     assert_eq!(
         (unread_paged.unread, unread_paged.unread_more),
@@ -234,15 +227,7 @@ fn a_grant_folded_by_a_session_holding_few_messages_works_every_read_through_out
     reader.save().unwrap();
     drop(reader);
 
-    let mut kept = bulk.agent_session(agent.as_str());
-    let mut fresh = Session::open_read_only(
-        bulk.home(),
-        bulk.project(),
-        Actor::Agent(agent.clone()),
-        now,
-    )
-    .unwrap();
-    assert_eq!(kept.talk().unwrap(), fresh.talk().unwrap());
+    kept_talk_is_the_whole_fold_s(&bulk, &agent, now);
 }
 
 #[test]
@@ -304,4 +289,19 @@ fn a_reader_that_reads_and_marks_a_page_at_a_time_through_the_messages_paged_out
         }
     }
     assert!(given > 200, "{given}");
+}
+
+/// Asserts that what `agent`'s kept state holds of talk is what a machine folding the whole
+/// channel makes of it; the kept session, to go on with.
+fn kept_talk_is_the_whole_fold_s(bulk: &BulkChannel, agent: &AgentName, now: Timestamp) -> Session {
+    let mut kept = bulk.agent_session(agent.as_str());
+    let mut fresh = Session::open_read_only(
+        bulk.home(),
+        bulk.project(),
+        Actor::Agent(agent.clone()),
+        now,
+    )
+    .unwrap();
+    assert_eq!(kept.talk().unwrap(), fresh.talk().unwrap());
+    kept
 }
