@@ -26,10 +26,20 @@ fn member(bulk: &BulkChannel) -> AgentName {
 }
 
 /// The agent's session holding only the newest [`WINDOW`] messages in memory.
-fn paged(bulk: &BulkChannel, agent: &AgentName) -> Session {
+fn paged_session(bulk: &BulkChannel, agent: &AgentName) -> Session {
     let mut session = bulk.agent_session(agent.as_str());
     session.set_talk_window(WINDOW);
     session
+}
+
+/// A read that marks what it gives: `limit` messages, no receipts.
+fn marking_page(limit: usize) -> ReadRequest {
+    ReadRequest {
+        peek: false,
+        since: None,
+        limit,
+        receipts: 0,
+    }
 }
 
 fn peek_all() -> ReadRequest {
@@ -46,7 +56,7 @@ fn a_session_holding_only_the_newest_messages_reads_every_older_one_back_as_a_wh
 {
     let bulk = channel();
     let agent = member(&bulk);
-    let mut paged = paged(&bulk, &agent);
+    let mut paged = paged_session(&bulk, &agent);
     let talk = paged.talk().unwrap();
     assert!(talk.paged_through() > 0, "the oldest messages stay kept");
     assert!(
@@ -144,14 +154,9 @@ fn a_reader_behind_the_messages_paged_out_marks_what_it_read_and_the_kept_talk_i
     let bulk = channel();
     let agent = member(&bulk);
     let now = bulk.now();
-    let mut paged = paged(&bulk, &agent);
+    let mut paged = paged_session(&bulk, &agent);
     // Its first read marks the oldest messages for it, far behind the newest in memory.
-    let first = ReadRequest {
-        peek: false,
-        since: None,
-        limit: 20,
-        receipts: 0,
-    };
+    let first = marking_page(20);
     let read = talk::read(&mut paged, &first, &mut |_| true, now).unwrap();
     assert!(read.marked && read.more);
     paged.refresh(now);
@@ -169,7 +174,7 @@ fn a_reader_behind_the_messages_paged_out_marks_what_it_read_and_the_kept_talk_i
         (unread_whole.unread, unread_whole.unread_more)
     );
     let next_paged = talk::read(
-        &mut paged_again(&bulk, &agent),
+        &mut paged_session(&bulk, &agent),
         &peek_all(),
         &mut |_| true,
         now,
@@ -182,10 +187,6 @@ fn a_reader_behind_the_messages_paged_out_marks_what_it_read_and_the_kept_talk_i
     assert_eq!(next_paged, next_whole);
 }
 
-fn paged_again(bulk: &BulkChannel, agent: &AgentName) -> Session {
-    paged(bulk, agent)
-}
-
 #[test]
 fn a_grant_folded_by_a_session_holding_few_messages_works_every_read_through_out_as_a_whole_fold_does()
  {
@@ -193,13 +194,8 @@ fn a_grant_folded_by_a_session_holding_few_messages_works_every_read_through_out
     let bulk = channel();
     let agent = member(&bulk);
     let now = bulk.now();
-    let mut reader = paged(&bulk, &agent);
-    let first = ReadRequest {
-        peek: false,
-        since: None,
-        limit: 20,
-        receipts: 0,
-    };
+    let mut reader = paged_session(&bulk, &agent);
+    let first = marking_page(20);
     assert!(
         talk::read(&mut reader, &first, &mut |_| true, now)
             .unwrap()
@@ -238,7 +234,7 @@ fn a_reader_that_reads_and_marks_a_page_at_a_time_through_the_messages_paged_out
     let (bulk, twin) = (channel(), channel());
     let agent = member(&bulk);
     let now = bulk.now();
-    let mut paged = paged(&bulk, &agent);
+    let mut paged = paged_session(&bulk, &agent);
     let mut whole = twin.agent_session(agent.as_str());
     assert!(paged.talk().unwrap().paged_through() > 0);
     assert_eq!(whole.talk().unwrap().paged_through(), 0);
@@ -253,12 +249,7 @@ fn a_reader_that_reads_and_marks_a_page_at_a_time_through_the_messages_paged_out
         channel.agent_session(name.as_str())
     };
     let (mut writes, mut twin_writes) = (writer(&bulk), writer(&twin));
-    let page = ReadRequest {
-        peek: false,
-        since: None,
-        limit: 7,
-        receipts: 0,
-    };
+    let page = marking_page(7);
     let mut given = 0;
     for round in 0..40 {
         let read_paged = talk::read(&mut paged, &page, &mut |_| true, now).unwrap();
