@@ -24,7 +24,8 @@
 //! takes minutes to build); `FERRY_BENCH_SIZES=1k,100k` picks the sizes (of 1k, 10k, 100k,
 //! 1M, and `1k-100-agents`: 1k entries with the 100 agents the larger channels have) and `FERRY_BENCH_CASES=after_master_entry,talk_read` the cases of a size (for a
 //! profile; the names cases run when `names` and `talk_read` are named). Not a criterion bench: the
-//! figures are medians of a few runs, printed to stderr.
+//! figures are medians of a few runs, printed to stderr; `FERRY_BENCH_RUNS=N` takes medians of
+//! `N` runs instead (many, under a profiler).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -415,7 +416,10 @@ fn figure(value: Option<Duration>, base: Option<Duration>) -> String {
 fn main() {
     let bench_mode = std::env::args().any(|a| a == "--bench");
     let long = bench_mode && std::env::var_os("FERRY_BENCH_LONG").is_some();
-    let runs = if bench_mode { 21 } else { 1 };
+    let runs = std::env::var("FERRY_BENCH_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(if bench_mode { 21 } else { 1 });
     type Size = (&'static str, (u64, Option<u32>));
     let (mut sizes, names_count): (Vec<Size>, u64) = if bench_mode {
         let mut sizes = vec![("1k", (1_000, None)), ("100k", (100_000, None))];

@@ -144,6 +144,10 @@ struct Folded {
 struct Pager<'a> {
     store: Option<&'a mut Store>,
     failures: &'a mut Vec<String>,
+    /// The session's last read among talk's messages paged out, as of this fold (none after
+    /// a refold): a reader's mark folded after it walks the messages that read brought back
+    /// instead of reading their rows again.
+    paged_read: Option<&'a PagedRead>,
 }
 
 impl Pager<'_> {
@@ -222,7 +226,22 @@ impl Pager<'_> {
         if !talk.reader_behind_paged(reader) {
             return;
         }
-        let (from, upto) = (talk.read_through_of(reader), talk.paged_through());
+        let (mut from, upto) = (talk.read_through_of(reader), talk.paged_through());
+        // The reader's last read brought back every message of its stream from its
+        // read-through on, up to where it scanned: walked over first, as the rows would be.
+        if let Some(read) = self
+            .paged_read
+            .filter(|read| read.key.reader == *reader && read.from <= from)
+            && read.scanned_to > from
+        {
+            let upto = read.scanned_to.min(upto);
+            if !state.talk_advance_over(reader, &read.stream, upto) {
+                return;
+            }
+            from = state
+                .talk()
+                .map_or(upto, |talk| talk.read_through_of(reader));
+        }
         let walked = match self.store.as_deref_mut() {
             Some(store) => store.walk_talk(from, upto, &mut |older, reached| {
                 state.talk_advance_over(reader, older, reached)
@@ -257,6 +276,11 @@ struct PagedRead {
     marker: std::collections::BTreeMap<AgentName, u64>,
     scanned_to: u64,
     found: Vec<crate::channel::fold::state::talk::Message>,
+    /// Every message of the reader's stream (to everyone, or to it) brought after `from` and
+    /// up to `scanned_to`, oldest first, whatever it shows: what the fold of the reader's mark
+    /// walks its read-through over (`Pager::walk_paged_talk`). A stamp is given once, so the
+    /// messages between two stamps are the same until everything is folded again.
+    stream: Vec<crate::channel::fold::state::talk::Message>,
 }
 
 /// How many messages a read among those paged out gathers at least when it reads rows: a
@@ -718,9 +742,21 @@ impl Session {
     /// memory, and this is empty).
     pub fn paged_messages_for(
         &mut self,
+        reading: (&AgentName, u64, bool),
+        limit: usize,
+        keep: &mut dyn FnMut(&crate::channel::fold::state::talk::Message) -> bool,
+    ) -> Result<Vec<crate::channel::fold::state::talk::Message>, NotPaged> {
+        self.walk_paged_for(reading, limit, keep, &mut |_| {})
+    }
+
+    /// [`Session::paged_messages_for`], handing `walked` every message brought back before the
+    /// walk stopped (the last one it gives, at the latest).
+    fn walk_paged_for(
+        &mut self,
         (reader, after, unread_only): (&AgentName, u64, bool),
         limit: usize,
         keep: &mut dyn FnMut(&crate::channel::fold::state::talk::Message) -> bool,
+        walked: &mut dyn FnMut(&crate::channel::fold::state::talk::Message),
     ) -> Result<Vec<crate::channel::fold::state::talk::Message>, NotPaged> {
         let now = self.loaded_at();
         self.load(Sections::TALK, now);
@@ -739,6 +775,7 @@ impl Session {
                 if found.len() >= limit {
                     return false;
                 }
+                walked(message);
                 if shows(message) && keep(message) {
                     found.push(message.clone());
                 }
@@ -797,6 +834,7 @@ impl Session {
                             .get(&message.from)
                             .is_none_or(|seq| message.seq > *seq)
                 });
+                read.stream.retain(|message| message.stamp > from);
                 PagedRead {
                     from,
                     marker,
@@ -810,15 +848,22 @@ impl Session {
                 marker,
                 scanned_to: from,
                 found: Vec::new(),
+                stream: Vec::new(),
             },
         };
         if read.found.len() < limit && read.scanned_to < upto {
             let wanted = limit.max(PAGED_READ_AHEAD) - read.found.len();
             let refolds = self.refolds;
-            let more = self.paged_messages_for(
+            let mut stream = Vec::new();
+            let more = self.walk_paged_for(
                 (reader, read.scanned_to, unread_only),
                 wanted,
                 &mut |_| true,
+                &mut |message| {
+                    if message.in_stream_of(reader) {
+                        stream.push(message.clone());
+                    }
+                },
             )?;
             if self.refolds != refolds {
                 // The kept state did not read: everything was folded again, talk is whole in
@@ -830,6 +875,7 @@ impl Session {
                 _ => upto,
             };
             read.found.extend(more);
+            read.stream.extend(stream);
         }
         let given = read.found.iter().take(limit).cloned().collect();
         self.paged_read = Some(read);
@@ -864,6 +910,13 @@ impl Session {
             return Ok(self.state.talk()?.message(id, identity).cloned());
         }
         Ok(found.filter(|message| talk_counts(&self.state, message)))
+    }
+
+    /// How many of talk's rows this session has read back from the kept state (for the tests
+    /// of reads that need none).
+    #[cfg(feature = "internals")]
+    pub fn talk_rows_read(&self) -> u64 {
+        self.store.as_ref().map_or(0, Store::talk_rows_read)
     }
 
     /// Names this machine (the binary reads its host name).
@@ -1072,9 +1125,14 @@ impl Session {
         }
         let before = self.state.counter();
         let mut failures = Vec::new();
+        let refolds = self.refolds;
         let mut pager = Pager {
             store: self.store.as_mut(),
             failures: &mut failures,
+            paged_read: self
+                .paged_read
+                .as_ref()
+                .filter(|read| read.key.refolds == refolds),
         };
         let folded = fold_new(
             &mut self.reader,

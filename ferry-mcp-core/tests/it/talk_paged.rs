@@ -282,6 +282,37 @@ fn a_reader_that_reads_and_marks_a_page_at_a_time_through_the_messages_paged_out
     assert!(given > 200, "{given}");
 }
 
+#[test]
+fn a_reader_marking_page_after_page_of_what_its_last_read_brought_back_reads_no_row_again_nor_does_the_fold_of_its_marks()
+ {
+    let bulk = channel();
+    let agent = member(&bulk);
+    let now = bulk.now();
+    let mut paged = paged_session(&bulk, &agent);
+    let page = marking_page(4);
+    // The first read brings back the messages paged out it may show next (a few pages' worth).
+    let first = talk::read(&mut paged, &page, &mut |_| true, now).unwrap();
+    assert!(first.marked && first.more);
+    let brought_back = paged.talk_rows_read();
+    assert!(brought_back > 0);
+    for round in 0..6 {
+        let read = talk::read(&mut paged, &page, &mut |_| true, now).unwrap();
+        assert!(read.marked && read.more, "round {round}");
+        assert_eq!(read.messages.len(), 4, "round {round}");
+        // Neither the read nor the fold of its mark (the reader's read-through walked over
+        // the messages paged out) read a row: both walked what the first read brought back.
+        assert_eq!(paged.talk_rows_read(), brought_back, "round {round}");
+    }
+    let talk = paged.talk().unwrap();
+    assert!(
+        talk.reader_behind_paged(&agent),
+        "the reads stayed among the messages paged out"
+    );
+    paged.save().unwrap();
+    drop(paged);
+    kept_talk_is_the_whole_fold_s(&bulk, &agent, now);
+}
+
 /// Asserts that what `agent`'s kept state holds of talk is what a machine folding the whole
 /// channel makes of it; the kept session, to go on with.
 fn kept_talk_is_the_whole_fold_s(bulk: &BulkChannel, agent: &AgentName, now: Timestamp) -> Session {

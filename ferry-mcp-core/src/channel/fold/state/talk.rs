@@ -122,11 +122,15 @@ pub struct Message {
 impl Message {
     /// Whether `reader` is among its recipients (never its own sender).
     pub fn is_for(&self, reader: &AgentName) -> bool {
-        self.from != *reader
-            && match &self.to {
-                Recipient::All => true,
-                Recipient::One(name) => name == reader,
-            }
+        self.from != *reader && self.in_stream_of(reader)
+    }
+
+    /// Whether it is in `reader`'s stream: to everyone, or to it (its own included).
+    pub fn in_stream_of(&self, reader: &AgentName) -> bool {
+        match &self.to {
+            Recipient::All => true,
+            Recipient::One(name) => name == reader,
+        }
     }
 
     /// Whether it counts: the master's, or a seated sender's at Member or above for it.
@@ -511,11 +515,7 @@ impl Talk {
         let mut through = from;
         let mut stopped = false;
         for message in older.iter().filter(|m| m.stamp > from && m.stamp <= upto) {
-            let in_stream = match &message.to {
-                Recipient::All => true,
-                Recipient::One(name) => name == reader,
-            };
-            if !in_stream {
+            if !message.in_stream_of(reader) {
                 continue;
             }
             if message.is_for(reader) {

@@ -157,6 +157,9 @@ pub struct Store {
     /// How many of talk's newest messages are held in memory; the rest stay in their rows,
     /// read when asked for (ADR 0011, "Talk paged").
     talk_window: usize,
+    /// How many of talk's rows this store has read back (what the tests of a read that needs
+    /// no row count).
+    talk_rows_read: u64,
 }
 
 /// How many of talk's newest messages a session holds in memory by default.
@@ -216,6 +219,7 @@ impl Store {
                 whole_next: false,
                 unkept: false,
                 talk_window: TALK_WINDOW,
+                talk_rows_read: 0,
             },
             why,
         ))
@@ -428,8 +432,18 @@ impl Store {
         let Some(db) = self.db.as_ref() else {
             return Err("the kept state's folds are not there".into());
         };
-        db.items_between(db::TALK, self.as_of, range, limit, false)
-            .map_err(|why| format!("the kept state is corrupt ({why}); rebuilt from the channel"))
+        let rows = db
+            .items_between(db::TALK, self.as_of, range, limit, false)
+            .map_err(|why| {
+                format!("the kept state is corrupt ({why}); rebuilt from the channel")
+            })?;
+        self.talk_rows_read += rows.len() as u64;
+        Ok(rows)
+    }
+
+    /// How many of talk's rows this store has read back since it opened.
+    pub fn talk_rows_read(&self) -> u64 {
+        self.talk_rows_read
     }
 
     /// Walks talk's messages paged out brought after stamp `after` (up to where talk is paged
