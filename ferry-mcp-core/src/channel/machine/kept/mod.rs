@@ -159,6 +159,7 @@ pub struct Store {
     talk_window: usize,
     /// How many of talk's rows this store has read back (what the tests of a read that needs
     /// no row count).
+    #[cfg(feature = "internals")]
     talk_rows_read: u64,
 }
 
@@ -219,6 +220,7 @@ impl Store {
                 whole_next: false,
                 unkept: false,
                 talk_window: TALK_WINDOW,
+                #[cfg(feature = "internals")]
                 talk_rows_read: 0,
             },
             why,
@@ -437,11 +439,15 @@ impl Store {
             .map_err(|why| {
                 format!("the kept state is corrupt ({why}); rebuilt from the channel")
             })?;
-        self.talk_rows_read += rows.len() as u64;
+        #[cfg(feature = "internals")]
+        {
+            self.talk_rows_read += rows.len() as u64;
+        }
         Ok(rows)
     }
 
     /// How many of talk's rows this store has read back since it opened.
+    #[cfg(feature = "internals")]
     pub fn talk_rows_read(&self) -> u64 {
         self.talk_rows_read
     }
