@@ -1146,9 +1146,12 @@ impl Session {
         }
         self.rebuild_after(failures, now);
         if folded.refolded {
-            // A new identity counts its seat changes afresh: pin again.
+            // A new identity counts its seat changes afresh: pin again. Every stamp was given
+            // again: a remembered read among talk's rows names the old ones.
             self.pinned = None;
             self.dirty = true;
+            self.refolds += 1;
+            self.paged_read = None;
         }
         // Cleared first: a file replaced by something else at its path is reported anew.
         let cleared = self.reader.take_cleared();
